@@ -1,0 +1,76 @@
+//! presa: a framework for Model Context Protocol servers that speak the stateless revision
+//! 2026-07-28.
+//!
+//! A server is a catalog of tools, resources, resource templates and prompts behind one
+//! protocol pipeline; the transports (stdio, Streamable HTTP) only frame bytes.
+//!
+//! ```no_run
+//! use presa::{CallToolResult, Tool, ToolCall};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let server = presa::server!()
+//!         .tool(
+//!             Tool::new("hello")
+//!                 .description("Says hello")
+//!                 .handler(|_call: ToolCall| async { CallToolResult::text("Hello!") }),
+//!         )
+//!         .build()?;
+//!     server.serve_stdio().await?;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! | module | what it owns |
+//! | --- | --- |
+//! | [`wire`] | the JSON-RPC envelope, request `_meta`, typed results and content |
+//! | [`registry`] | tools, resources, templates, prompts and completion providers as data |
+//! | [`transport`] | stdio and Streamable HTTP framing |
+//! | [`testing`] | an in-process client that drives the same pipeline with no socket |
+
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod context;
+mod error;
+mod pipeline;
+pub mod registry;
+mod server;
+mod state;
+pub mod testing;
+pub mod transport;
+pub mod wire;
+
+pub use context::RequestContext;
+pub use error::{BuildError, Error, ReservedCode, code};
+pub use registry::completion::CompletionRequest;
+pub use registry::prompt::{IntoGetPromptResult, Prompt, PromptArgument, PromptGet};
+pub use registry::resource::{IntoReadResourceResult, Resource, ResourceRead, ResourceTemplate};
+pub use registry::tool::{IntoCallToolResult, Tool, ToolCall, ToolError};
+pub use server::{Cacheable, Config, Server, ServerBuilder};
+pub use transport::http::HttpConfig;
+pub use transport::stdio::StdioConfig;
+pub use wire::meta::{LogLevel, PROTOCOL_VERSION, RequestMeta};
+pub use wire::types::{
+    Annotations, CachePolicy, CacheScope, CallToolResult, Completion, Content, GetPromptResult,
+    Icon, Implementation, PromptMessage, ReadResourceResult, ResourceContents, Role,
+    ToolAnnotations,
+};
+
+/// The items most servers need, for `use presa::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        CallToolResult, Content, Error, GetPromptResult, Prompt, PromptArgument, PromptMessage,
+        ReadResourceResult, RequestContext, Resource, ResourceContents, ResourceTemplate, Server,
+        Tool, ToolCall, ToolError,
+    };
+}
+
+/// Not public API: used by code the macros generate.
+#[doc(hidden)]
+pub mod __private {
+    pub use linkme;
+    pub use schemars;
+    pub use serde;
+    pub use serde_json;
+}

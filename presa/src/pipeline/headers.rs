@@ -1,0 +1,188 @@
+//! The HTTP header mirror checks of wire sections 13.4 to 13.6: `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name` and `Mcp-Param-*` against the decoded body. They live in the
+//! pipeline because they need the body and the registry's `x-mcp-header` table; the HTTP
+//! transport only hands the header map over.
+
+use crate::error::Error;
+use crate::registry::schema::{HeaderParam, HeaderType, MAX_HEADER_INTEGER};
+use axum::http::HeaderMap;
+use base64::Engine;
+use serde_json::{Map, Value, json};
+
+pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+pub(crate) const METHOD: &str = "mcp-method";
+pub(crate) const NAME: &str = "mcp-name";
+
+/// Reads a header that must appear at most once; its value trimmed.
+fn single<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<Option<&'h str>, Error> {
+    let mut values = headers.get_all(name).iter();
+    let Some(first) = values.next() else {
+        return Ok(None);
+    };
+    if values.next().is_some() {
+        return Err(Error::header_mismatch(format!(
+            "Missing or repeated required header: {display}"
+        )));
+    }
+    first
+        .to_str()
+        .map(str::trim)
+        .map(Some)
+        .map_err(|_| Error::header_mismatch(format!("{display} is malformed")))
+}
+
+fn required<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<&'h str, Error> {
+    single(headers, name, display)?.ok_or_else(|| {
+        Error::header_mismatch(format!("Missing or repeated required header: {display}"))
+    })
+}
+
+/// `MCP-Protocol-Version` must be present on every request POST.
+pub(crate) fn version_present(headers: &HeaderMap) -> Result<&str, Error> {
+    required(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")
+}
+
+/// The header must equal the body's `_meta` version (step 6 of admission).
+pub(crate) fn version_matches(header: &str, body: &str) -> Result<(), Error> {
+    if header == body {
+        Ok(())
+    } else {
+        Err(
+            Error::header_mismatch("Protocol header does not match request metadata")
+                .with_data(json!({ "header": header, "body": body })),
+        )
+    }
+}
+
+/// `Mcp-Method` must be present and equal the body's method (case-sensitive).
+pub(crate) fn method_matches(headers: &HeaderMap, method: &str) -> Result<(), Error> {
+    let value = required(headers, METHOD, "Mcp-Method")?;
+    if value == method {
+        Ok(())
+    } else {
+        Err(Error::header_mismatch(
+            "Mcp-Method does not match the request body",
+        ))
+    }
+}
+
+/// `Mcp-Name` must be present and equal `name` (the tool or prompt name, or the URI).
+pub(crate) fn name_matches(headers: &HeaderMap, name: &str) -> Result<(), Error> {
+    let raw = required(headers, NAME, "Mcp-Name")?;
+    let value = decode_value(raw).ok_or_else(|| Error::header_mismatch("Mcp-Name is malformed"))?;
+    if value == name {
+        Ok(())
+    } else {
+        Err(Error::header_mismatch(
+            "Mcp-Name does not match the request body",
+        ))
+    }
+}
+
+/// Checks optional headers on a notification POST: only those present are compared.
+pub(crate) fn notification_headers(
+    headers: &HeaderMap,
+    method: &str,
+    body_version: Option<&str>,
+) -> Result<(), Error> {
+    if let Some(m) = single(headers, METHOD, "Mcp-Method")? {
+        if m != method {
+            return Err(Error::header_mismatch(
+                "Mcp-Method does not match the request body",
+            ));
+        }
+    }
+    if let (Some(h), Some(b)) = (single(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?, body_version) {
+        version_matches(h, b)?;
+    }
+    Ok(())
+}
+
+/// The `Mcp-Param-*` checks of wire section 13.6 for one tool call.
+pub(crate) fn params_match(
+    headers: &HeaderMap,
+    table: &[HeaderParam],
+    arguments: &Map<String, Value>,
+) -> Result<(), Error> {
+    for param in table {
+        let display = format!("Mcp-Param-{}", param.header);
+        let header = single(headers, &param.header_lower, &display)?;
+        let arg = arguments.get(&param.property).filter(|v| !v.is_null());
+        let (Some(arg), raw) = (arg, header) else {
+            // An absent or null argument means no header is expected; a header sent for
+            // it anyway carries nothing the body disagrees with, so it is ignored.
+            continue;
+        };
+        let Some(raw) = raw else {
+            return Err(Error::header_mismatch(format!(
+                "Missing or repeated required header: {display}"
+            )));
+        };
+        let value =
+            decode_value(raw).ok_or_else(|| Error::header_mismatch(format!("{display} is malformed")))?;
+        let same = match (param.ty, arg) {
+            (HeaderType::String, Value::String(s)) => *s == value,
+            (HeaderType::Boolean, Value::Bool(b)) => value == if *b { "true" } else { "false" },
+            (HeaderType::Integer, Value::Number(n)) => {
+                n.as_i64().is_some_and(|i| i.abs() <= MAX_HEADER_INTEGER) && integers_equal(n, &value)
+            }
+            _ => false,
+        };
+        if !same {
+            return Err(Error::header_mismatch(format!(
+                "{display} does not match the request body"
+            )));
+        }
+    }
+    Ok(())
+}
+
+fn integers_equal(body: &serde_json::Number, header: &str) -> bool {
+    if let (Some(b), Ok(h)) = (body.as_i64(), header.parse::<i64>()) {
+        return b == h;
+    }
+    // Numerically equal forms such as 42 and 42.0, or 1e2 and 100.
+    match (body.as_f64(), header.parse::<f64>()) {
+        (Some(b), Ok(h)) => b == h && b.fract() == 0.0,
+        _ => false,
+    }
+}
+
+/// Decodes a mirrored header value: the `=?base64?…?=` wrapper is decoded (and must be
+/// UTF-8); a plain value must be visible ASCII, space or tab.
+pub(crate) fn decode_value(raw: &str) -> Option<String> {
+    if let Some(inner) = raw
+        .strip_prefix("=?base64?")
+        .and_then(|r| r.strip_suffix("?="))
+    {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(inner)
+            .ok()?;
+        return String::from_utf8(bytes).ok();
+    }
+    raw.bytes()
+        .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
+        .then(|| raw.to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_base64_and_refuses_controls() {
+        assert_eq!(decode_value("=?base64?SGVsbG8=?=").as_deref(), Some("Hello"));
+        assert_eq!(decode_value("a b").as_deref(), Some("a b"));
+        assert_eq!(decode_value("=?base64?//79?="), None);
+        assert_eq!(decode_value("a\u{7f}"), None);
+    }
+
+    #[test]
+    fn integers_compare_numerically() {
+        let n = serde_json::Number::from(42);
+        assert!(integers_equal(&n, "42"));
+        assert!(integers_equal(&n, "42.0"));
+        assert!(!integers_equal(&n, "43"));
+        assert!(!integers_equal(&n, "forty-two"));
+    }
+}

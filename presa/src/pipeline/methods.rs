@@ -1,0 +1,437 @@
+//! The methods of 2026-07-28: params validation for each, dispatch to the registry, and
+//! the result shapes (section 5), pagination (section 6) and caching hints (section 7).
+
+use super::headers;
+use crate::context::RequestContext;
+use crate::error::Error;
+use crate::registry::completion::CompletionRequest;
+use crate::registry::prompt::PromptGet;
+use crate::registry::resource::ResourceRead;
+use crate::registry::tool::ToolCall;
+use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
+use crate::server::Server;
+use crate::wire::meta::SUPPORTED_VERSIONS;
+use crate::wire::types::CachePolicy;
+use axum::http::HeaderMap;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::sync::Arc;
+
+/// Most completion values sent in one result.
+pub const MAX_COMPLETION_VALUES: usize = 100;
+
+/// Whether the capability behind `method` is advertised now.
+pub(super) fn offered(server: &Server, catalog: &Catalog, method: &str) -> bool {
+    let _ = server;
+    match method {
+        "tools/list" | "tools/call" => !catalog.tools.is_empty(),
+        "prompts/list" | "prompts/get" => !catalog.prompts.is_empty(),
+        "resources/list" | "resources/templates/list" | "resources/read" => {
+            !catalog.resources.is_empty() || !catalog.templates.is_empty()
+        }
+        "completion/complete" => catalog.has_completions(),
+        _ => true,
+    }
+}
+
+pub(super) async fn dispatch(
+    server: &Server,
+    catalog: &Arc<Catalog>,
+    method: &str,
+    params: Map<String, Value>,
+    headers: Option<&HeaderMap>,
+    ctx: RequestContext,
+) -> Result<String, Error> {
+    match method {
+        "server/discover" => Ok(discover(server, catalog)),
+        "tools/list" => list(server, &catalog.tools, "tools", &params, server.config().tools_cache),
+        "prompts/list" => list(
+            server,
+            &catalog.prompts,
+            "prompts",
+            &params,
+            server.config().prompts_cache,
+        ),
+        "resources/list" => list(
+            server,
+            &catalog.resources,
+            "resources",
+            &params,
+            server.config().resources_cache,
+        ),
+        "resources/templates/list" => list(
+            server,
+            &catalog.templates,
+            "resourceTemplates",
+            &params,
+            server.config().templates_cache,
+        ),
+        "tools/call" => call_tool(server, catalog, params, headers, ctx).await,
+        "resources/read" => read_resource(server, catalog, params, ctx).await,
+        "prompts/get" => get_prompt(server, catalog, params, ctx).await,
+        "completion/complete" => complete(server, catalog, params, ctx).await,
+        other => Err(Error::method_not_found(other)),
+    }
+}
+
+fn discover(server: &Server, catalog: &Catalog) -> String {
+    let mut caps = Map::new();
+    if !catalog.tools.is_empty() {
+        caps.insert("tools".into(), json!({}));
+    }
+    if !catalog.prompts.is_empty() {
+        caps.insert("prompts".into(), json!({}));
+    }
+    if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
+        caps.insert("resources".into(), json!({}));
+    }
+    if catalog.has_completions() {
+        caps.insert("completions".into(), json!({}));
+    }
+    if server.config().logging {
+        caps.insert("logging".into(), json!({}));
+    }
+    let mut result = Map::new();
+    result.insert("supportedVersions".into(), json!(SUPPORTED_VERSIONS));
+    result.insert("capabilities".into(), Value::Object(caps));
+    if let Some(i) = &server.config().instructions {
+        result.insert("instructions".into(), Value::from(i.as_str()));
+    }
+    server.config().discover_cache.insert_into(&mut result);
+    server.shape(result)
+}
+
+/// Reads the optional `cursor` of a list request.
+fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, Error> {
+    match params.get("cursor") {
+        None => Ok(None),
+        Some(Value::String(c)) => Ok(Some(c)),
+        Some(_) => Err(Error::invalid_params("Cursor must be a string")),
+    }
+}
+
+/// One page of a listing: the prepared item JSON is copied as is.
+fn list<T: Listed>(
+    server: &Server,
+    listing: &Listing<T>,
+    key: &str,
+    params: &Map<String, Value>,
+    cache: CachePolicy,
+) -> Result<String, Error> {
+    let page = listing.page(key, cursor(params)?, server.config().page_size)?;
+    let mut rest = Map::new();
+    if let Some(next) = page.next_cursor {
+        rest.insert("nextCursor".into(), Value::from(next));
+    }
+    cache.insert_into(&mut rest);
+    let rest = server.shape(rest);
+    let items_len: usize = page.items.iter().map(|i| i.listing().get().len() + 1).sum();
+    let mut out = String::with_capacity(items_len + rest.len() + key.len() + 8);
+    out.push_str("{\"");
+    out.push_str(key);
+    out.push_str("\":[");
+    for (i, item) in page.items.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        out.push_str(item.listing().get());
+    }
+    out.push_str("],");
+    // `rest` is a non-empty object: splice its members after the list.
+    out.push_str(&rest[1..]);
+    Ok(out)
+}
+
+fn required_string<'a>(
+    params: &'a Map<String, Value>,
+    key: &str,
+    message: &'static str,
+) -> Result<&'a str, Error> {
+    match params.get(key) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(Error::invalid_params(message)),
+    }
+}
+
+/// Structural checks of `inputResponses` and `requestState` (wire section 10.3), run at
+/// admission for the three methods that may take part in a multi round-trip request.
+fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error> {
+    match params.get("inputResponses") {
+        None => {}
+        Some(Value::Object(m)) => {
+            if !m.values().all(Value::is_object) {
+                return Err(Error::invalid_params(
+                    "inputResponses must map string IDs to bare result objects",
+                ));
+            }
+        }
+        Some(_) => return Err(Error::invalid_params("inputResponses must be an object")),
+    }
+    if params.get("requestState").is_some_and(|s| !s.is_string()) {
+        return Err(Error::invalid_params("requestState must be a string"));
+    }
+    Ok(())
+}
+
+async fn call_tool(
+    server: &Server,
+    catalog: &Catalog,
+    mut params: Map<String, Value>,
+    headers: Option<&HeaderMap>,
+    ctx: RequestContext,
+) -> Result<String, Error> {
+    let name = required_string(&params, "name", "tools/call requires a non-empty string name")?
+        .to_owned();
+    tracing::Span::current().record("mcp.name", name.as_str());
+    let arguments = match params.remove("arguments") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(a)) => a,
+        Some(_) => {
+            return Err(Error::invalid_params(
+                "tools/call arguments must be an object",
+            ));
+        }
+    };
+    check_mrtr_params(&params)?;
+    let entry = catalog
+        .tools
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+    if let Some(h) = headers {
+        headers::params_match(h, &entry.headers, &arguments)?;
+    }
+    let args_value = Value::Object(arguments);
+    if let Err(problems) = entry.input.validate(&args_value) {
+        let result = crate::wire::types::CallToolResult::error(format!(
+            "Invalid arguments for tool {name}: {problems}"
+        ));
+        return Ok(shape_tool_result(server, result));
+    }
+    let Value::Object(arguments) = args_value else {
+        return Err(Error::internal());
+    };
+    let result = (entry.handler)(ToolCall {
+        name: name.clone(),
+        arguments,
+        ctx,
+    })
+    .await?;
+    if let (Some(output), false) = (&entry.output, result.is_error) {
+        let structured = result.structured_content.as_ref().ok_or_else(|| {
+            tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");
+            Error::internal()
+        })?;
+        if let Err(problems) = output.validate(structured) {
+            tracing::error!(tool = %name, %problems, "structured result does not match the tool's outputSchema");
+            return Err(Error::internal());
+        }
+    }
+    Ok(shape_tool_result(server, result))
+}
+
+fn shape_tool_result(server: &Server, result: crate::wire::types::CallToolResult) -> String {
+    match serde_json::to_value(result) {
+        Ok(Value::Object(m)) => server.shape(m),
+        _ => server.shape(Map::new()),
+    }
+}
+
+async fn read_resource(
+    server: &Server,
+    catalog: &Catalog,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<String, Error> {
+    let uri = required_string(&params, "uri", "resources/read requires a non-empty string uri")?
+        .to_owned();
+    tracing::Span::current().record("mcp.name", uri.as_str());
+    if !is_absolute_uri(&uri) {
+        return Err(Error::invalid_params(
+            "resources/read uri must be an absolute URI",
+        ));
+    }
+    check_mrtr_params(&params)?;
+    let (handler, cache, variables) = if let Some(entry) = catalog.resources.get(&uri) {
+        (
+            Arc::clone(&entry.handler),
+            entry.resource.cache,
+            HashMap::new(),
+        )
+    } else {
+        let found = catalog
+            .templates
+            .iter()
+            .find_map(|t| t.parsed.matches(&uri).map(|vars| (t, vars)));
+        let Some((entry, vars)) = found else {
+            return Err(Error::resource_not_found(&uri));
+        };
+        (
+            Arc::clone(&entry.handler),
+            entry.template.cache,
+            vars.into_iter().collect(),
+        )
+    };
+    let result = handler(ResourceRead {
+        uri: uri.clone(),
+        variables,
+        ctx,
+    })
+    .await?;
+    let mut map = match serde_json::to_value(result) {
+        Ok(Value::Object(m)) => m,
+        _ => return Err(Error::internal()),
+    };
+    cache
+        .unwrap_or(server.config().read_cache)
+        .insert_into(&mut map);
+    Ok(server.shape(map))
+}
+
+async fn get_prompt(
+    server: &Server,
+    catalog: &Catalog,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<String, Error> {
+    let name = required_string(&params, "name", "prompts/get requires a non-empty string name")?
+        .to_owned();
+    tracing::Span::current().record("mcp.name", name.as_str());
+    let arguments = string_map(
+        params.get("arguments"),
+        "prompts/get arguments must map strings to strings",
+    )?;
+    check_mrtr_params(&params)?;
+    let entry = catalog
+        .prompts
+        .get(&name)
+        .cloned()
+        .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+    let missing: Vec<&str> = entry
+        .prompt
+        .arguments
+        .iter()
+        .filter(|a| a.required && !arguments.contains_key(&a.name))
+        .map(|a| a.name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::invalid_params("Missing required prompt arguments")
+            .with_data(json!({ "missing": missing })));
+    }
+    let result = (entry.handler)(PromptGet {
+        name,
+        arguments,
+        ctx,
+    })
+    .await?;
+    match serde_json::to_value(result) {
+        Ok(Value::Object(m)) => Ok(server.shape(m)),
+        _ => Err(Error::internal()),
+    }
+}
+
+fn string_map(value: Option<&Value>, message: &'static str) -> Result<HashMap<String, String>, Error> {
+    match value {
+        None | Some(Value::Null) => Ok(HashMap::new()),
+        Some(Value::Object(m)) => m
+            .iter()
+            .map(|(k, v)| match v {
+                Value::String(s) => Ok((k.clone(), s.clone())),
+                _ => Err(Error::invalid_params(message)),
+            })
+            .collect(),
+        Some(_) => Err(Error::invalid_params(message)),
+    }
+}
+
+async fn complete(
+    server: &Server,
+    catalog: &Catalog,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<String, Error> {
+    let Some(Value::Object(reference)) = params.get("ref") else {
+        return Err(Error::invalid_params(
+            "Completion requires a prompt or resource-template reference",
+        ));
+    };
+    let (argument, value) = match params.get("argument") {
+        Some(Value::Object(a)) => match (a.get("name"), a.get("value")) {
+            (Some(Value::String(n)), Some(Value::String(v))) => (n.clone(), v.clone()),
+            _ => {
+                return Err(Error::invalid_params(
+                    "Completion argument requires string name and value",
+                ));
+            }
+        },
+        _ => {
+            return Err(Error::invalid_params(
+                "Completion argument requires string name and value",
+            ));
+        }
+    };
+    let context = match params.get("context") {
+        None | Some(Value::Null) => HashMap::new(),
+        Some(Value::Object(c)) => string_map(
+            c.get("arguments"),
+            "Completion context arguments must map strings to strings",
+        )?,
+        Some(_) => return Err(Error::invalid_params("Completion context must be an object")),
+    };
+    let handler = match reference.get("type").and_then(Value::as_str) {
+        Some("ref/prompt") => {
+            let name = reference.get("name").and_then(Value::as_str).ok_or_else(|| {
+                Error::invalid_params("Completion requires a prompt or resource-template reference")
+            })?;
+            let entry = catalog
+                .prompts
+                .get(name)
+                .ok_or_else(|| Error::invalid_params(format!("Unknown completion prompt: {name}")))?;
+            entry.prompt.completions.get(&argument).cloned()
+        }
+        Some("ref/resource") => {
+            let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| {
+                Error::invalid_params("Completion requires a prompt or resource-template reference")
+            })?;
+            // A URI template, or a concrete URI matched against the templates.
+            let entry = catalog
+                .templates
+                .get(uri)
+                .or_else(|| catalog.templates.iter().find(|t| t.parsed.matches(uri).is_some()))
+                .ok_or_else(|| {
+                    Error::invalid_params("Unknown completion resource template")
+                        .with_data(json!({ "uri": uri }))
+                })?;
+            entry.template.completions.get(&argument).cloned()
+        }
+        _ => {
+            return Err(Error::invalid_params(
+                "Completion reference type is not supported",
+            ));
+        }
+    };
+    let handler =
+        handler.ok_or_else(|| Error::invalid_params("Argument does not support completion"))?;
+    let mut completion = handler(CompletionRequest {
+        argument,
+        value,
+        context,
+        ctx,
+    })
+    .await?;
+    if completion.values.len() > MAX_COMPLETION_VALUES {
+        let total = completion.values.len() as u64;
+        completion.values.truncate(MAX_COMPLETION_VALUES);
+        completion.has_more = Some(true);
+        completion.total = Some(completion.total.unwrap_or(total).max(total));
+    }
+    if let Some(total) = completion.total {
+        completion.total = Some(total.max(completion.values.len() as u64));
+    }
+    let mut result = Map::new();
+    result.insert(
+        "completion".into(),
+        serde_json::to_value(completion).map_err(|_| Error::internal())?,
+    );
+    Ok(server.shape(result))
+}

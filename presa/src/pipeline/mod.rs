@@ -1,0 +1,253 @@
+//! The protocol pipeline, shared by every transport: a decoded request goes through
+//! `_meta` admission, the method gate, the HTTP mirror checks (when the transport has
+//! headers), params validation, dispatch, and shaping, and comes out as exactly one
+//! response (or nothing, when it was cancelled). Notifications for the request go through
+//! its outbound sink before that.
+//!
+//! Admission happens before any user code runs, so a handler never sees an invalid
+//! request. A panic in a handler becomes -32603 with no detail; the server stays up.
+
+mod headers;
+mod methods;
+
+use crate::context::{Outbound, RequestContext};
+use crate::error::Error;
+use crate::server::Server;
+use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result};
+use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
+use axum::http::HeaderMap;
+use futures_util::FutureExt;
+use serde_json::{Map, Value};
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+/// What a transport hands the pipeline along with a request.
+pub(crate) struct Exchange {
+    /// The HTTP headers, on Streamable HTTP; `None` on stdio and in process.
+    pub(crate) headers: Option<HeaderMap>,
+    /// Where the request's notifications go.
+    pub(crate) outbound: Arc<dyn Outbound>,
+    /// Fired when the client cancels the request or goes away.
+    pub(crate) cancel: CancellationToken,
+}
+
+/// The pipeline's answer to one request.
+#[derive(Debug)]
+pub(crate) enum Reply {
+    /// A response to write, and the HTTP status it maps to.
+    Response { body: String, status: u16 },
+    /// The request was cancelled: nothing more may be sent for it.
+    Cancelled,
+}
+
+/// What accepting a notification asks of the transport.
+#[derive(Debug)]
+pub(crate) enum NotificationEffect {
+    /// Nothing.
+    None,
+    /// Cancel the in-flight request with this id (stdio; HTTP ignores it).
+    Cancel(RequestId),
+}
+
+/// The methods of 2026-07-28 that presa serves.
+pub(crate) const METHODS: &[&str] = &[
+    "server/discover",
+    "tools/list",
+    "tools/call",
+    "resources/list",
+    "resources/templates/list",
+    "resources/read",
+    "prompts/list",
+    "prompts/get",
+    "completion/complete",
+];
+
+impl Server {
+    /// Serves one request. The returned future owns everything it needs; dropping it
+    /// drops the handler's future.
+    pub(crate) fn handle_request(
+        &self,
+        request: Request,
+        exchange: Exchange,
+    ) -> impl Future<Output = Reply> + Send + 'static {
+        let server = self.clone();
+        let span = tracing::info_span!(
+            "mcp.request",
+            mcp.method.name = %request.method,
+            jsonrpc.request.id = %request.id,
+            mcp.name = tracing::field::Empty,
+            outcome = tracing::field::Empty,
+            duration_us = tracing::field::Empty,
+            trace_parent = tracing::field::Empty,
+        );
+        async move {
+            let started = Instant::now();
+            let cancel = exchange.cancel.clone();
+            let id = request.id.clone();
+            let work = AssertUnwindSafe(server.serve(request, exchange)).catch_unwind();
+            let outcome = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => None,
+                result = work => Some(result),
+            };
+            let span = tracing::Span::current();
+            span.record("duration_us", started.elapsed().as_micros() as u64);
+            match outcome {
+                None => {
+                    span.record("outcome", "cancelled");
+                    tracing::debug!("request cancelled");
+                    Reply::Cancelled
+                }
+                Some(Ok(Ok(result))) => {
+                    span.record("outcome", "ok");
+                    tracing::debug!("request served");
+                    Reply::Response {
+                        body: encode_result(&id, &result),
+                        status: 200,
+                    }
+                }
+                Some(Ok(Err(error))) => {
+                    span.record("outcome", "error");
+                    tracing::debug!(code = error.code(), "request failed");
+                    error_reply(Some(&id), &error)
+                }
+                Some(Err(_panic)) => {
+                    span.record("outcome", "panic");
+                    tracing::error!("handler panicked; answering -32603");
+                    error_reply(Some(&id), &Error::internal())
+                }
+            }
+        }
+        .instrument(span)
+    }
+
+    /// Checks a notification and says what it asks of the transport. An error means the
+    /// notification cannot be accepted (a 4xx on HTTP; ignored on stdio).
+    pub(crate) fn accept_notification(
+        &self,
+        notification: &Notification,
+        headers: Option<&HeaderMap>,
+    ) -> Result<NotificationEffect, Error> {
+        meta::admit_notification(&notification.params)?;
+        if let Some(headers) = headers {
+            let body_version = notification
+                .params
+                .get("_meta")
+                .and_then(|m| m.get(meta::KEY_PROTOCOL_VERSION))
+                .and_then(Value::as_str);
+            headers::notification_headers(headers, &notification.method, body_version)?;
+        }
+        if notification.method == "notifications/cancelled" {
+            let id = notification
+                .params
+                .get("requestId")
+                .map(RequestId::read)
+                .and_then(Result::ok)
+                .ok_or_else(|| {
+                    Error::invalid_params(
+                        "notifications/cancelled requires a requestId that is a string or an int64 integer",
+                    )
+                })?;
+            if notification
+                .params
+                .get("reason")
+                .is_some_and(|r| !r.is_string())
+            {
+                return Err(Error::invalid_params(
+                    "notifications/cancelled reason must be a string",
+                ));
+            }
+            return Ok(NotificationEffect::Cancel(id));
+        }
+        Ok(NotificationEffect::None)
+    }
+
+    /// Admission, gate, mirror checks, dispatch and shaping: the result JSON or an error.
+    async fn serve(self, request: Request, exchange: Exchange) -> Result<String, Error> {
+        let Request { id, method, params } = request;
+        let headers = exchange.headers.as_ref();
+
+        // A 2025-era client opens with `initialize`: tell it which versions we speak.
+        if method == "initialize" {
+            let requested = params
+                .get("protocolVersion")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            return Err(Error::unsupported_version(requested, SUPPORTED_VERSIONS));
+        }
+
+        // Admission of _meta, with the HTTP version header checked where section 2 says.
+        let meta = match headers {
+            Some(h) => {
+                let header_version = headers::version_present(h)?.to_owned();
+                let mirror = |body: &str| headers::version_matches(&header_version, body);
+                meta::admit_request(&params, Some(&mirror))?
+            }
+            None => meta::admit_request(&params, None)?,
+        };
+        if let Some(tp) = &meta.traceparent {
+            tracing::Span::current().record("trace_parent", tp.as_str());
+        }
+
+        // The method gate: unknown and removed methods, and methods whose capability is
+        // not advertised, are -32601.
+        let catalog = self.catalog();
+        if !METHODS.contains(&method.as_str()) || !methods::offered(&self, &catalog, &method) {
+            return Err(Error::method_not_found(&method));
+        }
+
+        // HTTP mirror checks of Mcp-Method and Mcp-Name.
+        if let Some(h) = headers {
+            headers::method_matches(h, &method)?;
+            let mirrored = match method.as_str() {
+                "tools/call" | "prompts/get" => params.get("name"),
+                "resources/read" => params.get("uri"),
+                _ => None,
+            };
+            if let Some(Value::String(name)) = mirrored {
+                headers::name_matches(h, name)?;
+            }
+        }
+
+        let ctx = RequestContext::new(
+            id,
+            method.clone(),
+            meta,
+            exchange.cancel.clone(),
+            exchange.outbound,
+            self.inner.config.logging,
+            Arc::clone(&self.inner.state),
+        );
+        methods::dispatch(&self, &catalog, &method, params, headers, ctx).await
+    }
+
+    /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
+    /// serializes it.
+    pub(crate) fn shape(&self, mut result: Map<String, Value>) -> String {
+        if !result.contains_key("resultType") {
+            result.insert("resultType".into(), Value::from("complete"));
+        }
+        if self.inner.config.server_info_in_results {
+            let meta = result
+                .entry("_meta")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Value::Object(meta) = meta {
+                meta.entry(KEY_SERVER_INFO)
+                    .or_insert_with(|| self.inner.server_info.clone());
+            }
+        }
+        Value::Object(result).to_string()
+    }
+}
+
+/// An error response with its HTTP status.
+pub(crate) fn error_reply(id: Option<&RequestId>, error: &Error) -> Reply {
+    let id = id.map(RequestId::to_value);
+    Reply::Response {
+        body: encode_error(id.as_ref(), error),
+        status: error.http_status(),
+    }
+}

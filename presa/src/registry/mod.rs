@@ -1,0 +1,254 @@
+//! The registry: tools, resources, resource templates, prompts and completion providers as
+//! data, and the catalog snapshot the pipeline serves from.
+//!
+//! Every definition is checked and compiled once when it is registered (schemas compiled,
+//! listing JSON serialized, header tables built); the catalog keeps each kind sorted by its
+//! key so listings are stable and pages are slices. A change to the catalog builds a new
+//! snapshot; requests in flight keep the one they started with.
+
+pub mod completion;
+pub mod prompt;
+pub mod resource;
+pub(crate) mod schema;
+pub mod tool;
+pub mod uri_template;
+
+use crate::error::Error;
+use crate::wire::types::Icon;
+use base64::Engine;
+use serde_json::value::RawValue;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+/// A boxed, sendable future, as handlers return.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// Longest pagination cursor presa reads, in bytes.
+pub const MAX_CURSOR_BYTES: usize = 2048;
+
+pub(crate) fn check_icons(icons: &[Icon]) -> Result<(), String> {
+    icons.iter().try_for_each(Icon::check)
+}
+
+pub(crate) fn check_meta(meta: Option<&Map<String, Value>>) -> Result<(), String> {
+    match meta {
+        Some(m) => match m.keys().find(|k| !crate::wire::meta::is_valid_meta_key(k)) {
+            Some(k) => Err(format!("_meta key {k:?} does not follow the key syntax")),
+            None => Ok(()),
+        },
+        None => Ok(()),
+    }
+}
+
+/// Whether `uri` starts with an RFC 3986 scheme followed by `:`.
+pub(crate) fn is_absolute_uri(uri: &str) -> bool {
+    match uri.find(':') {
+        Some(i) if i > 0 => {
+            let scheme = &uri[..i];
+            scheme.as_bytes()[0].is_ascii_alphabetic()
+                && scheme
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
+        }
+        _ => false,
+    }
+}
+
+/// Something the catalog lists: a sort key and prepared listing JSON.
+pub(crate) trait Listed {
+    fn key(&self) -> &str;
+    fn listing(&self) -> &RawValue;
+    fn location(&self) -> Option<&'static str>;
+}
+
+impl Listed for tool::ToolEntry {
+    fn key(&self) -> &str {
+        &self.tool.name
+    }
+    fn listing(&self) -> &RawValue {
+        &self.listing
+    }
+    fn location(&self) -> Option<&'static str> {
+        self.tool.location
+    }
+}
+
+impl Listed for prompt::PromptEntry {
+    fn key(&self) -> &str {
+        &self.prompt.name
+    }
+    fn listing(&self) -> &RawValue {
+        &self.listing
+    }
+    fn location(&self) -> Option<&'static str> {
+        self.prompt.location
+    }
+}
+
+impl Listed for resource::ResourceEntry {
+    fn key(&self) -> &str {
+        &self.resource.uri
+    }
+    fn listing(&self) -> &RawValue {
+        &self.listing
+    }
+    fn location(&self) -> Option<&'static str> {
+        self.resource.location
+    }
+}
+
+impl Listed for resource::TemplateEntry {
+    fn key(&self) -> &str {
+        &self.template.template
+    }
+    fn listing(&self) -> &RawValue {
+        &self.listing
+    }
+    fn location(&self) -> Option<&'static str> {
+        self.template.location
+    }
+}
+
+/// One kind of item, sorted by key, with O(1) lookup.
+pub(crate) struct Listing<T> {
+    sorted: Vec<Arc<T>>,
+    by_key: HashMap<String, Arc<T>>,
+}
+
+impl<T> Clone for Listing<T> {
+    fn clone(&self) -> Self {
+        Listing {
+            sorted: self.sorted.clone(),
+            by_key: self.by_key.clone(),
+        }
+    }
+}
+
+impl<T> Default for Listing<T> {
+    fn default() -> Self {
+        Listing {
+            sorted: Vec::new(),
+            by_key: HashMap::new(),
+        }
+    }
+}
+
+/// A page of a listing.
+pub(crate) struct Page<'a, T> {
+    pub(crate) items: &'a [Arc<T>],
+    pub(crate) next_cursor: Option<String>,
+}
+
+impl<T: Listed> Listing<T> {
+    /// Inserts an entry; a duplicate key is refused with both locations named.
+    pub(crate) fn insert(&mut self, entry: T, what: &str) -> Result<(), String> {
+        if let Some(existing) = self.by_key.get(entry.key()) {
+            let at = |l: Option<&'static str>| l.map(|l| format!(" at {l}")).unwrap_or_default();
+            return Err(format!(
+                "{what} {:?} is registered twice (first{}, again{})",
+                entry.key(),
+                at(existing.location()),
+                at(entry.location())
+            ));
+        }
+        let entry = Arc::new(entry);
+        let pos = self
+            .sorted
+            .partition_point(|e| e.key() < entry.key());
+        self.sorted.insert(pos, Arc::clone(&entry));
+        self.by_key.insert(entry.key().to_owned(), entry);
+        Ok(())
+    }
+
+    /// Removes an entry by key.
+    pub(crate) fn remove(&mut self, key: &str) -> bool {
+        if self.by_key.remove(key).is_none() {
+            return false;
+        }
+        self.sorted.retain(|e| e.key() != key);
+        true
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&Arc<T>> {
+        self.by_key.get(key)
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.sorted.is_empty()
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = &Arc<T>> {
+        self.sorted.iter()
+    }
+
+    /// One page after `cursor`. Cursors are keyset cursors: they name the last key
+    /// served, so they stay valid when unrelated items are added or removed.
+    pub(crate) fn page(
+        &self,
+        kind: &str,
+        cursor: Option<&str>,
+        size: usize,
+    ) -> Result<Page<'_, T>, Error> {
+        let start = match cursor {
+            None | Some("") => 0,
+            Some(c) => {
+                let after = decode_cursor(kind, c)?;
+                self.sorted.partition_point(|e| e.key() <= after.as_str())
+            }
+        };
+        let end = start.saturating_add(size.max(1)).min(self.sorted.len());
+        let items = &self.sorted[start..end];
+        let next_cursor = if end < self.sorted.len() {
+            items.last().map(|last| encode_cursor(kind, last.key()))
+        } else {
+            None
+        };
+        Ok(Page { items, next_cursor })
+    }
+}
+
+const CURSOR_VERSION: &str = "presa1";
+
+fn encode_cursor(kind: &str, last_key: &str) -> String {
+    let raw = format!("{CURSOR_VERSION}\n{kind}\n{last_key}");
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+}
+
+fn decode_cursor(kind: &str, cursor: &str) -> Result<String, Error> {
+    let invalid = || Error::invalid_params("Invalid pagination cursor");
+    if cursor.len() > MAX_CURSOR_BYTES {
+        return Err(invalid());
+    }
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| invalid())?;
+    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
+    let mut parts = text.splitn(3, '\n');
+    match (parts.next(), parts.next(), parts.next()) {
+        (Some(CURSOR_VERSION), Some(k), Some(last)) if k == kind => Ok(last.to_owned()),
+        _ => Err(invalid()),
+    }
+}
+
+/// Everything the server offers at one moment.
+#[derive(Clone, Default)]
+pub(crate) struct Catalog {
+    pub(crate) tools: Listing<tool::ToolEntry>,
+    pub(crate) prompts: Listing<prompt::PromptEntry>,
+    pub(crate) resources: Listing<resource::ResourceEntry>,
+    pub(crate) templates: Listing<resource::TemplateEntry>,
+}
+
+impl Catalog {
+    /// Whether any prompt or template has a completion provider.
+    pub(crate) fn has_completions(&self) -> bool {
+        self.prompts.iter().any(|p| !p.prompt.completions.is_empty())
+            || self
+                .templates
+                .iter()
+                .any(|t| !t.template.completions.is_empty())
+    }
+}

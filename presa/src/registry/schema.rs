@@ -1,0 +1,211 @@
+//! JSON Schema handling for tool input and output schemas: structural bounds, the refusal
+//! of any `$ref` that is not same-document (nothing is ever fetched), compilation with the
+//! `jsonschema` crate (draft 2020-12 unless `$schema` says otherwise), and the
+//! `x-mcp-header` table of a tool's input schema.
+
+use serde_json::{Map, Value};
+
+/// Deepest nesting of a schema presa accepts.
+pub const MAX_SCHEMA_DEPTH: usize = 32;
+/// Most subschemas (objects) one schema may contain.
+pub const MAX_SCHEMA_NODES: usize = 4096;
+/// The largest integer an `x-mcp-header` integer may carry: 2^53 - 1.
+pub const MAX_HEADER_INTEGER: i64 = 9_007_199_254_740_991;
+
+/// A compiled schema.
+pub(crate) struct CompiledSchema {
+    validator: jsonschema::Validator,
+}
+
+impl CompiledSchema {
+    /// Checks bounds and references, then compiles.
+    pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
+        let mut nodes = 0;
+        walk(schema, 0, &mut nodes)?;
+        let validator = jsonschema::options()
+            .should_validate_formats(false)
+            .build(schema)
+            .map_err(|e| format!("schema does not compile: {e}"))?;
+        Ok(CompiledSchema { validator })
+    }
+
+    /// Validates `value`; on failure, a short description of the first few problems.
+    pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
+        let mut problems = self.validator.iter_errors(value).take(5).peekable();
+        if problems.peek().is_none() {
+            return Ok(());
+        }
+        let text: Vec<String> = problems
+            .map(|e| {
+                let path = e.instance_path().to_string();
+                if path.is_empty() {
+                    e.to_string()
+                } else {
+                    format!("{path}: {e}")
+                }
+            })
+            .collect();
+        Err(text.join("; "))
+    }
+}
+
+fn walk(value: &Value, depth: usize, nodes: &mut usize) -> Result<(), String> {
+    if depth > MAX_SCHEMA_DEPTH {
+        return Err(format!(
+            "schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+        ));
+    }
+    match value {
+        Value::Object(map) => {
+            *nodes += 1;
+            if *nodes > MAX_SCHEMA_NODES {
+                return Err(format!(
+                    "schema has more than {MAX_SCHEMA_NODES} subschemas"
+                ));
+            }
+            for key in ["$ref", "$dynamicRef"] {
+                if let Some(r) = map.get(key).and_then(Value::as_str) {
+                    if !r.starts_with('#') {
+                        return Err(format!(
+                            "{key} {r:?} is not a same-document reference; presa never fetches schemas"
+                        ));
+                    }
+                }
+            }
+            for v in map.values() {
+                walk(v, depth + 1, nodes)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => items.iter().try_for_each(|v| walk(v, depth + 1, nodes)),
+        _ => Ok(()),
+    }
+}
+
+/// The JSON type an `x-mcp-header` parameter maps to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum HeaderType {
+    String,
+    Integer,
+    Boolean,
+}
+
+/// One `x-mcp-header` annotation of a tool's input schema.
+#[derive(Clone, Debug)]
+pub(crate) struct HeaderParam {
+    /// The argument (property) name.
+    pub(crate) property: String,
+    /// The header name after `Mcp-Param-`.
+    pub(crate) header: String,
+    /// The lower-cased full header name, `mcp-param-<name>`.
+    pub(crate) header_lower: String,
+    pub(crate) ty: HeaderType,
+}
+
+/// Whether `name` is an RFC 9110 token.
+pub(crate) fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name.bytes().all(|b| {
+            b.is_ascii_alphanumeric()
+                || matches!(
+                    b,
+                    b'!' | b'#'
+                        | b'$'
+                        | b'%'
+                        | b'&'
+                        | b'\''
+                        | b'*'
+                        | b'+'
+                        | b'-'
+                        | b'.'
+                        | b'^'
+                        | b'_'
+                        | b'`'
+                        | b'|'
+                        | b'~'
+                )
+        })
+}
+
+/// Reads and checks the `x-mcp-header` annotations of an input schema's root properties.
+pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
+    let mut out: Vec<HeaderParam> = Vec::new();
+    let Some(Value::Object(props)) = input_schema.get("properties") else {
+        return Ok(out);
+    };
+    for (property, schema) in props {
+        let Some(annotation) = schema.get("x-mcp-header") else {
+            continue;
+        };
+        let Some(header) = annotation.as_str() else {
+            return Err(format!(
+                "x-mcp-header on {property:?} must be a string"
+            ));
+        };
+        if !is_token(header) {
+            return Err(format!(
+                "x-mcp-header {header:?} on {property:?} is not a valid HTTP header token"
+            ));
+        }
+        let ty = match schema.get("type").and_then(Value::as_str) {
+            Some("string") => HeaderType::String,
+            Some("integer") => HeaderType::Integer,
+            Some("boolean") => HeaderType::Boolean,
+            _ => {
+                return Err(format!(
+                    "x-mcp-header {header:?} on {property:?} needs a property of type string, integer or boolean"
+                ));
+            }
+        };
+        let header_lower = format!("mcp-param-{}", header.to_ascii_lowercase());
+        if out.iter().any(|h| h.header_lower == header_lower) {
+            return Err(format!(
+                "x-mcp-header {header:?} is used twice (names are compared ignoring case)"
+            ));
+        }
+        out.push(HeaderParam {
+            property: property.clone(),
+            header: header.to_owned(),
+            header_lower,
+            ty,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn network_refs_are_refused() {
+        let s = json!({"type":"object","properties":{"a":{"$ref":"http://example.com/s.json"}}});
+        assert!(CompiledSchema::compile(&s).is_err());
+        let s = json!({"type":"object","$defs":{"x":{"type":"string"}},"properties":{"a":{"$ref":"#/$defs/x"}}});
+        assert!(CompiledSchema::compile(&s).is_ok());
+    }
+
+    #[test]
+    fn depth_is_bounded() {
+        let mut s = json!({"type":"string"});
+        for _ in 0..40 {
+            s = json!({"allOf":[s]});
+        }
+        assert!(CompiledSchema::compile(&s).is_err());
+    }
+
+    #[test]
+    fn header_annotations_are_checked() {
+        let ok = json!({"properties":{"r":{"type":"string","x-mcp-header":"Region"}}});
+        assert_eq!(header_params(ok.as_object().unwrap()).unwrap().len(), 1);
+        for bad in [
+            json!({"properties":{"r":{"type":"number","x-mcp-header":"R"}}}),
+            json!({"properties":{"r":{"type":"string","x-mcp-header":"a b"}}}),
+            json!({"properties":{"r":{"type":"string","x-mcp-header":""}}}),
+            json!({"properties":{"a":{"type":"string","x-mcp-header":"R"},"b":{"type":"string","x-mcp-header":"r"}}}),
+        ] {
+            assert!(header_params(bad.as_object().unwrap()).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,311 @@
+//! Tools: the definition a user registers (by hand with [`Tool`] or through `#[tool]`),
+//! the handler contract, and the compiled entry the catalog keeps (listing JSON prepared
+//! once, schemas compiled once, the `x-mcp-header` table).
+
+use super::schema::{CompiledSchema, HeaderParam, header_params};
+use super::{BoxFuture, check_icons, check_meta};
+use crate::context::RequestContext;
+use crate::error::{BuildError, Error};
+use crate::wire::types::{CallToolResult, Content, Icon, ToolAnnotations};
+use serde_json::value::RawValue;
+use serde_json::{Map, Value, json};
+use std::future::Future;
+use std::sync::Arc;
+
+/// One call of a tool, as its handler receives it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct ToolCall {
+    /// The tool's name.
+    pub name: String,
+    /// The arguments, already checked against the input schema.
+    pub arguments: Map<String, Value>,
+    /// The request context.
+    pub ctx: RequestContext,
+}
+
+/// A tool error: the call failed in a way the model should read (`isError: true`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError(pub String);
+
+impl ToolError {
+    /// A tool error with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError(message.into())
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// What a tool handler may return: anything that becomes a `tools/call` result or a
+/// protocol error.
+pub trait IntoCallToolResult {
+    /// Converts into a result or a protocol error.
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error>;
+}
+
+impl IntoCallToolResult for CallToolResult {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(self)
+    }
+}
+
+impl IntoCallToolResult for String {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoCallToolResult for &'static str {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl IntoCallToolResult for Content {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::new([self]))
+    }
+}
+
+impl IntoCallToolResult for Vec<Content> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::new(self))
+    }
+}
+
+impl IntoCallToolResult for ToolError {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::error(self.0))
+    }
+}
+
+impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, Error> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        self.and_then(IntoCallToolResult::into_call_tool_result)
+    }
+}
+
+impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, ToolError> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        match self {
+            Ok(v) => v.into_call_tool_result(),
+            Err(e) => Ok(CallToolResult::error(e.0)),
+        }
+    }
+}
+
+pub(crate) type ToolHandler =
+    Arc<dyn Fn(ToolCall) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
+
+/// A tool definition: metadata, schemas and a handler.
+///
+/// ```
+/// use presa::{Tool, ToolCall, CallToolResult};
+/// use serde_json::json;
+///
+/// let echo = Tool::new("echo")
+///     .description("Echoes its text argument")
+///     .input_schema(json!({
+///         "type": "object",
+///         "properties": {"text": {"type": "string"}},
+///         "required": ["text"]
+///     }))
+///     .handler(|call: ToolCall| async move {
+///         let text = call.arguments["text"].as_str().unwrap_or_default().to_owned();
+///         CallToolResult::text(text)
+///     });
+/// # let _ = echo;
+/// ```
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) name: String,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) annotations: ToolAnnotations,
+    pub(crate) icons: Vec<Icon>,
+    pub(crate) input_schema: Value,
+    pub(crate) output_schema: Option<Value>,
+    pub(crate) meta: Option<Map<String, Value>>,
+    pub(crate) handler: Option<ToolHandler>,
+    pub(crate) location: Option<&'static str>,
+}
+
+impl Tool {
+    /// A tool named `name`, taking no arguments until [`Tool::input_schema`] says
+    /// otherwise.
+    pub fn new(name: impl Into<String>) -> Self {
+        Tool {
+            name: name.into(),
+            title: None,
+            description: None,
+            annotations: ToolAnnotations::default(),
+            icons: Vec::new(),
+            input_schema: json!({"type": "object", "additionalProperties": false}),
+            output_schema: None,
+            meta: None,
+            handler: None,
+            location: None,
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Sets the human-readable title.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description the model reads.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = Some(description.into());
+        self
+    }
+
+    /// Sets the behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = annotations;
+        self
+    }
+
+    /// Adds an icon (`https:` or `data:` URI).
+    pub fn icon(mut self, icon: Icon) -> Self {
+        self.icons.push(icon);
+        self
+    }
+
+    /// Sets the input schema (JSON Schema 2020-12 with `"type": "object"` at the root).
+    pub fn input_schema(mut self, schema: Value) -> Self {
+        self.input_schema = schema;
+        self
+    }
+
+    /// Sets the output schema; structured results are then checked against it.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Sets the tool's `_meta`.
+    pub fn meta(mut self, meta: Map<String, Value>) -> Self {
+        self.meta = Some(meta);
+        self
+    }
+
+    /// Records where the tool was declared, for error messages about duplicates.
+    pub fn location(mut self, location: &'static str) -> Self {
+        self.location = Some(location);
+        self
+    }
+
+    /// Sets the handler.
+    pub fn handler<F, Fut, R>(mut self, f: F) -> Self
+    where
+        F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = R> + Send + 'static,
+        R: IntoCallToolResult,
+    {
+        self.handler = Some(Arc::new(move |call| {
+            let fut = f(call);
+            Box::pin(async move { fut.await.into_call_tool_result() })
+        }));
+        self
+    }
+
+    /// Checks and compiles the definition.
+    pub(crate) fn compile(self) -> Result<ToolEntry, BuildError> {
+        let name = self.name.clone();
+        let fail = |why: String| BuildError::new(format!("tool {name:?}: {why}"));
+        if name.is_empty() || name.len() > 128 {
+            return Err(fail("a tool name must have 1 to 128 characters".into()));
+        }
+        if !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        {
+            return Err(fail(
+                "a tool name may contain only A-Z, a-z, 0-9, '_', '.' and '-'".into(),
+            ));
+        }
+        let Some(handler) = self.handler.clone() else {
+            return Err(fail("no handler".into()));
+        };
+        let Value::Object(schema_obj) = &self.input_schema else {
+            return Err(fail("the input schema must be a JSON object".into()));
+        };
+        if schema_obj.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(fail(
+                "the input schema must have \"type\": \"object\" at its root".into(),
+            ));
+        }
+        let headers = header_params(schema_obj).map_err(&fail)?;
+        let input = CompiledSchema::compile(&self.input_schema)
+            .map_err(|e| fail(format!("input {e}")))?;
+        let output = match &self.output_schema {
+            None => None,
+            Some(s) => Some(CompiledSchema::compile(s).map_err(|e| fail(format!("output {e}")))?),
+        };
+        check_icons(&self.icons).map_err(&fail)?;
+        check_meta(self.meta.as_ref()).map_err(&fail)?;
+        let listing = self.listing().map_err(|e| fail(e.to_string()))?;
+        Ok(ToolEntry {
+            tool: self,
+            handler,
+            listing,
+            input,
+            output,
+            headers,
+        })
+    }
+
+    fn listing(&self) -> Result<Box<RawValue>, serde_json::Error> {
+        let mut m = Map::new();
+        m.insert("name".into(), Value::from(self.name.as_str()));
+        if let Some(t) = &self.title {
+            m.insert("title".into(), Value::from(t.as_str()));
+        }
+        if let Some(d) = &self.description {
+            m.insert("description".into(), Value::from(d.as_str()));
+        }
+        m.insert("inputSchema".into(), self.input_schema.clone());
+        if let Some(o) = &self.output_schema {
+            m.insert("outputSchema".into(), o.clone());
+        }
+        if !self.annotations.is_empty() {
+            m.insert("annotations".into(), serde_json::to_value(&self.annotations)?);
+        }
+        if !self.icons.is_empty() {
+            m.insert("icons".into(), serde_json::to_value(&self.icons)?);
+        }
+        if let Some(meta) = &self.meta {
+            m.insert("_meta".into(), Value::Object(meta.clone()));
+        }
+        serde_json::value::to_raw_value(&m)
+    }
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+    }
+}
+
+/// A compiled tool, as the catalog keeps it.
+pub(crate) struct ToolEntry {
+    pub(crate) tool: Tool,
+    pub(crate) handler: ToolHandler,
+    pub(crate) listing: Box<RawValue>,
+    pub(crate) input: CompiledSchema,
+    pub(crate) output: Option<CompiledSchema>,
+    pub(crate) headers: Vec<HeaderParam>,
+}

@@ -1,0 +1,168 @@
+//! RFC 6570 level 1 URI templates (`test://template/{id}/data`): parsing, and matching a
+//! concrete URI to extract the variables.
+
+/// One piece of a template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Part {
+    Literal(String),
+    Var(String),
+}
+
+/// A parsed level-1 URI template.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UriTemplate {
+    source: String,
+    parts: Vec<Part>,
+}
+
+impl UriTemplate {
+    /// Parses a template. Only simple `{name}` expressions are allowed; names are
+    /// `[A-Za-z0-9_]` (with `%XX` escapes and `.` inside), each used once, and two
+    /// expressions may not touch (the match would be ambiguous).
+    pub fn parse(source: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = source;
+        while !rest.is_empty() {
+            match rest.find('{') {
+                Some(0) => {
+                    let end = rest
+                        .find('}')
+                        .ok_or_else(|| format!("unclosed '{{' in URI template {source:?}"))?;
+                    let name = &rest[1..end];
+                    let valid = !name.is_empty()
+                        && name
+                            .bytes()
+                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'%')
+                        && !name.starts_with('.')
+                        && !name.ends_with('.');
+                    if !valid {
+                        return Err(format!(
+                            "{{{name}}} in URI template {source:?} is not a level 1 variable (use {{name}} with letters, digits and '_')"
+                        ));
+                    }
+                    if matches!(parts.last(), Some(Part::Var(_))) {
+                        return Err(format!(
+                            "URI template {source:?} has two variables with nothing between them"
+                        ));
+                    }
+                    if parts.iter().any(|p| p == &Part::Var(name.to_owned())) {
+                        return Err(format!(
+                            "variable {{{name}}} appears twice in URI template {source:?}"
+                        ));
+                    }
+                    parts.push(Part::Var(name.to_owned()));
+                    rest = &rest[end + 1..];
+                }
+                found => {
+                    let end = found.unwrap_or(rest.len());
+                    let literal = &rest[..end];
+                    if literal.contains('}') {
+                        return Err(format!("unmatched '}}' in URI template {source:?}"));
+                    }
+                    parts.push(Part::Literal(literal.to_owned()));
+                    rest = &rest[end..];
+                }
+            }
+        }
+        Ok(UriTemplate {
+            source: source.to_owned(),
+            parts,
+        })
+    }
+
+    /// The template as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// The variable names, in order.
+    pub fn variables(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|p| match p {
+            Part::Var(v) => Some(v.as_str()),
+            Part::Literal(_) => None,
+        })
+    }
+
+    /// Matches a concrete URI, returning each variable's (percent-decoded) value. A
+    /// variable matches one or more characters up to the next literal and never spans
+    /// `/`, `?` or `#`.
+    pub fn matches(&self, uri: &str) -> Option<Vec<(String, String)>> {
+        let mut vars = Vec::new();
+        let mut rest = uri;
+        let mut i = 0;
+        while i < self.parts.len() {
+            match &self.parts[i] {
+                Part::Literal(l) => rest = rest.strip_prefix(l.as_str())?,
+                Part::Var(name) => {
+                    let stop = |c: char| matches!(c, '/' | '?' | '#');
+                    let end = match self.parts.get(i + 1) {
+                        Some(Part::Literal(next)) => {
+                            let idx = rest.find(next.as_str())?;
+                            if rest[..idx].contains(stop) {
+                                return None;
+                            }
+                            idx
+                        }
+                        _ => rest.find(stop).unwrap_or(rest.len()),
+                    };
+                    if end == 0 {
+                        return None;
+                    }
+                    vars.push((name.clone(), percent_decode(&rest[..end])?));
+                    rest = &rest[end..];
+                }
+            }
+            i += 1;
+        }
+        rest.is_empty().then_some(vars)
+    }
+}
+
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn matches_level_one_templates() {
+        let t = UriTemplate::parse("test://template/{id}/data").unwrap();
+        assert_eq!(
+            t.matches("test://template/123/data"),
+            Some(vec![("id".into(), "123".into())])
+        );
+        assert_eq!(t.matches("test://template//data"), None);
+        assert_eq!(t.matches("test://template/1/2/data"), None);
+        assert_eq!(t.matches("test://template/123/datax"), None);
+        let t = UriTemplate::parse("notes://{id}").unwrap();
+        assert_eq!(
+            t.matches("notes://a%20b"),
+            Some(vec![("id".into(), "a b".into())])
+        );
+    }
+
+    #[test]
+    fn rejects_bad_templates() {
+        for bad in ["a{", "a{}", "a{b}{c}", "a{+b}", "a{b}x{b}", "a}b"] {
+            assert!(UriTemplate::parse(bad).is_err(), "{bad}");
+        }
+    }
+}

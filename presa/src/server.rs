@@ -1,0 +1,328 @@
+//! The server: built once from a builder, then shared by every transport and request.
+//! Holds the identity, the configuration, the catalog snapshot and the application state.
+
+use crate::error::BuildError;
+use crate::registry::Catalog;
+use crate::registry::prompt::Prompt;
+use crate::registry::resource::{Resource, ResourceTemplate};
+use crate::registry::tool::Tool;
+use crate::state::StateMap;
+use crate::wire::types::{CachePolicy, Implementation};
+use serde_json::Value;
+use std::any::Any;
+use std::sync::{Arc, RwLock};
+
+/// The lists whose caching hints can be set with [`ServerBuilder::cache`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Cacheable {
+    /// `server/discover`.
+    Discover,
+    /// `tools/list`.
+    Tools,
+    /// `prompts/list`.
+    Prompts,
+    /// `resources/list`.
+    Resources,
+    /// `resources/templates/list`.
+    ResourceTemplates,
+    /// `resources/read`, for resources that set no policy of their own.
+    ResourceRead,
+}
+
+/// Server-wide settings. Every field has a documented default.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Config {
+    /// Items per page of every list (default 100).
+    pub page_size: usize,
+    /// Caching hints of `server/discover` (default: ttl 0, private).
+    pub discover_cache: CachePolicy,
+    /// Caching hints of `tools/list` (default: ttl 0, private).
+    pub tools_cache: CachePolicy,
+    /// Caching hints of `prompts/list` (default: ttl 0, private).
+    pub prompts_cache: CachePolicy,
+    /// Caching hints of `resources/list` (default: ttl 0, private).
+    pub resources_cache: CachePolicy,
+    /// Caching hints of `resources/templates/list` (default: ttl 0, private).
+    pub templates_cache: CachePolicy,
+    /// Caching hints of `resources/read` for resources without their own (default: ttl
+    /// 0, private).
+    pub read_cache: CachePolicy,
+    /// Whether results carry `_meta.io.modelcontextprotocol/serverInfo` (default true).
+    pub server_info_in_results: bool,
+    /// Whether the server offers logging (`notifications/message`, deprecated in
+    /// 2026-07-28) and advertises the `logging` capability (default true).
+    pub logging: bool,
+    /// Natural-language instructions for `server/discover`.
+    pub instructions: Option<String>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            page_size: 100,
+            discover_cache: CachePolicy::NONE,
+            tools_cache: CachePolicy::NONE,
+            prompts_cache: CachePolicy::NONE,
+            resources_cache: CachePolicy::NONE,
+            templates_cache: CachePolicy::NONE,
+            read_cache: CachePolicy::NONE,
+            server_info_in_results: true,
+            logging: true,
+            instructions: None,
+        }
+    }
+}
+
+/// An MCP server. Cheap to clone: clones share the catalog and state.
+///
+/// Build one with [`Server::builder`] or, to name it after the calling crate, with the
+/// [`server!`](crate::server!) macro.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) info: Implementation,
+    pub(crate) server_info: Value,
+    pub(crate) config: Config,
+    pub(crate) catalog: RwLock<Arc<Catalog>>,
+    pub(crate) state: Arc<StateMap>,
+}
+
+/// Builds a [`Server`].
+#[must_use]
+pub struct ServerBuilder {
+    info: Implementation,
+    config: Config,
+    tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    state: StateMap,
+}
+
+/// Starts a [`ServerBuilder`] named after the crate that calls it (its
+/// `CARGO_PKG_NAME` and `CARGO_PKG_VERSION`), never after presa.
+///
+/// ```
+/// let server = presa::server!().build().expect("a valid server");
+/// # let _ = server;
+/// ```
+#[macro_export]
+macro_rules! server {
+    () => {
+        $crate::Server::builder($crate::Implementation::new(
+            ::core::env!("CARGO_PKG_NAME"),
+            ::core::env!("CARGO_PKG_VERSION"),
+        ))
+    };
+}
+
+impl Server {
+    /// Starts a builder for a server identifying itself as `info`.
+    pub fn builder(info: Implementation) -> ServerBuilder {
+        ServerBuilder {
+            info,
+            config: Config::default(),
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            state: StateMap::default(),
+        }
+    }
+
+    /// The server's identity.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// The server's configuration.
+    pub fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        match self.inner.catalog.read() {
+            Ok(c) => Arc::clone(&c),
+            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
+        }
+    }
+
+    fn update(&self, f: impl FnOnce(&mut Catalog) -> Result<bool, BuildError>) -> Result<bool, BuildError> {
+        let mut guard = match self.inner.catalog.write() {
+            Ok(g) => g,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        let mut next = Catalog::clone(&guard);
+        let changed = f(&mut next)?;
+        if changed {
+            *guard = Arc::new(next);
+        }
+        Ok(changed)
+    }
+
+    /// Adds a tool while the server runs. A tool with the same name is refused.
+    pub fn add_tool(&self, tool: Tool) -> Result<(), BuildError> {
+        let entry = tool.compile()?;
+        self.update(|c| c.tools.insert(entry, "tool").map(|_| true).map_err(BuildError::new))
+            .map(drop)
+    }
+
+    /// Removes a tool by name; returns whether it existed.
+    pub fn remove_tool(&self, name: &str) -> bool {
+        self.update(|c| Ok(c.tools.remove(name))).unwrap_or(false)
+    }
+
+    /// Adds a prompt while the server runs. A prompt with the same name is refused.
+    pub fn add_prompt(&self, prompt: Prompt) -> Result<(), BuildError> {
+        let entry = prompt.compile()?;
+        self.update(|c| {
+            c.prompts
+                .insert(entry, "prompt")
+                .map(|_| true)
+                .map_err(BuildError::new)
+        })
+        .map(drop)
+    }
+
+    /// Removes a prompt by name; returns whether it existed.
+    pub fn remove_prompt(&self, name: &str) -> bool {
+        self.update(|c| Ok(c.prompts.remove(name))).unwrap_or(false)
+    }
+
+    /// Adds a resource while the server runs. A resource with the same URI is refused.
+    pub fn add_resource(&self, resource: Resource) -> Result<(), BuildError> {
+        let entry = resource.compile()?;
+        self.update(|c| {
+            c.resources
+                .insert(entry, "resource")
+                .map(|_| true)
+                .map_err(BuildError::new)
+        })
+        .map(drop)
+    }
+
+    /// Removes a resource by URI; returns whether it existed.
+    pub fn remove_resource(&self, uri: &str) -> bool {
+        self.update(|c| Ok(c.resources.remove(uri))).unwrap_or(false)
+    }
+
+    /// The names of the tools offered now, sorted.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.catalog().tools.iter().map(|t| t.tool.name.clone()).collect()
+    }
+}
+
+impl ServerBuilder {
+    /// Registers a tool.
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Registers a prompt.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self
+    }
+
+    /// Registers a resource.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self
+    }
+
+    /// Registers a resource template.
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self
+    }
+
+    /// Gives handlers shared state of type `T` (see
+    /// [`RequestContext::state`](crate::RequestContext::state)).
+    pub fn state<T: Any + Send + Sync>(mut self, value: T) -> Self {
+        self.state.insert(value);
+        self
+    }
+
+    /// Sets the instructions sent in `server/discover`.
+    pub fn instructions(mut self, text: impl Into<String>) -> Self {
+        self.config.instructions = Some(text.into());
+        self
+    }
+
+    /// Sets the page size of every list (at least 1).
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.config.page_size = size.max(1);
+        self
+    }
+
+    /// Sets the caching hints of one cacheable result.
+    pub fn cache(mut self, what: Cacheable, policy: CachePolicy) -> Self {
+        let slot = match what {
+            Cacheable::Discover => &mut self.config.discover_cache,
+            Cacheable::Tools => &mut self.config.tools_cache,
+            Cacheable::Prompts => &mut self.config.prompts_cache,
+            Cacheable::Resources => &mut self.config.resources_cache,
+            Cacheable::ResourceTemplates => &mut self.config.templates_cache,
+            Cacheable::ResourceRead => &mut self.config.read_cache,
+        };
+        *slot = policy;
+        self
+    }
+
+    /// Whether results carry `serverInfo` in `_meta` (default true; the specification
+    /// allows a server to be configured not to).
+    pub fn server_info_in_results(mut self, on: bool) -> Self {
+        self.config.server_info_in_results = on;
+        self
+    }
+
+    /// Whether the server offers (deprecated) logging to clients (default true).
+    pub fn logging(mut self, on: bool) -> Self {
+        self.config.logging = on;
+        self
+    }
+
+    /// Checks every registration and builds the server. Invalid schemas, bad names or
+    /// header annotations, and duplicates are refused here, with the item named.
+    pub fn build(self) -> Result<Server, BuildError> {
+        let mut catalog = Catalog::default();
+        for t in self.tools {
+            catalog.tools.insert(t.compile()?, "tool").map_err(BuildError::new)?;
+        }
+        for p in self.prompts {
+            catalog
+                .prompts
+                .insert(p.compile()?, "prompt")
+                .map_err(BuildError::new)?;
+        }
+        for r in self.resources {
+            catalog
+                .resources
+                .insert(r.compile()?, "resource")
+                .map_err(BuildError::new)?;
+        }
+        for t in self.templates {
+            catalog
+                .templates
+                .insert(t.compile()?, "resource template")
+                .map_err(BuildError::new)?;
+        }
+        let server_info =
+            serde_json::to_value(&self.info).map_err(|e| BuildError::new(e.to_string()))?;
+        Ok(Server {
+            inner: Arc::new(Inner {
+                info: self.info,
+                server_info,
+                config: self.config,
+                catalog: RwLock::new(Arc::new(catalog)),
+                state: Arc::new(self.state),
+            }),
+        })
+    }
+}

@@ -1,0 +1,460 @@
+//! The Streamable HTTP transport (wire section 13) on axum: one POST endpoint, the
+//! admission order of section 13.2, JSON responses that switch to SSE when the first
+//! progress or log notification is produced, and cancellation when the client goes away.
+//!
+//! Admission here covers what needs no body semantics (method, Origin, Host,
+//! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
+//! run in the pipeline.
+
+use crate::context::Outbound;
+use crate::error::Error;
+use crate::pipeline::{Exchange, Reply};
+use crate::server::Server;
+use crate::wire::jsonrpc::{self, Inbound, encode_error};
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use futures_util::stream;
+use std::future::Future;
+use std::io;
+use std::sync::Arc;
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+/// Settings of the Streamable HTTP transport.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct HttpConfig {
+    /// The endpoint path (default `/mcp`).
+    pub path: String,
+    /// Largest request body, in bytes (default 4 MiB); larger bodies get 413.
+    pub max_body_bytes: usize,
+    /// Origins allowed besides loopback ones (exact `scheme://host[:port]` strings).
+    /// A request with any other `Origin` gets 403; a request without one passes.
+    pub allowed_origins: Vec<String>,
+    /// Whether loopback origins (`localhost`, `127.0.0.1`, `[::1]`, any port) are
+    /// allowed (default true).
+    pub allow_loopback_origins: bool,
+    /// When set, the `Host` header must be one of these (`host` or `host:port`);
+    /// otherwise 403. Off by default: Origin validation is always on.
+    pub allowed_hosts: Option<Vec<String>>,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".into(),
+            max_body_bytes: 4 * 1024 * 1024,
+            allowed_origins: Vec::new(),
+            allow_loopback_origins: true,
+            allowed_hosts: None,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// Sets the endpoint path.
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Sets the largest request body, in bytes.
+    pub fn max_body_bytes(mut self, bytes: usize) -> Self {
+        self.max_body_bytes = bytes;
+        self
+    }
+
+    /// Allows one more origin (`https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Whether loopback origins are allowed.
+    pub fn allow_loopback_origins(mut self, on: bool) -> Self {
+        self.allow_loopback_origins = on;
+        self
+    }
+
+    /// Turns on the Host allow-list.
+    pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
+        self
+    }
+}
+
+#[derive(Clone)]
+struct Endpoint {
+    server: Server,
+    config: Arc<HttpConfig>,
+}
+
+impl Server {
+    /// An axum `Router` serving this server at `config.path`, to mount in an app.
+    pub fn router(&self, config: HttpConfig) -> Router {
+        let path = config.path.clone();
+        let endpoint = Endpoint {
+            server: self.clone(),
+            config: Arc::new(config),
+        };
+        Router::new()
+            .route(&path, post(handle_post).fallback(method_not_allowed))
+            .fallback(not_found)
+            .with_state(endpoint)
+    }
+
+    /// The router with the default settings (`/mcp`).
+    pub fn into_router(self) -> Router {
+        self.router(HttpConfig::default())
+    }
+
+    /// Serves over Streamable HTTP on `addr` with the default settings, until the
+    /// process is stopped.
+    pub async fn serve_http(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
+        let listener = TcpListener::bind(addr).await?;
+        self.serve_http_on(listener, HttpConfig::default(), std::future::pending())
+            .await
+    }
+
+    /// Serves over Streamable HTTP on a bound listener until `shutdown` completes.
+    /// Accepted sockets get `TCP_NODELAY`.
+    pub async fn serve_http_on(
+        &self,
+        listener: TcpListener,
+        config: HttpConfig,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> io::Result<()> {
+        use axum::serve::ListenerExt;
+        let listener = listener.tap_io(|tcp| {
+            if let Err(e) = tcp.set_nodelay(true) {
+                tracing::warn!("could not set TCP_NODELAY: {e}");
+            }
+        });
+        axum::serve(listener, self.router(config))
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}
+
+/// A JSON-RPC error body with an HTTP status; `id` left out (it could not be read).
+fn transport_error(status: StatusCode, error: Error) -> Response {
+    json_response(status, encode_error(None, &error))
+}
+
+fn json_response(status: StatusCode, body: String) -> Response {
+    (
+        status,
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
+}
+
+async fn method_not_allowed() -> Response {
+    let mut response = transport_error(
+        StatusCode::METHOD_NOT_ALLOWED,
+        Error::invalid_request("Streamable HTTP accepts POST only"),
+    );
+    response
+        .headers_mut()
+        .insert(header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}
+
+async fn not_found() -> Response {
+    transport_error(
+        StatusCode::NOT_FOUND,
+        Error::invalid_request("Not found: no MCP endpoint at this path"),
+    )
+}
+
+async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Err(response) = admit(&endpoint.config, &parts.headers) {
+        return response;
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, endpoint.config.max_body_bytes).await {
+        Ok(b) => b,
+        Err(_) => {
+            return transport_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                Error::invalid_request(format!(
+                    "Invalid Request: body exceeds {} bytes",
+                    endpoint.config.max_body_bytes
+                )),
+            );
+        }
+    };
+    let server = &endpoint.server;
+    match jsonrpc::decode(&bytes) {
+        Err(rejection) => json_response(
+            status(rejection.error.http_status()),
+            rejection.to_response(),
+        ),
+        Ok(Inbound::Response) => StatusCode::ACCEPTED.into_response(),
+        Ok(Inbound::Notification(n)) => {
+            // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
+            // request is cancelled by closing its connection.
+            match server.accept_notification(&n, Some(&parts.headers)) {
+                Ok(_) => StatusCode::ACCEPTED.into_response(),
+                Err(e) => json_response(status(e.http_status()), encode_error(None, &e)),
+            }
+        }
+        Ok(Inbound::Request(request)) => {
+            let (tx, rx) = mpsc::unbounded_channel();
+            let cancel = CancellationToken::new();
+            let exchange = Exchange {
+                headers: Some(parts.headers),
+                outbound: Arc::new(ChannelOutbound(tx)),
+                cancel: cancel.clone(),
+            };
+            // Dropping this handler (the client went away) drops the guard, which cancels
+            // the request; dropping the pipeline future stops the handler itself.
+            let guard = cancel.drop_guard();
+            let fut = Box::pin(server.handle_request(request, exchange));
+            respond(fut, rx, guard).await
+        }
+    }
+}
+
+/// Waits for the first notification or the reply: the reply alone is sent as JSON; a
+/// notification first switches the response to SSE.
+async fn respond(
+    mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    guard: tokio_util::sync::DropGuard,
+) -> Response {
+    tokio::select! {
+        biased;
+        Some(first) = rx.recv() => sse(first, fut, rx, guard),
+        reply = &mut fut => {
+            if let Ok(first) = rx.try_recv() {
+                // Notifications were produced just before the reply.
+                let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
+                    Box::pin(async move { reply });
+                return sse(first, done, rx, guard);
+            }
+            guard.disarm();
+            match reply {
+                Reply::Response { body, status: code } => json_response(status(code), body),
+                Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
+            }
+        }
+    }
+}
+
+struct SseState {
+    fut: Option<std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>>,
+    rx: mpsc::UnboundedReceiver<String>,
+    pending: Option<String>,
+    guard: Option<tokio_util::sync::DropGuard>,
+}
+
+fn sse(
+    first: String,
+    fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
+    rx: mpsc::UnboundedReceiver<String>,
+    guard: tokio_util::sync::DropGuard,
+) -> Response {
+    let state = SseState {
+        fut: Some(fut),
+        rx,
+        pending: Some(first),
+        guard: Some(guard),
+    };
+    let events = stream::unfold(state, |mut s| async move {
+        if let Some(frame) = s.pending.take() {
+            return Some((Ok::<_, std::convert::Infallible>(event(&frame)), s));
+        }
+        let fut = s.fut.as_mut()?;
+        tokio::select! {
+            biased;
+            Some(frame) = s.rx.recv() => Some((Ok(event(&frame)), s)),
+            reply = fut => {
+                s.fut = None;
+                if let Some(g) = s.guard.take() {
+                    g.disarm();
+                }
+                // Notifications always precede the final response.
+                let mut out = String::new();
+                while let Ok(frame) = s.rx.try_recv() {
+                    out.push_str(&event(&frame));
+                }
+                match reply {
+                    Reply::Response { body, .. } => out.push_str(&event(&body)),
+                    Reply::Cancelled => {}
+                }
+                if out.is_empty() { None } else { Some((Ok(out), s)) }
+            }
+        }
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(Body::from_stream(events))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+fn event(json: &str) -> String {
+    let mut e = String::with_capacity(json.len() + 8);
+    e.push_str("data: ");
+    e.push_str(json);
+    e.push_str("\n\n");
+    e
+}
+
+fn status(code: u16) -> StatusCode {
+    StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+}
+
+struct ChannelOutbound(mpsc::UnboundedSender<String>);
+
+impl Outbound for ChannelOutbound {
+    fn send(&self, frame: String) -> bool {
+        self.0.send(frame).is_ok()
+    }
+}
+
+/// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept.
+#[allow(clippy::result_large_err)]
+fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+    let forbidden = |message: &'static str| {
+        transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
+    };
+    let mut origins = headers.get_all(header::ORIGIN).iter();
+    if let Some(origin) = origins.next() {
+        let allowed = origins.next().is_none()
+            && origin
+                .to_str()
+                .is_ok_and(|o| origin_allowed(config, o.trim()));
+        if !allowed {
+            return Err(forbidden("Origin is not allowed"));
+        }
+    }
+    if let Some(hosts) = &config.allowed_hosts {
+        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim()))) {
+            return Err(forbidden("Host is not allowed"));
+        }
+    }
+    let content_type_ok = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+    if !content_type_ok {
+        return Err(transport_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            Error::invalid_request("Expected application/json"),
+        ));
+    }
+    if !accepts(headers) {
+        return Err(transport_error(
+            StatusCode::NOT_ACCEPTABLE,
+            Error::invalid_request(
+                "Accept must list both application/json and text/event-stream",
+            ),
+        ));
+    }
+    Ok(())
+}
+
+fn accepts(headers: &HeaderMap) -> bool {
+    let mut json = false;
+    let mut sse = false;
+    for value in headers.get_all(header::ACCEPT) {
+        let Ok(value) = value.to_str() else { continue };
+        for item in value.split(',') {
+            let media = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            match media.as_str() {
+                "*/*" => {
+                    json = true;
+                    sse = true;
+                }
+                "application/json" | "application/*" => json = true,
+                "text/event-stream" | "text/*" => sse = true,
+                _ => {}
+            }
+        }
+    }
+    json && sse
+}
+
+fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
+    if config
+        .allowed_origins
+        .iter()
+        .any(|a| a.eq_ignore_ascii_case(origin))
+    {
+        return true;
+    }
+    if !config.allow_loopback_origins {
+        return false;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    if rest.contains(['@', '/', '?', '#']) {
+        return false;
+    }
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((h, port)) if port.is_empty() || is_port(port) => return h == "::1",
+            _ => return false,
+        }
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, port)) if is_port(port) => h,
+            Some(_) => return false,
+            None => rest,
+        }
+    };
+    host.eq_ignore_ascii_case("localhost") || host == "127.0.0.1"
+}
+
+fn is_port(p: &str) -> bool {
+    p.strip_prefix(':')
+        .unwrap_or(p)
+        .parse::<u16>()
+        .is_ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins() {
+        let c = HttpConfig::default();
+        for ok in [
+            "http://localhost",
+            "http://localhost:3000",
+            "https://127.0.0.1:8443",
+            "http://[::1]:80",
+        ] {
+            assert!(origin_allowed(&c, ok), "{ok}");
+        }
+        for bad in [
+            "http://evil.example.com",
+            "null",
+            "http://localhost.evil.com",
+            "http://user@localhost",
+            "ftp://localhost",
+            "http://127.0.0.1:99999",
+        ] {
+            assert!(!origin_allowed(&c, bad), "{bad}");
+        }
+        let c = HttpConfig::default().allow_origin("https://app.example.com");
+        assert!(origin_allowed(&c, "https://app.example.com"));
+    }
+}

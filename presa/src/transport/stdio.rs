@@ -1,0 +1,328 @@
+//! The stdio transport (wire section 14): one JSON-RPC message per line on stdin, one per
+//! line on stdout, nothing else on stdout (logs go to stderr through `tracing`).
+//!
+//! Requests run concurrently, at most [`StdioConfig::max_in_flight`] at once: past the
+//! bound the reader stops reading stdin, so memory stays bounded under a pipelined flood.
+//! A request's permit is released only once its response has been written, so queued
+//! output is bounded too. The writer flushes whenever no further message is queued: a
+//! waiting client never sits on an unflushed response, and a flood is not paid for with
+//! one flush per line.
+
+use crate::context::Outbound;
+use crate::pipeline::{Exchange, NotificationEffect, Reply};
+use crate::server::Server;
+use crate::wire::jsonrpc::{self, Inbound, RequestId};
+use std::collections::HashMap;
+use std::io;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+
+/// Settings of the stdio transport.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct StdioConfig {
+    /// Longest line accepted, in bytes (default 4 MiB); longer lines get -32600.
+    pub max_line_bytes: usize,
+    /// Most requests served at once (default 64); past it stdin is not read.
+    pub max_in_flight: usize,
+    /// How long requests still running when stdin closes may take to finish before they
+    /// are cancelled (default 5 s).
+    pub shutdown_grace: Duration,
+}
+
+impl Default for StdioConfig {
+    fn default() -> Self {
+        StdioConfig {
+            max_line_bytes: 4 * 1024 * 1024,
+            max_in_flight: 64,
+            shutdown_grace: Duration::from_secs(5),
+        }
+    }
+}
+
+impl StdioConfig {
+    /// Sets the longest line accepted, in bytes.
+    pub fn max_line_bytes(mut self, bytes: usize) -> Self {
+        self.max_line_bytes = bytes;
+        self
+    }
+
+    /// Sets the most requests served at once (at least 1).
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n.max(1);
+        self
+    }
+
+    /// Sets the grace period for requests still running when stdin closes.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+/// A line queued for stdout, with the permit of the request it answers.
+struct Frame {
+    text: String,
+    _permit: Option<OwnedSemaphorePermit>,
+}
+
+/// The gate of one in-flight request: once closed (on cancellation), nothing more is
+/// queued for it, neither notifications nor the response.
+struct Gate {
+    open: Mutex<bool>,
+    cancel: CancellationToken,
+    tx: mpsc::UnboundedSender<Frame>,
+}
+
+impl Gate {
+    fn send(&self, text: String, permit: Option<OwnedSemaphorePermit>) -> bool {
+        let Ok(open) = self.open.lock() else {
+            return false;
+        };
+        *open
+            && self
+                .tx
+                .send(Frame {
+                    text,
+                    _permit: permit,
+                })
+                .is_ok()
+    }
+
+    fn close_and_cancel(&self) {
+        if let Ok(mut open) = self.open.lock() {
+            *open = false;
+        }
+        self.cancel.cancel();
+    }
+}
+
+impl Outbound for Gate {
+    fn send(&self, frame: String) -> bool {
+        Gate::send(self, frame, None)
+    }
+}
+
+type InFlight = Arc<Mutex<HashMap<RequestId, Arc<Gate>>>>;
+
+impl Server {
+    /// Serves this server on the process's stdin and stdout until stdin closes.
+    pub async fn serve_stdio(&self) -> io::Result<()> {
+        self.serve_stdio_with(StdioConfig::default()).await
+    }
+
+    /// Like [`Server::serve_stdio`], with settings.
+    pub async fn serve_stdio_with(&self, config: StdioConfig) -> io::Result<()> {
+        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), config)
+            .await
+    }
+
+    /// Serves newline-delimited JSON-RPC on any reader and writer (stdio, a pipe, a
+    /// socket). Returns when the reader reaches its end and the requests in flight have
+    /// finished (or the grace period ran out), or when the writer fails.
+    pub async fn serve_io<R, W>(&self, reader: R, writer: W, config: StdioConfig) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (tx, rx) = mpsc::unbounded_channel::<Frame>();
+        let writer_task = tokio::spawn(write_frames(writer, rx));
+        let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+        let in_flight: InFlight = Arc::default();
+        let mut tasks = tokio::task::JoinSet::new();
+        let mut reader = BufReader::with_capacity(64 * 1024, reader);
+        let mut line = Vec::with_capacity(1024);
+
+        loop {
+            match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
+                Line::Eof => break,
+                Line::TooLong => {
+                    let error = crate::Error::invalid_request(format!(
+                        "Invalid Request: message exceeds {} bytes",
+                        config.max_line_bytes
+                    ));
+                    let _ = tx.send(Frame {
+                        text: jsonrpc::encode_error(None, &error),
+                        _permit: None,
+                    });
+                }
+                Line::Complete => {
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    match jsonrpc::decode(&line) {
+                        Err(rejection) if !rejection.notification => {
+                            let _ = tx.send(Frame {
+                                text: rejection.to_response(),
+                                _permit: None,
+                            });
+                        }
+                        Err(_) | Ok(Inbound::Response) => {}
+                        Ok(Inbound::Notification(n)) => {
+                            if let Ok(NotificationEffect::Cancel(id)) =
+                                self.accept_notification(&n, None)
+                            {
+                                let gate = in_flight.lock().ok().and_then(|m| m.get(&id).cloned());
+                                if let Some(gate) = gate {
+                                    gate.close_and_cancel();
+                                }
+                            }
+                        }
+                        Ok(Inbound::Request(request)) => {
+                            // Backpressure: wait for a slot before reading on.
+                            let permit = Arc::clone(&permits)
+                                .acquire_owned()
+                                .await
+                                .map_err(io::Error::other)?;
+                            let gate = Arc::new(Gate {
+                                open: Mutex::new(true),
+                                cancel: CancellationToken::new(),
+                                tx: tx.clone(),
+                            });
+                            let id = request.id.clone();
+                            let duplicate = match in_flight.lock() {
+                                Ok(mut map) => {
+                                    if map.contains_key(&id) {
+                                        true
+                                    } else {
+                                        map.insert(id.clone(), Arc::clone(&gate));
+                                        false
+                                    }
+                                }
+                                Err(_) => true,
+                            };
+                            if duplicate {
+                                let error = crate::Error::invalid_request(
+                                    "Invalid Request: a request with this id is already in flight",
+                                );
+                                let _ = tx.send(Frame {
+                                    text: jsonrpc::encode_error(Some(&id.to_value()), &error),
+                                    _permit: Some(permit),
+                                });
+                                continue;
+                            }
+                            let exchange = Exchange {
+                                headers: None,
+                                outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
+                                cancel: gate.cancel.clone(),
+                            };
+                            let fut = self.handle_request(request, exchange);
+                            let in_flight = Arc::clone(&in_flight);
+                            tasks.spawn(async move {
+                                let reply = fut.await;
+                                if let Reply::Response { body, .. } = reply {
+                                    gate.send(body, Some(permit));
+                                }
+                                if let Ok(mut map) = in_flight.lock() {
+                                    map.remove(&id);
+                                }
+                            });
+                        }
+                    }
+                }
+            }
+            // Reap finished tasks so the set does not grow with the session.
+            while tasks.try_join_next().is_some() {}
+        }
+
+        // stdin closed: let requests in flight finish, then cancel the rest.
+        let drained = tokio::time::timeout(config.shutdown_grace, async {
+            while tasks.join_next().await.is_some() {}
+        })
+        .await;
+        if drained.is_err() {
+            if let Ok(map) = in_flight.lock() {
+                for gate in map.values() {
+                    gate.close_and_cancel();
+                }
+            }
+            tasks.shutdown().await;
+        }
+        drop(tx);
+        match writer_task.await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
+    }
+}
+
+enum Line {
+    Complete,
+    TooLong,
+    Eof,
+}
+
+/// Reads one line into `line` (without its `\n` or `\r\n`), never holding more than
+/// `max` bytes: an oversize line is skipped to its end and reported as too long.
+async fn read_line<R: AsyncRead + Unpin>(
+    reader: &mut BufReader<R>,
+    line: &mut Vec<u8>,
+    max: usize,
+) -> io::Result<Line> {
+    line.clear();
+    let mut too_long = false;
+    loop {
+        let buf = reader.fill_buf().await?;
+        if buf.is_empty() {
+            return Ok(if too_long {
+                Line::TooLong
+            } else if line.is_empty() {
+                Line::Eof
+            } else {
+                Line::Complete
+            });
+        }
+        let (chunk, consumed, done) = match memchr_newline(buf) {
+            Some(i) => (&buf[..i], i + 1, true),
+            None => (buf, buf.len(), false),
+        };
+        if !too_long {
+            if line.len() + chunk.len() > max {
+                too_long = true;
+                line.clear();
+            } else {
+                line.extend_from_slice(chunk);
+            }
+        }
+        reader.consume(consumed);
+        if done {
+            if too_long {
+                return Ok(Line::TooLong);
+            }
+            if line.last() == Some(&b'\r') {
+                line.pop();
+            }
+            return Ok(Line::Complete);
+        }
+    }
+}
+
+fn memchr_newline(buf: &[u8]) -> Option<usize> {
+    buf.iter().position(|&b| b == b'\n')
+}
+
+/// Writes queued frames, flushing whenever the queue runs dry.
+async fn write_frames<W: AsyncWrite + Unpin>(
+    writer: W,
+    mut rx: mpsc::UnboundedReceiver<Frame>,
+) -> io::Result<()> {
+    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    while let Some(frame) = rx.recv().await {
+        write_frame(&mut out, frame).await?;
+        while let Ok(frame) = rx.try_recv() {
+            write_frame(&mut out, frame).await?;
+        }
+        out.flush().await?;
+    }
+    out.flush().await?;
+    out.shutdown().await.or(Ok(()))
+}
+
+async fn write_frame<W: AsyncWrite + Unpin>(out: &mut BufWriter<W>, frame: Frame) -> io::Result<()> {
+    out.write_all(frame.text.as_bytes()).await?;
+    out.write_all(b"\n").await
+    // The frame (and the permit it carries) is dropped here, after its bytes are written.
+}

@@ -1,0 +1,311 @@
+//! The JSON-RPC 2.0 envelope (wire reference section 1): decoding one inbound message into
+//! a request, a notification or an ignored response, and encoding responses.
+//!
+//! Batching is forbidden in 2026-07-28, so an array is an invalid request. Errors whose id
+//! cannot be read leave the `id` member out: the 2026-07-28 schema forbids `"id": null`.
+
+use crate::error::Error;
+use serde::Serialize;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The longest string id presa accepts, in bytes.
+pub const MAX_ID_BYTES: usize = 256;
+
+/// A JSON-RPC request id: a string or an integer.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum RequestId {
+    /// A string id.
+    Str(String),
+    /// An integer id in the int64 range.
+    Int(i64),
+}
+
+impl RequestId {
+    /// Reads an id: `Ok(Some)` for a valid id, `Ok(None)` when the value is not an id at
+    /// all (unreadable), `Err(id)` when it is readable but outside presa's bounds (a string
+    /// over 256 bytes, an integer outside int64), so the error can still echo it.
+    pub(crate) fn read(value: &Value) -> Result<RequestId, Option<Value>> {
+        match value {
+            Value::String(s) if s.len() <= MAX_ID_BYTES => Ok(RequestId::Str(s.clone())),
+            Value::String(_) => Err(Some(value.clone())),
+            Value::Number(n) => match n.as_i64() {
+                Some(i) => Ok(RequestId::Int(i)),
+                None if n.is_u64() => Err(Some(value.clone())),
+                None => Err(None),
+            },
+            _ => Err(None),
+        }
+    }
+
+    /// The id as a JSON value.
+    pub fn to_value(&self) -> Value {
+        match self {
+            RequestId::Str(s) => Value::from(s.as_str()),
+            RequestId::Int(i) => Value::from(*i),
+        }
+    }
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Str(s) => write!(f, "{s:?}"),
+            RequestId::Int(i) => write!(f, "{i}"),
+        }
+    }
+}
+
+impl Serialize for RequestId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            RequestId::Str(v) => s.serialize_str(v),
+            RequestId::Int(v) => s.serialize_i64(*v),
+        }
+    }
+}
+
+/// One decoded inbound request.
+#[derive(Debug)]
+pub struct Request {
+    /// The request id.
+    pub id: RequestId,
+    /// The method name.
+    pub method: String,
+    /// The params object (empty when absent).
+    pub params: Map<String, Value>,
+}
+
+/// One decoded inbound notification.
+#[derive(Debug)]
+pub struct Notification {
+    /// The method name.
+    pub method: String,
+    /// The params object (empty when absent).
+    pub params: Map<String, Value>,
+}
+
+/// What one inbound frame turned out to be.
+#[derive(Debug)]
+pub enum Inbound {
+    /// A request, to be answered exactly once.
+    Request(Request),
+    /// A notification, never answered.
+    Notification(Notification),
+    /// A response or error object sent by the client: ignored (servers send no requests in
+    /// 2026-07-28, so there is nothing it could answer).
+    Response,
+}
+
+/// Why a frame could not be decoded into an [`Inbound`].
+#[derive(Debug)]
+pub struct Rejection {
+    /// The error to send.
+    pub error: Error,
+    /// The id to echo, when one could be read.
+    pub id: Option<Value>,
+    /// Whether the frame was a notification (never answered on stdio; a 4xx on HTTP).
+    pub notification: bool,
+}
+
+impl Rejection {
+    fn new(error: Error, id: Option<Value>, notification: bool) -> Self {
+        Rejection {
+            error,
+            id,
+            notification,
+        }
+    }
+
+    /// The JSON-RPC error response for this rejection.
+    pub fn to_response(&self) -> String {
+        encode_error(self.id.as_ref(), &self.error)
+    }
+}
+
+/// Decodes raw bytes (one stdio line or one HTTP body) into a message.
+///
+/// A leading UTF-8 byte order mark is skipped. Non-UTF-8 or unparsable input is -32700
+/// without an id.
+pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let value: Value = match serde_json::from_slice(bytes) {
+        Ok(v) => v,
+        Err(e) if e.is_data() || e.is_syntax() || e.is_eof() || e.is_io() => {
+            return Err(Rejection::new(
+                Error::parse_error("Parse error: the message is not valid JSON"),
+                None,
+                false,
+            ));
+        }
+        Err(_) => {
+            return Err(Rejection::new(
+                Error::parse_error("Parse error"),
+                None,
+                false,
+            ));
+        }
+    };
+    decode_value(value)
+}
+
+/// Decodes an already parsed JSON value into a message.
+pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
+    let Value::Object(mut obj) = value else {
+        let message = if value.is_array() {
+            "Invalid Request: batching is not supported in this protocol revision"
+        } else {
+            "Invalid Request: a message must be a JSON object"
+        };
+        return Err(Rejection::new(Error::invalid_request(message), None, false));
+    };
+
+    let has_id = obj.contains_key("id");
+    let method = obj.remove("method");
+    let id_value = obj.remove("id");
+
+    // A frame without a method is a response (or garbage). Responses are ignored.
+    let Some(method) = method else {
+        if obj.contains_key("result") || obj.contains_key("error") {
+            return Ok(Inbound::Response);
+        }
+        let id = id_value.and_then(|v| readable_id(&v));
+        return Err(Rejection::new(
+            Error::invalid_request("Invalid Request: missing method"),
+            id,
+            false,
+        ));
+    };
+    let notification = !has_id;
+
+    // The id, when there is one, is read first so every later error can echo it.
+    let id = match &id_value {
+        None => None,
+        Some(v) => match RequestId::read(v) {
+            Ok(id) => Some(id),
+            Err(echo) => {
+                return Err(Rejection::new(
+                    Error::invalid_request(
+                        "Invalid Request: id must be a string of at most 256 bytes or an int64 integer",
+                    ),
+                    echo,
+                    false,
+                ));
+            }
+        },
+    };
+    let echo = id.as_ref().map(RequestId::to_value);
+
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(Rejection::new(
+            Error::invalid_request("Expected a JSON-RPC 2.0 request"),
+            echo,
+            notification,
+        ));
+    }
+    let Value::String(method) = method else {
+        return Err(Rejection::new(
+            Error::invalid_request("Invalid Request: method must be a string"),
+            echo,
+            notification,
+        ));
+    };
+    let params = match obj.remove("params") {
+        None => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(_) => {
+            return Err(Rejection::new(
+                Error::invalid_params("Request params must be an object"),
+                echo,
+                notification,
+            ));
+        }
+    };
+    Ok(match id {
+        Some(id) => Inbound::Request(Request { id, method, params }),
+        None => Inbound::Notification(Notification { method, params }),
+    })
+}
+
+fn readable_id(v: &Value) -> Option<Value> {
+    match RequestId::read(v) {
+        Ok(id) => Some(id.to_value()),
+        Err(echo) => echo,
+    }
+}
+
+/// Encodes a success response whose `result` is already serialized JSON.
+pub fn encode_result(id: &RequestId, result: &str) -> String {
+    let mut out = String::with_capacity(result.len() + 48);
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    push_id(&mut out, id);
+    out.push_str(r#","result":"#);
+    out.push_str(result);
+    out.push('}');
+    out
+}
+
+/// Encodes an error response; `id` is left out when it could not be read.
+pub fn encode_error(id: Option<&Value>, error: &Error) -> String {
+    let mut map = Map::with_capacity(3);
+    map.insert("jsonrpc".into(), Value::from("2.0"));
+    if let Some(id) = id {
+        map.insert("id".into(), id.clone());
+    }
+    map.insert("error".into(), error.to_object());
+    Value::Object(map).to_string()
+}
+
+/// Encodes a notification frame.
+pub fn encode_notification(method: &str, params: &Value) -> String {
+    let mut out = String::with_capacity(64);
+    out.push_str(r#"{"jsonrpc":"2.0","method":"#);
+    out.push_str(&Value::from(method).to_string());
+    out.push_str(r#","params":"#);
+    out.push_str(&params.to_string());
+    out.push('}');
+    out
+}
+
+fn push_id(out: &mut String, id: &RequestId) {
+    match id {
+        RequestId::Int(i) => out.push_str(&i.to_string()),
+        RequestId::Str(s) => out.push_str(&Value::from(s.as_str()).to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reject(v: Value) -> Rejection {
+        match decode_value(v) {
+            Err(r) => r,
+            Ok(m) => panic!("expected a rejection, got {m:?}"),
+        }
+    }
+
+    #[test]
+    fn ids_are_bounded_and_echoed_when_readable() {
+        let long = "x".repeat(257);
+        let r = reject(json!({"jsonrpc":"2.0","id":long,"method":"m"}));
+        assert_eq!(r.error.code(), -32600);
+        assert_eq!(r.id, Some(Value::from(long)));
+        let r = reject(json!({"jsonrpc":"2.0","id":null,"method":"m"}));
+        assert_eq!(r.id, None);
+        let r = reject(json!({"jsonrpc":"2.0","id":1.5,"method":"m"}));
+        assert_eq!(r.id, None);
+        let ok = decode_value(json!({"jsonrpc":"2.0","id":"x".repeat(256),"method":"m"}));
+        assert!(matches!(ok, Ok(Inbound::Request(_))));
+    }
+
+    #[test]
+    fn error_without_readable_id_has_no_id_member() {
+        let r = reject(json!([1]));
+        assert_eq!(
+            r.to_response(),
+            r#"{"error":{"code":-32600,"message":"Invalid Request: batching is not supported in this protocol revision"},"jsonrpc":"2.0"}"#
+        );
+    }
+}

@@ -1,0 +1,370 @@
+//! Request `_meta` (wire reference section 2): the reserved keys, the key syntax of
+//! section 2.1, log levels, and the admission checks run on every request before any
+//! user code.
+
+use crate::error::Error;
+use crate::wire::jsonrpc::RequestId;
+use serde_json::{Map, Value};
+use std::fmt;
+
+/// The protocol revision presa speaks.
+pub const PROTOCOL_VERSION: &str = "2026-07-28";
+/// Every revision presa serves (the `supportedVersions` of `server/discover`).
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// `_meta` key: the protocol version of the request.
+pub const KEY_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+/// `_meta` key: the client's capabilities for this request.
+pub const KEY_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
+/// `_meta` key: the client's implementation info.
+pub const KEY_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
+/// `_meta` key: the log level the request opts into.
+pub const KEY_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
+/// `_meta` key: the server's implementation info on results.
+pub const KEY_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+/// `_meta` key: the subscription a notification belongs to.
+pub const KEY_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key: the progress token.
+pub const KEY_PROGRESS_TOKEN: &str = "progressToken";
+
+/// A log level of `notifications/message`, ordered from least to most severe.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operational messages.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+impl LogLevel {
+    /// Every level, least severe first.
+    pub const ALL: [LogLevel; 8] = [
+        LogLevel::Debug,
+        LogLevel::Info,
+        LogLevel::Notice,
+        LogLevel::Warning,
+        LogLevel::Error,
+        LogLevel::Critical,
+        LogLevel::Alert,
+        LogLevel::Emergency,
+    ];
+
+    /// The wire name of the level.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LogLevel::Debug => "debug",
+            LogLevel::Info => "info",
+            LogLevel::Notice => "notice",
+            LogLevel::Warning => "warning",
+            LogLevel::Error => "error",
+            LogLevel::Critical => "critical",
+            LogLevel::Alert => "alert",
+            LogLevel::Emergency => "emergency",
+        }
+    }
+
+    /// Parses a wire name.
+    pub fn parse(s: &str) -> Option<LogLevel> {
+        LogLevel::ALL.into_iter().find(|l| l.as_str() == s)
+    }
+}
+
+impl fmt::Display for LogLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A progress token: a string or an integer, bounded like a request id.
+pub type ProgressToken = RequestId;
+
+/// The admitted `_meta` of one request.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct RequestMeta {
+    /// The protocol version the request names.
+    pub protocol_version: String,
+    /// The client capabilities declared by this request (`{}` means none).
+    pub client_capabilities: Map<String, Value>,
+    /// The client's implementation info, when sent.
+    pub client_info: Option<Map<String, Value>>,
+    /// The log level the request opts into, when any.
+    pub log_level: Option<LogLevel>,
+    /// The progress token, when the request asks for progress.
+    pub progress_token: Option<ProgressToken>,
+    /// W3C trace context `traceparent`, when sent.
+    pub traceparent: Option<String>,
+    /// W3C trace context `tracestate`, when sent.
+    pub tracestate: Option<String>,
+    /// W3C `baggage`, when sent.
+    pub baggage: Option<String>,
+}
+
+/// Whether `key` follows the `_meta` key syntax of wire section 2.1: an optional prefix of
+/// dot-separated labels ending in `/`, then a name.
+pub fn is_valid_meta_key(key: &str) -> bool {
+    let (prefix, name) = match key.rfind('/') {
+        Some(i) => (Some(&key[..i]), &key[i + 1..]),
+        None => (None, key),
+    };
+    if let Some(prefix) = prefix {
+        if prefix.is_empty() || !prefix.split('.').all(is_label) {
+            return false;
+        }
+    }
+    is_name(name)
+}
+
+/// Whether `key` has a prefix (`something/`), as extension identifiers must.
+pub fn has_prefix(key: &str) -> bool {
+    key.contains('/')
+}
+
+fn is_label(label: &str) -> bool {
+    let b = label.as_bytes();
+    match (b.first(), b.last()) {
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphabetic()
+                && l.is_ascii_alphanumeric()
+                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+        }
+        _ => false,
+    }
+}
+
+fn is_name(name: &str) -> bool {
+    let b = name.as_bytes();
+    match (b.first(), b.last()) {
+        (None, _) => true,
+        (Some(f), Some(l)) => {
+            f.is_ascii_alphanumeric()
+                && l.is_ascii_alphanumeric()
+                && b
+                    .iter()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
+        }
+        _ => false,
+    }
+}
+
+/// A check the HTTP transport runs between steps 5 and 7 of admission: the
+/// `MCP-Protocol-Version` header against the body's version.
+pub(crate) type VersionMirror<'a> = &'a dyn Fn(&str) -> Result<(), Error>;
+
+/// Admits the `_meta` of a request, in exactly the order of wire section 2.
+pub(crate) fn admit_request(
+    params: &Map<String, Value>,
+    mirror: Option<VersionMirror<'_>>,
+) -> Result<RequestMeta, Error> {
+    // 1. _meta absent is {}; not an object is -32602.
+    let empty = Map::new();
+    let meta = match params.get("_meta") {
+        None => &empty,
+        Some(Value::Object(m)) => m,
+        Some(_) => return Err(Error::invalid_params("_meta must be an object")),
+    };
+    // 2. key syntax.
+    if !meta.keys().all(|k| is_valid_meta_key(k)) {
+        return Err(Error::invalid_params(
+            "_meta contains an invalid key or non-JSON value",
+        ));
+    }
+    // 3. progressToken.
+    let progress_token = match meta.get(KEY_PROGRESS_TOKEN) {
+        None => None,
+        Some(v) => Some(RequestId::read(v).map_err(|_| {
+            Error::invalid_params(
+                "progressToken must be a string of at most 256 bytes or an int64 integer",
+            )
+        })?),
+    };
+    // 4. logLevel.
+    let log_level = match meta.get(KEY_LOG_LEVEL) {
+        None => None,
+        Some(v) => Some(
+            v.as_str()
+                .and_then(LogLevel::parse)
+                .ok_or_else(|| Error::invalid_params("Invalid MCP request log level"))?,
+        ),
+    };
+    // 5. protocolVersion present and a string.
+    let version = match meta.get(KEY_PROTOCOL_VERSION) {
+        None => {
+            return Err(Error::invalid_params(format!(
+                "Missing required {KEY_PROTOCOL_VERSION} metadata"
+            )));
+        }
+        Some(Value::String(s)) => s,
+        Some(_) => {
+            return Err(Error::invalid_params(format!(
+                "{KEY_PROTOCOL_VERSION} must be a string"
+            )));
+        }
+    };
+    // 6. on HTTP, the MCP-Protocol-Version header must equal it.
+    if let Some(mirror) = mirror {
+        mirror(version)?;
+    }
+    // 7. supported version.
+    if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
+        return Err(Error::unsupported_version(version, SUPPORTED_VERSIONS));
+    }
+    // 8. clientInfo.
+    let client_info = match meta.get(KEY_CLIENT_INFO) {
+        None => None,
+        Some(v) => Some(check_client_info(v)?),
+    };
+    // 9. clientCapabilities.
+    let client_capabilities = match meta.get(KEY_CLIENT_CAPABILITIES) {
+        None => {
+            return Err(Error::invalid_params(
+                "Missing required client capabilities metadata",
+            ));
+        }
+        Some(Value::Object(c)) => {
+            check_client_capabilities(c)?;
+            c.clone()
+        }
+        Some(_) => {
+            return Err(Error::invalid_params(
+                "Client capabilities must be an object",
+            ));
+        }
+    };
+    let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+    Ok(RequestMeta {
+        protocol_version: version.clone(),
+        client_capabilities,
+        client_info,
+        log_level,
+        progress_token,
+        traceparent: text("traceparent"),
+        tracestate: text("tracestate"),
+        baggage: text("baggage"),
+    })
+}
+
+/// Checks the shape of a notification's `_meta` (optional, keys only).
+pub(crate) fn admit_notification(params: &Map<String, Value>) -> Result<(), Error> {
+    match params.get("_meta") {
+        None => Ok(()),
+        Some(Value::Object(m)) if m.keys().all(|k| is_valid_meta_key(k)) => Ok(()),
+        Some(Value::Object(_)) => Err(Error::invalid_params(
+            "_meta contains an invalid key or non-JSON value",
+        )),
+        Some(_) => Err(Error::invalid_params("_meta must be an object")),
+    }
+}
+
+fn check_client_info(v: &Value) -> Result<Map<String, Value>, Error> {
+    let bad = || Error::invalid_params("Client info must include string name and version");
+    let Value::Object(info) = v else {
+        return Err(bad());
+    };
+    if !info.get("name").is_some_and(Value::is_string)
+        || !info.get("version").is_some_and(Value::is_string)
+    {
+        return Err(bad());
+    }
+    for key in ["title", "description", "websiteUrl"] {
+        if info.get(key).is_some_and(|v| !v.is_string()) {
+            return Err(Error::invalid_params(format!(
+                "Client info {key} must be a string"
+            )));
+        }
+    }
+    if let Some(icons) = info.get("icons") {
+        let ok = icons.as_array().is_some_and(|a| {
+            a.iter()
+                .all(|i| i.get("src").is_some_and(Value::is_string))
+        });
+        if !ok {
+            return Err(Error::invalid_params(
+                "Client info icons must be a list of icons with a string src",
+            ));
+        }
+    }
+    Ok(info.clone())
+}
+
+fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
+    let must_be_object = |key: &str| -> Result<Option<&Map<String, Value>>, Error> {
+        match caps.get(key) {
+            None => Ok(None),
+            Some(Value::Object(m)) => Ok(Some(m)),
+            Some(_) => Err(Error::invalid_params(format!(
+                "Client capability {key} must be an object"
+            ))),
+        }
+    };
+    let sub_objects = |m: &Map<String, Value>, parent: &str, keys: &[&str]| {
+        for k in keys {
+            if m.get(*k).is_some_and(|v| !v.is_object()) {
+                return Err(Error::invalid_params(format!(
+                    "Client capability {parent}.{k} must be an object"
+                )));
+            }
+        }
+        Ok(())
+    };
+    must_be_object("roots")?;
+    if let Some(s) = must_be_object("sampling")? {
+        sub_objects(s, "sampling", &["context", "tools"])?;
+    }
+    if let Some(e) = must_be_object("elicitation")? {
+        sub_objects(e, "elicitation", &["form", "url"])?;
+    }
+    if let Some(x) = must_be_object("experimental")? {
+        if !x.values().all(Value::is_object) {
+            return Err(Error::invalid_params(
+                "Client capability experimental must map names to objects",
+            ));
+        }
+    }
+    if let Some(x) = must_be_object("extensions")? {
+        let ok = x
+            .iter()
+            .all(|(k, v)| is_valid_meta_key(k) && has_prefix(k) && v.is_object());
+        if !ok {
+            return Err(Error::invalid_params(
+                "Client capability extensions must map prefixed identifiers to objects",
+            ));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn meta_key_syntax() {
+        for ok in [
+            "progressToken",
+            "io.modelcontextprotocol/protocolVersion",
+            "com.example.mcp/x",
+            "a/",
+            "traceparent",
+            "",
+            "a-b.c/x_y.z-1",
+        ] {
+            assert!(is_valid_meta_key(ok), "{ok}");
+        }
+        for bad in ["/x", "1a/x", "a-/x", "a..b/x", "-x", "x-", "a/b/c", "a b"] {
+            assert!(!is_valid_meta_key(bad), "{bad}");
+        }
+    }
+}

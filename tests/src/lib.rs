@@ -1,0 +1,1 @@
+//! Shared helpers for presa end-to-end tests.
