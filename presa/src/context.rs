@@ -142,8 +142,7 @@ impl RequestContext {
         let Some(token) = &self.inner.meta.progress_token else {
             return false;
         };
-        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) || self.is_cancelled()
-        {
+        if !progress.is_finite() || total.is_some_and(|t| !t.is_finite()) || self.is_cancelled() {
             return false;
         }
         {

@@ -96,7 +96,10 @@ impl Error {
 
     /// -32601 for `method`.
     pub fn method_not_found(method: &str) -> Self {
-        Error::new(code::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+        Error::new(
+            code::METHOD_NOT_FOUND,
+            format!("Method not found: {method}"),
+        )
     }
 
     /// -32602: invalid params.
@@ -235,6 +238,9 @@ mod tests {
         assert!(Error::application(-32042, "x").is_err());
         assert!(Error::application(-32768, "x").is_err());
         assert_eq!(Error::application(1, "x").map(|e| e.code()), Ok(1));
-        assert_eq!(Error::application(-31999, "x").map(|e| e.code()), Ok(-31999));
+        assert_eq!(
+            Error::application(-31999, "x").map(|e| e.code()),
+            Ok(-31999)
+        );
     }
 }

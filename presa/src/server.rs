@@ -152,7 +152,10 @@ impl Server {
         }
     }
 
-    fn update(&self, f: impl FnOnce(&mut Catalog) -> Result<bool, BuildError>) -> Result<bool, BuildError> {
+    fn update(
+        &self,
+        f: impl FnOnce(&mut Catalog) -> Result<bool, BuildError>,
+    ) -> Result<bool, BuildError> {
         let mut guard = match self.inner.catalog.write() {
             Ok(g) => g,
             Err(poisoned) => poisoned.into_inner(),
@@ -168,8 +171,13 @@ impl Server {
     /// Adds a tool while the server runs. A tool with the same name is refused.
     pub fn add_tool(&self, tool: Tool) -> Result<(), BuildError> {
         let entry = tool.compile()?;
-        self.update(|c| c.tools.insert(entry, "tool").map(|_| true).map_err(BuildError::new))
-            .map(drop)
+        self.update(|c| {
+            c.tools
+                .insert(entry, "tool")
+                .map(|_| true)
+                .map_err(BuildError::new)
+        })
+        .map(drop)
     }
 
     /// Removes a tool by name; returns whether it existed.
@@ -208,12 +216,17 @@ impl Server {
 
     /// Removes a resource by URI; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.update(|c| Ok(c.resources.remove(uri))).unwrap_or(false)
+        self.update(|c| Ok(c.resources.remove(uri)))
+            .unwrap_or(false)
     }
 
     /// The names of the tools offered now, sorted.
     pub fn tool_names(&self) -> Vec<String> {
-        self.catalog().tools.iter().map(|t| t.tool.name.clone()).collect()
+        self.catalog()
+            .tools
+            .iter()
+            .map(|t| t.tool.name.clone())
+            .collect()
     }
 }
 
@@ -293,7 +306,10 @@ impl ServerBuilder {
     pub fn build(self) -> Result<Server, BuildError> {
         let mut catalog = Catalog::default();
         for t in self.tools {
-            catalog.tools.insert(t.compile()?, "tool").map_err(BuildError::new)?;
+            catalog
+                .tools
+                .insert(t.compile()?, "tool")
+                .map_err(BuildError::new)?;
         }
         for p in self.prompts {
             catalog

@@ -1,2 +1,260 @@
-//! An in-process test client: drives a server through the same pipeline as the
-//! transports, with no socket. Filled in below.
+//! An in-process test client: drives a [`Server`] through the same pipeline as the
+//! transports, with no socket. It fills each request's `_meta` (protocol version, client
+//! capabilities and info, and optionally a log level or progress token), collects the
+//! notifications the request produced, and offers the assertions a test wants.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")] async fn main() {
+//! use presa::testing::TestClient;
+//! use presa::{CallToolResult, Tool, ToolCall};
+//!
+//! let server = presa::server!()
+//!     .tool(Tool::new("hi").description("Greets").handler(|_c: ToolCall| async { "hi!" }))
+//!     .build()
+//!     .unwrap();
+//! let client = TestClient::new(&server);
+//! client.call_tool("hi", serde_json::json!({})).await.assert_text("hi!");
+//! client.call_tool("nope", serde_json::json!({})).await.assert_error(-32602);
+//! # }
+//! ```
+
+use crate::LogLevel;
+use crate::context::Outbound;
+use crate::pipeline::{Exchange, Reply};
+use crate::server::Server;
+use crate::wire::jsonrpc::{self, Inbound};
+use crate::wire::meta::{
+    KEY_CLIENT_CAPABILITIES, KEY_CLIENT_INFO, KEY_LOG_LEVEL, KEY_PROTOCOL_VERSION, PROTOCOL_VERSION,
+};
+use serde_json::{Map, Value, json};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio_util::sync::CancellationToken;
+
+/// A client that talks to a server in process.
+pub struct TestClient {
+    server: Server,
+    capabilities: Value,
+    client_info: Value,
+    log_level: Option<LogLevel>,
+    next_id: AtomicI64,
+}
+
+/// What one request produced: the notifications sent for it, then its response.
+#[derive(Clone, Debug)]
+pub struct TestResponse {
+    /// The notifications sent before the response, in order.
+    pub notifications: Vec<Value>,
+    /// The JSON-RPC response (`null` if the request was cancelled or was a
+    /// notification).
+    pub message: Value,
+}
+
+#[derive(Default)]
+struct Collect(Mutex<Vec<String>>);
+
+impl Outbound for Collect {
+    fn send(&self, frame: String) -> bool {
+        match self.0.lock() {
+            Ok(mut v) => {
+                v.push(frame);
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+impl TestClient {
+    /// A client declaring no capabilities (`{}`).
+    pub fn new(server: &Server) -> Self {
+        TestClient {
+            server: server.clone(),
+            capabilities: json!({}),
+            client_info: json!({"name": "presa-test-client", "version": env!("CARGO_PKG_VERSION")}),
+            log_level: None,
+            next_id: AtomicI64::new(1),
+        }
+    }
+
+    /// Declares these client capabilities on every request.
+    pub fn with_capabilities(mut self, capabilities: Value) -> Self {
+        self.capabilities = capabilities;
+        self
+    }
+
+    /// Opts every request into log messages at `level` and above.
+    pub fn with_log_level(mut self, level: LogLevel) -> Self {
+        self.log_level = Some(level);
+        self
+    }
+
+    /// The `_meta` this client puts on requests.
+    pub fn meta(&self) -> Map<String, Value> {
+        let mut meta = Map::new();
+        meta.insert(KEY_PROTOCOL_VERSION.into(), Value::from(PROTOCOL_VERSION));
+        meta.insert(KEY_CLIENT_CAPABILITIES.into(), self.capabilities.clone());
+        meta.insert(KEY_CLIENT_INFO.into(), self.client_info.clone());
+        if let Some(level) = self.log_level {
+            meta.insert(KEY_LOG_LEVEL.into(), Value::from(level.as_str()));
+        }
+        meta
+    }
+
+    /// Sends `method` with `params`, adding this client's `_meta` (members of a `_meta`
+    /// already in `params` win).
+    pub async fn request(&self, method: &str, params: Value) -> TestResponse {
+        let mut params = match params {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        };
+        let mut meta = self.meta();
+        if let Some(Value::Object(given)) = params.remove("_meta") {
+            meta.extend(given);
+        }
+        params.insert("_meta".into(), Value::Object(meta));
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+            .await
+    }
+
+    /// Sends a raw message exactly as given (no `_meta` is added).
+    pub async fn send(&self, message: Value) -> TestResponse {
+        let collect = Arc::new(Collect::default());
+        let message = match jsonrpc::decode_value(message) {
+            Err(rejection) if rejection.notification => Value::Null,
+            Err(rejection) => parse(&rejection.to_response()),
+            Ok(Inbound::Response) => Value::Null,
+            Ok(Inbound::Notification(n)) => {
+                // In process there is nothing in flight to cancel; the check still runs.
+                let _ = self.server.accept_notification(&n, None);
+                Value::Null
+            }
+            Ok(Inbound::Request(request)) => {
+                let exchange = Exchange {
+                    headers: None,
+                    outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
+                    cancel: CancellationToken::new(),
+                };
+                match self.server.handle_request(request, exchange).await {
+                    Reply::Response { body, .. } => parse(&body),
+                    Reply::Cancelled => Value::Null,
+                }
+            }
+        };
+        let notifications = collect
+            .0
+            .lock()
+            .map(|v| v.iter().map(|s| parse(s)).collect())
+            .unwrap_or_default();
+        TestResponse {
+            notifications,
+            message,
+        }
+    }
+
+    /// `server/discover`.
+    pub async fn discover(&self) -> TestResponse {
+        self.request("server/discover", json!({})).await
+    }
+
+    /// `tools/list` (first page).
+    pub async fn list_tools(&self) -> TestResponse {
+        self.request("tools/list", json!({})).await
+    }
+
+    /// `tools/call` of `name` with `arguments`.
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> TestResponse {
+        self.request("tools/call", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+
+    /// `resources/read` of `uri`.
+    pub async fn read_resource(&self, uri: &str) -> TestResponse {
+        self.request("resources/read", json!({"uri": uri})).await
+    }
+
+    /// `prompts/get` of `name` with `arguments`.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> TestResponse {
+        self.request("prompts/get", json!({"name": name, "arguments": arguments}))
+            .await
+    }
+}
+
+fn parse(s: &str) -> Value {
+    serde_json::from_str(s).unwrap_or(Value::Null)
+}
+
+impl TestResponse {
+    /// The `result` member. Panics, showing the response, when there is none.
+    #[track_caller]
+    pub fn result(&self) -> &Value {
+        match self.message.get("result") {
+            Some(r) => r,
+            None => panic!("expected a result, got {}", self.message),
+        }
+    }
+
+    /// The `error` member, if any.
+    pub fn error(&self) -> Option<&Value> {
+        self.message.get("error")
+    }
+
+    /// The text of every text block of a tool result, joined with newlines.
+    #[track_caller]
+    pub fn text(&self) -> String {
+        let content = self.result().get("content").and_then(Value::as_array);
+        content
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Asserts a successful tool call whose text is exactly `expected`.
+    #[track_caller]
+    pub fn assert_text(&self, expected: &str) -> &Self {
+        let result = self.result();
+        assert_ne!(
+            result.get("isError"),
+            Some(&Value::Bool(true)),
+            "expected a successful tool call, got a tool error: {result}"
+        );
+        assert_eq!(self.text(), expected, "tool result text");
+        self
+    }
+
+    /// Asserts a tool error (`isError: true`) whose text contains `fragment`.
+    #[track_caller]
+    pub fn assert_tool_error(&self, fragment: &str) -> &Self {
+        let result = self.result();
+        assert_eq!(
+            result.get("isError"),
+            Some(&Value::Bool(true)),
+            "expected a tool error, got {result}"
+        );
+        let text = self.text();
+        assert!(
+            text.contains(fragment),
+            "tool error text {text:?} does not contain {fragment:?}"
+        );
+        self
+    }
+
+    /// Asserts a protocol error with `code`.
+    #[track_caller]
+    pub fn assert_error(&self, code: i64) -> &Self {
+        let got = self
+            .error()
+            .and_then(|e| e.get("code"))
+            .and_then(Value::as_i64);
+        assert_eq!(
+            got,
+            Some(code),
+            "expected error {code}, got {}",
+            self.message
+        );
+        self
+    }
+}

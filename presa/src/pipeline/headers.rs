@@ -85,14 +85,17 @@ pub(crate) fn notification_headers(
     method: &str,
     body_version: Option<&str>,
 ) -> Result<(), Error> {
-    if let Some(m) = single(headers, METHOD, "Mcp-Method")? {
-        if m != method {
-            return Err(Error::header_mismatch(
-                "Mcp-Method does not match the request body",
-            ));
-        }
+    if let Some(m) = single(headers, METHOD, "Mcp-Method")?
+        && m != method
+    {
+        return Err(Error::header_mismatch(
+            "Mcp-Method does not match the request body",
+        ));
     }
-    if let (Some(h), Some(b)) = (single(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?, body_version) {
+    if let (Some(h), Some(b)) = (
+        single(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?,
+        body_version,
+    ) {
         version_matches(h, b)?;
     }
     Ok(())
@@ -118,13 +121,14 @@ pub(crate) fn params_match(
                 "Missing or repeated required header: {display}"
             )));
         };
-        let value =
-            decode_value(raw).ok_or_else(|| Error::header_mismatch(format!("{display} is malformed")))?;
+        let value = decode_value(raw)
+            .ok_or_else(|| Error::header_mismatch(format!("{display} is malformed")))?;
         let same = match (param.ty, arg) {
             (HeaderType::String, Value::String(s)) => *s == value,
             (HeaderType::Boolean, Value::Bool(b)) => value == if *b { "true" } else { "false" },
             (HeaderType::Integer, Value::Number(n)) => {
-                n.as_i64().is_some_and(|i| i.abs() <= MAX_HEADER_INTEGER) && integers_equal(n, &value)
+                n.as_i64().is_some_and(|i| i.abs() <= MAX_HEADER_INTEGER)
+                    && integers_equal(n, &value)
             }
             _ => false,
         };
@@ -171,7 +175,10 @@ mod tests {
 
     #[test]
     fn decodes_base64_and_refuses_controls() {
-        assert_eq!(decode_value("=?base64?SGVsbG8=?=").as_deref(), Some("Hello"));
+        assert_eq!(
+            decode_value("=?base64?SGVsbG8=?=").as_deref(),
+            Some("Hello")
+        );
         assert_eq!(decode_value("a b").as_deref(), Some("a b"));
         assert_eq!(decode_value("=?base64?//79?="), None);
         assert_eq!(decode_value("a\u{7f}"), None);

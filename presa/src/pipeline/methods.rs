@@ -44,7 +44,13 @@ pub(super) async fn dispatch(
 ) -> Result<String, Error> {
     match method {
         "server/discover" => Ok(discover(server, catalog)),
-        "tools/list" => list(server, &catalog.tools, "tools", &params, server.config().tools_cache),
+        "tools/list" => list(
+            server,
+            &catalog.tools,
+            "tools",
+            &params,
+            server.config().tools_cache,
+        ),
         "prompts/list" => list(
             server,
             &catalog.prompts,
@@ -158,13 +164,12 @@ fn required_string<'a>(
 fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error> {
     match params.get("inputResponses") {
         None => {}
-        Some(Value::Object(m)) => {
-            if !m.values().all(Value::is_object) {
-                return Err(Error::invalid_params(
-                    "inputResponses must map string IDs to bare result objects",
-                ));
-            }
+        Some(Value::Object(m)) if !m.values().all(Value::is_object) => {
+            return Err(Error::invalid_params(
+                "inputResponses must map string IDs to bare result objects",
+            ));
         }
+        Some(Value::Object(_)) => {}
         Some(_) => return Err(Error::invalid_params("inputResponses must be an object")),
     }
     if params.get("requestState").is_some_and(|s| !s.is_string()) {
@@ -180,8 +185,12 @@ async fn call_tool(
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
 ) -> Result<String, Error> {
-    let name = required_string(&params, "name", "tools/call requires a non-empty string name")?
-        .to_owned();
+    let name = required_string(
+        &params,
+        "name",
+        "tools/call requires a non-empty string name",
+    )?
+    .to_owned();
     tracing::Span::current().record("mcp.name", name.as_str());
     let arguments = match params.remove("arguments") {
         None | Some(Value::Null) => Map::new(),
@@ -243,8 +252,12 @@ async fn read_resource(
     params: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<String, Error> {
-    let uri = required_string(&params, "uri", "resources/read requires a non-empty string uri")?
-        .to_owned();
+    let uri = required_string(
+        &params,
+        "uri",
+        "resources/read requires a non-empty string uri",
+    )?
+    .to_owned();
     tracing::Span::current().record("mcp.name", uri.as_str());
     if !is_absolute_uri(&uri) {
         return Err(Error::invalid_params(
@@ -294,8 +307,12 @@ async fn get_prompt(
     params: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<String, Error> {
-    let name = required_string(&params, "name", "prompts/get requires a non-empty string name")?
-        .to_owned();
+    let name = required_string(
+        &params,
+        "name",
+        "prompts/get requires a non-empty string name",
+    )?
+    .to_owned();
     tracing::Span::current().record("mcp.name", name.as_str());
     let arguments = string_map(
         params.get("arguments"),
@@ -330,7 +347,10 @@ async fn get_prompt(
     }
 }
 
-fn string_map(value: Option<&Value>, message: &'static str) -> Result<HashMap<String, String>, Error> {
+fn string_map(
+    value: Option<&Value>,
+    message: &'static str,
+) -> Result<HashMap<String, String>, Error> {
     match value {
         None | Some(Value::Null) => Ok(HashMap::new()),
         Some(Value::Object(m)) => m
@@ -376,28 +396,46 @@ async fn complete(
             c.get("arguments"),
             "Completion context arguments must map strings to strings",
         )?,
-        Some(_) => return Err(Error::invalid_params("Completion context must be an object")),
+        Some(_) => {
+            return Err(Error::invalid_params(
+                "Completion context must be an object",
+            ));
+        }
     };
     let handler = match reference.get("type").and_then(Value::as_str) {
         Some("ref/prompt") => {
-            let name = reference.get("name").and_then(Value::as_str).ok_or_else(|| {
-                Error::invalid_params("Completion requires a prompt or resource-template reference")
+            let name = reference
+                .get("name")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    Error::invalid_params(
+                        "Completion requires a prompt or resource-template reference",
+                    )
+                })?;
+            let entry = catalog.prompts.get(name).ok_or_else(|| {
+                Error::invalid_params(format!("Unknown completion prompt: {name}"))
             })?;
-            let entry = catalog
-                .prompts
-                .get(name)
-                .ok_or_else(|| Error::invalid_params(format!("Unknown completion prompt: {name}")))?;
             entry.prompt.completions.get(&argument).cloned()
         }
         Some("ref/resource") => {
-            let uri = reference.get("uri").and_then(Value::as_str).ok_or_else(|| {
-                Error::invalid_params("Completion requires a prompt or resource-template reference")
-            })?;
+            let uri = reference
+                .get("uri")
+                .and_then(Value::as_str)
+                .ok_or_else(|| {
+                    Error::invalid_params(
+                        "Completion requires a prompt or resource-template reference",
+                    )
+                })?;
             // A URI template, or a concrete URI matched against the templates.
             let entry = catalog
                 .templates
                 .get(uri)
-                .or_else(|| catalog.templates.iter().find(|t| t.parsed.matches(uri).is_some()))
+                .or_else(|| {
+                    catalog
+                        .templates
+                        .iter()
+                        .find(|t| t.parsed.matches(uri).is_some())
+                })
                 .ok_or_else(|| {
                     Error::invalid_params("Unknown completion resource template")
                         .with_data(json!({ "uri": uri }))

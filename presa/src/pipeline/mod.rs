@@ -170,8 +170,10 @@ impl Server {
         let Request { id, method, params } = request;
         let headers = exchange.headers.as_ref();
 
-        // A 2025-era client opens with `initialize`: tell it which versions we speak.
-        if method == "initialize" {
+        // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
+        // no 2026-07-28 `_meta`: tell it which versions this server speaks (errata W-13).
+        // A modern client probing the removed method gets -32601 below.
+        if method == "initialize" && !params.contains_key("_meta") {
             let requested = params
                 .get("protocolVersion")
                 .and_then(Value::as_str)
@@ -196,7 +198,12 @@ impl Server {
         // not advertised, are -32601.
         let catalog = self.catalog();
         if !METHODS.contains(&method.as_str()) || !methods::offered(&self, &catalog, &method) {
-            return Err(Error::method_not_found(&method));
+            let error = Error::method_not_found(&method);
+            return Err(if method == "initialize" {
+                error.with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS }))
+            } else {
+                error
+            });
         }
 
         // HTTP mirror checks of Mcp-Method and Mcp-Name.

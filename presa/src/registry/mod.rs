@@ -155,9 +155,7 @@ impl<T: Listed> Listing<T> {
             ));
         }
         let entry = Arc::new(entry);
-        let pos = self
-            .sorted
-            .partition_point(|e| e.key() < entry.key());
+        let pos = self.sorted.partition_point(|e| e.key() < entry.key());
         self.sorted.insert(pos, Arc::clone(&entry));
         self.by_key.insert(entry.key().to_owned(), entry);
         Ok(())
@@ -245,7 +243,9 @@ pub(crate) struct Catalog {
 impl Catalog {
     /// Whether any prompt or template has a completion provider.
     pub(crate) fn has_completions(&self) -> bool {
-        self.prompts.iter().any(|p| !p.prompt.completions.is_empty())
+        self.prompts
+            .iter()
+            .any(|p| !p.prompt.completions.is_empty())
             || self
                 .templates
                 .iter()

@@ -64,12 +64,12 @@ fn walk(value: &Value, depth: usize, nodes: &mut usize) -> Result<(), String> {
                 ));
             }
             for key in ["$ref", "$dynamicRef"] {
-                if let Some(r) = map.get(key).and_then(Value::as_str) {
-                    if !r.starts_with('#') {
-                        return Err(format!(
-                            "{key} {r:?} is not a same-document reference; presa never fetches schemas"
-                        ));
-                    }
+                if let Some(r) = map.get(key).and_then(Value::as_str)
+                    && !r.starts_with('#')
+                {
+                    return Err(format!(
+                        "{key} {r:?} is not a same-document reference; presa never fetches schemas"
+                    ));
                 }
             }
             for v in map.values() {
@@ -138,9 +138,7 @@ pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<Hea
             continue;
         };
         let Some(header) = annotation.as_str() else {
-            return Err(format!(
-                "x-mcp-header on {property:?} must be a string"
-            ));
+            return Err(format!("x-mcp-header on {property:?} must be a string"));
         };
         if !is_token(header) {
             return Err(format!(

@@ -249,8 +249,8 @@ impl Tool {
             ));
         }
         let headers = header_params(schema_obj).map_err(&fail)?;
-        let input = CompiledSchema::compile(&self.input_schema)
-            .map_err(|e| fail(format!("input {e}")))?;
+        let input =
+            CompiledSchema::compile(&self.input_schema).map_err(|e| fail(format!("input {e}")))?;
         let output = match &self.output_schema {
             None => None,
             Some(s) => Some(CompiledSchema::compile(s).map_err(|e| fail(format!("output {e}")))?),
@@ -282,7 +282,10 @@ impl Tool {
             m.insert("outputSchema".into(), o.clone());
         }
         if !self.annotations.is_empty() {
-            m.insert("annotations".into(), serde_json::to_value(&self.annotations)?);
+            m.insert(
+                "annotations".into(),
+                serde_json::to_value(&self.annotations)?,
+            );
         }
         if !self.icons.is_empty() {
             m.insert("icons".into(), serde_json::to_value(&self.icons)?);
@@ -296,7 +299,9 @@ impl Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("name", &self.name).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
     }
 }
 

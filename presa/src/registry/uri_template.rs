@@ -30,9 +30,9 @@ impl UriTemplate {
                         .ok_or_else(|| format!("unclosed '{{' in URI template {source:?}"))?;
                     let name = &rest[1..end];
                     let valid = !name.is_empty()
-                        && name
-                            .bytes()
-                            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'%')
+                        && name.bytes().all(|b| {
+                            b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'%'
+                        })
                         && !name.starts_with('.')
                         && !name.ends_with('.');
                     if !valid {

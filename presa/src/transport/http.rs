@@ -149,7 +149,10 @@ fn transport_error(status: StatusCode, error: Error) -> Response {
 fn json_response(status: StatusCode, body: String) -> Response {
     (
         status,
-        [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
         body,
     )
         .into_response()
@@ -358,9 +361,7 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     if !accepts(headers) {
         return Err(transport_error(
             StatusCode::NOT_ACCEPTABLE,
-            Error::invalid_request(
-                "Accept must list both application/json and text/event-stream",
-            ),
+            Error::invalid_request("Accept must list both application/json and text/event-stream"),
         ));
     }
     Ok(())
@@ -372,7 +373,12 @@ fn accepts(headers: &HeaderMap) -> bool {
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
-            let media = item.split(';').next().unwrap_or("").trim().to_ascii_lowercase();
+            let media = item
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase();
             match media.as_str() {
                 "*/*" => {
                     json = true;
@@ -423,10 +429,7 @@ fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {
 }
 
 fn is_port(p: &str) -> bool {
-    p.strip_prefix(':')
-        .unwrap_or(p)
-        .parse::<u16>()
-        .is_ok()
+    p.strip_prefix(':').unwrap_or(p).parse::<u16>().is_ok()
 }
 
 #[cfg(test)]

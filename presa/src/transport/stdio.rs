@@ -321,7 +321,10 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     out.shutdown().await.or(Ok(()))
 }
 
-async fn write_frame<W: AsyncWrite + Unpin>(out: &mut BufWriter<W>, frame: Frame) -> io::Result<()> {
+async fn write_frame<W: AsyncWrite + Unpin>(
+    out: &mut BufWriter<W>,
+    frame: Frame,
+) -> io::Result<()> {
     out.write_all(frame.text.as_bytes()).await?;
     out.write_all(b"\n").await
     // The frame (and the permit it carries) is dropped here, after its bytes are written.

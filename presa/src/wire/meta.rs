@@ -119,10 +119,10 @@ pub fn is_valid_meta_key(key: &str) -> bool {
         Some(i) => (Some(&key[..i]), &key[i + 1..]),
         None => (None, key),
     };
-    if let Some(prefix) = prefix {
-        if prefix.is_empty() || !prefix.split('.').all(is_label) {
-            return false;
-        }
+    if let Some(prefix) = prefix
+        && (prefix.is_empty() || !prefix.split('.').all(is_label))
+    {
+        return false;
     }
     is_name(name)
 }
@@ -151,8 +151,7 @@ fn is_name(name: &str) -> bool {
         (Some(f), Some(l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b
-                    .iter()
+                && b.iter()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
         }
         _ => false,
@@ -286,10 +285,9 @@ fn check_client_info(v: &Value) -> Result<Map<String, Value>, Error> {
         }
     }
     if let Some(icons) = info.get("icons") {
-        let ok = icons.as_array().is_some_and(|a| {
-            a.iter()
-                .all(|i| i.get("src").is_some_and(Value::is_string))
-        });
+        let ok = icons
+            .as_array()
+            .is_some_and(|a| a.iter().all(|i| i.get("src").is_some_and(Value::is_string)));
         if !ok {
             return Err(Error::invalid_params(
                 "Client info icons must be a list of icons with a string src",
@@ -326,12 +324,12 @@ fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
     if let Some(e) = must_be_object("elicitation")? {
         sub_objects(e, "elicitation", &["form", "url"])?;
     }
-    if let Some(x) = must_be_object("experimental")? {
-        if !x.values().all(Value::is_object) {
-            return Err(Error::invalid_params(
-                "Client capability experimental must map names to objects",
-            ));
-        }
+    if let Some(x) = must_be_object("experimental")?
+        && !x.values().all(Value::is_object)
+    {
+        return Err(Error::invalid_params(
+            "Client capability experimental must map names to objects",
+        ));
     }
     if let Some(x) = must_be_object("extensions")? {
         let ok = x
