@@ -6,7 +6,7 @@ use presa::{
     ResourceContents, ServerBuilder,
 };
 
-pub fn register(builder: ServerBuilder) -> ServerBuilder {
+pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
         .prompt(
             Prompt::new("test_simple_prompt")

@@ -2,7 +2,7 @@
 
 use presa::{Resource, ResourceRead, ResourceTemplate, ServerBuilder};
 
-pub fn register(builder: ServerBuilder) -> ServerBuilder {
+pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
         .resource(
             Resource::new("test://static-text", "static_text")

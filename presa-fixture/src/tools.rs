@@ -5,12 +5,12 @@ use serde_json::json;
 use std::time::Duration;
 
 /// A 1x1 PNG.
-pub const PNG: &str =
+pub(crate) const PNG: &str =
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mP8/x8AAusB9Y9Z4p8AAAAASUVORK5CYII=";
 /// A tiny WAV file.
-pub const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
+pub(crate) const WAV: &str = "UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQAAAAA=";
 
-pub fn register(builder: ServerBuilder) -> ServerBuilder {
+pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
         .tool(
             Tool::new("test_simple_text")

@@ -1,0 +1,23 @@
+//! The conformance fixture as a library: [`build`] assembles the server the official
+//! conformance runner calls (wire reference section 16), from presa's public API only. The
+//! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports.
+
+pub mod cli;
+mod prompts;
+mod resources;
+mod tools;
+
+use presa::{Implementation, Server};
+
+/// The fixture's server: every item of wire section 16 that presa serves.
+pub fn build() -> Result<Server, presa::BuildError> {
+    let builder = Server::builder(
+        Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
+            .title("presa conformance fixture"),
+    )
+    .instructions("The presa conformance fixture: test tools, resources and prompts for the official MCP conformance runner.");
+    let builder = tools::register(builder);
+    let builder = resources::register(builder);
+    let builder = prompts::register(builder);
+    builder.build()
+}

@@ -1,0 +1,7 @@
+//! presa's end-to-end tests, one binary with a module per area (so the build links once).
+//! Every message the server sends in these tests is checked against the official
+//! 2026-07-28 schema by the harnesses in `presa_tests`.
+
+mod http;
+mod schema_check;
+mod stdio;
