@@ -1,4 +1,35 @@
-//! Procedural macros for presa.
+//! Procedural macros for presa: `#[tool]`, `#[prompt]` and `#[resource]`.
 //!
-//! The `#[tool]`, `#[prompt]` and `#[resource]` attributes land here; until they do, this
-//! crate is an empty skeleton so the workspace layout is already the final one.
+//! Each attribute lives in its own module, in four stages: `parse` (tokens to a syntax
+//! tree with spans), `model` (what the item declares), `validate` (the rules the compiler
+//! can check, each error at its token), and `expand` (code from the model only). Every
+//! mistake in an attribute is reported at once. On error the user's function is still
+//! emitted unchanged, so the only messages are the real ones.
+//!
+//! Generated code names nothing but `::presa::__private::…` and `::presa` itself. Use
+//! these attributes through `presa` (`presa::tool` and so on), never directly.
+
+mod common;
+mod prompt;
+mod resource;
+mod tool;
+
+use proc_macro::TokenStream;
+
+/// Declares a tool. See `presa::tool` for the reference.
+#[proc_macro_attribute]
+pub fn tool(attr: TokenStream, item: TokenStream) -> TokenStream {
+    tool::entry(attr.into(), item.into()).into()
+}
+
+/// Declares a prompt. See `presa::prompt` for the reference.
+#[proc_macro_attribute]
+pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
+    prompt::entry(attr.into(), item.into()).into()
+}
+
+/// Declares a resource or a resource template. See `presa::resource` for the reference.
+#[proc_macro_attribute]
+pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
+    resource::entry(attr.into(), item.into()).into()
+}

@@ -55,7 +55,9 @@ fn server() -> Result<presa::Server, presa::BuildError> {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     // Logs go to stderr: on stdio, stdout carries protocol messages only.
-    tracing_subscriber::fmt().with_writer(std::io::stderr).init();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .init();
     let server = server()?;
     if std::env::args().any(|a| a == "--http") {
         eprintln!("serving on http://127.0.0.1:3000/mcp");

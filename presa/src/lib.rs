@@ -33,6 +33,7 @@
 
 mod context;
 mod error;
+pub mod extract;
 mod pipeline;
 pub mod registry;
 mod server;
@@ -43,11 +44,14 @@ pub mod wire;
 
 pub use context::RequestContext;
 pub use error::{BuildError, Error, ReservedCode, code};
+pub use presa_macros::{prompt, resource, tool};
 pub use registry::completion::CompletionRequest;
 pub use registry::prompt::{IntoGetPromptResult, Prompt, PromptArgument, PromptGet};
-pub use registry::resource::{IntoReadResourceResult, Resource, ResourceRead, ResourceTemplate};
-pub use registry::tool::{IntoCallToolResult, Tool, ToolCall, ToolError};
-pub use server::{Cacheable, Config, Server, ServerBuilder};
+pub use registry::resource::{
+    IntoReadResourceResult, Resource, ResourceError, ResourceRead, ResourceTemplate,
+};
+pub use registry::tool::{IntoCallToolResult, Json, Tool, ToolCall, ToolError};
+pub use server::{Cacheable, Config, Item, Server, ServerBuilder};
 pub use transport::http::HttpConfig;
 pub use transport::stdio::StdioConfig;
 pub use wire::meta::{LogLevel, PROTOCOL_VERSION, RequestMeta};
@@ -68,9 +72,5 @@ pub mod prelude {
 
 /// Not public API: used by code the macros generate.
 #[doc(hidden)]
-pub mod __private {
-    pub use linkme;
-    pub use schemars;
-    pub use serde;
-    pub use serde_json;
-}
+#[path = "macro_support.rs"]
+pub mod __private;

@@ -2,6 +2,7 @@
 //! Holds the identity, the configuration, the catalog snapshot and the application state.
 
 use crate::error::BuildError;
+use crate::extract::StateRequirement;
 use crate::registry::Catalog;
 use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
@@ -11,6 +12,13 @@ use crate::wire::types::{CachePolicy, Implementation};
 use serde_json::Value;
 use std::any::Any;
 use std::sync::{Arc, RwLock};
+
+/// An item declared with `#[tool]`, `#[prompt]` or `#[resource]`: the attribute
+/// implements this on a type named like the function, so `.add::<my_tool>()` adds it.
+pub trait Item {
+    /// Adds the item to a builder.
+    fn add_to(builder: ServerBuilder) -> ServerBuilder;
+}
 
 /// The lists whose caching hints can be set with [`ServerBuilder::cache`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -122,6 +130,12 @@ macro_rules! server {
 }
 
 impl Server {
+    /// Starts a builder holding every item declared with an attribute in the program
+    /// (see [`ServerBuilder::registered`]).
+    pub fn from_registry(info: Implementation) -> ServerBuilder {
+        Server::builder(info).registered()
+    }
+
     /// Starts a builder for a server identifying itself as `info`.
     pub fn builder(info: Implementation) -> ServerBuilder {
         ServerBuilder {
@@ -301,9 +315,58 @@ impl ServerBuilder {
         self
     }
 
+    /// Adds every item declared with `#[tool]`, `#[prompt]` or `#[resource]` anywhere in
+    /// the program (the linked crates included).
+    pub fn registered(mut self) -> Self {
+        for registration in crate::__private::REGISTRY {
+            self = (registration.make)().add_to(self);
+        }
+        self
+    }
+
+    /// Adds one item declared with an attribute, by its function's name:
+    /// `.add::<my_tool>()`. For tests and for binaries that pick their items.
+    pub fn add<T: Item>(self) -> Self {
+        T::add_to(self)
+    }
+
     /// Checks every registration and builds the server. Invalid schemas, bad names or
-    /// header annotations, and duplicates are refused here, with the item named.
+    /// header annotations, duplicates (naming both places), and handlers needing state
+    /// the builder was not given are refused here, with the item named.
     pub fn build(self) -> Result<Server, BuildError> {
+        let missing = |what: &str, name: &str, states: &[StateRequirement]| {
+            states
+                .iter()
+                .find(|s| !self.state.contains(s.type_id))
+                .map(|s| {
+                    BuildError::new(format!(
+                        "{what} {name:?} needs state of type `{}` (a `State<{}>` parameter), but the server was not given one: add `.state(…)` to the builder",
+                        s.type_name, s.type_name
+                    ))
+                })
+        };
+        let checks = self
+            .tools
+            .iter()
+            .map(|t| missing("tool", &t.name, &t.states))
+            .chain(
+                self.prompts
+                    .iter()
+                    .map(|p| missing("prompt", &p.name, &p.states)),
+            )
+            .chain(
+                self.resources
+                    .iter()
+                    .map(|r| missing("resource", &r.uri, &r.states)),
+            )
+            .chain(
+                self.templates
+                    .iter()
+                    .map(|t| missing("resource template", &t.template, &t.states)),
+            );
+        if let Some(error) = checks.flatten().next() {
+            return Err(error);
+        }
         let mut catalog = Catalog::default();
         for t in self.tools {
             catalog

@@ -16,6 +16,10 @@ impl StateMap {
         self.values.insert(TypeId::of::<T>(), Arc::new(value));
     }
 
+    pub(crate) fn contains(&self, id: TypeId) -> bool {
+        self.values.contains_key(&id)
+    }
+
     pub(crate) fn get<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.values
             .get(&TypeId::of::<T>())

@@ -82,6 +82,8 @@ impl Server {
             outcome = tracing::field::Empty,
             duration_us = tracing::field::Empty,
             trace_parent = tracing::field::Empty,
+            trace_state = tracing::field::Empty,
+            baggage = tracing::field::Empty,
         );
         async move {
             let started = Instant::now();
@@ -190,8 +192,16 @@ impl Server {
             }
             None => meta::admit_request(&params, None)?,
         };
-        if let Some(tp) = &meta.traceparent {
-            tracing::Span::current().record("trace_parent", tp.as_str());
+        // W3C trace context from `_meta` is carried into the request's span.
+        let span = tracing::Span::current();
+        for (field, value) in [
+            ("trace_parent", &meta.traceparent),
+            ("trace_state", &meta.tracestate),
+            ("baggage", &meta.baggage),
+        ] {
+            if let Some(v) = value {
+                span.record(field, v.as_str());
+            }
         }
 
         // The method gate: unknown and removed methods, and methods whose capability is

@@ -5,6 +5,7 @@ use super::completion::{CompletionHandler, CompletionRequest, completion_handler
 use super::{BoxFuture, check_icons, check_meta};
 use crate::context::RequestContext;
 use crate::error::{BuildError, Error};
+use crate::extract::StateRequirement;
 use crate::wire::types::{Completion, GetPromptResult, Icon, PromptMessage};
 use serde::Serialize;
 use serde_json::value::RawValue;
@@ -129,6 +130,7 @@ pub struct Prompt {
     pub(crate) handler: Option<PromptHandler>,
     pub(crate) completions: HashMap<String, CompletionHandler>,
     pub(crate) location: Option<&'static str>,
+    pub(crate) states: Vec<StateRequirement>,
 }
 
 impl Prompt {
@@ -144,6 +146,7 @@ impl Prompt {
             handler: None,
             completions: HashMap::new(),
             location: None,
+            states: Vec::new(),
         }
     }
 
@@ -179,6 +182,13 @@ impl Prompt {
     /// Sets `_meta`.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// Declares that the handler needs shared state; the server refuses to build without
+    /// it.
+    pub fn requires_state(mut self, requirement: StateRequirement) -> Self {
+        self.states.push(requirement);
         self
     }
 

@@ -6,6 +6,7 @@ use super::uri_template::UriTemplate;
 use super::{BoxFuture, check_icons, check_meta};
 use crate::context::RequestContext;
 use crate::error::{BuildError, Error};
+use crate::extract::StateRequirement;
 use crate::wire::types::{
     Annotations, CachePolicy, Completion, Icon, ReadResourceResult, ResourceContents,
 };
@@ -84,6 +85,32 @@ impl IntoReadResourceResult for Vec<u8> {
 impl<T: IntoReadResourceResult> IntoReadResourceResult for Result<T, Error> {
     fn into_read_result(self, uri: &str, mime: Option<&str>) -> Result<ReadResourceResult, Error> {
         self.and_then(|v| v.into_read_result(uri, mime))
+    }
+}
+
+/// Why a resource read failed, as a resource handler reports it.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub enum ResourceError {
+    /// No resource at this URI: -32602 with `data.uri`.
+    NotFound,
+    /// Any other protocol error.
+    Protocol(Error),
+}
+
+impl From<Error> for ResourceError {
+    fn from(e: Error) -> Self {
+        ResourceError::Protocol(e)
+    }
+}
+
+impl<T: IntoReadResourceResult> IntoReadResourceResult for Result<T, ResourceError> {
+    fn into_read_result(self, uri: &str, mime: Option<&str>) -> Result<ReadResourceResult, Error> {
+        match self {
+            Ok(v) => v.into_read_result(uri, mime),
+            Err(ResourceError::NotFound) => Err(Error::resource_not_found(uri)),
+            Err(ResourceError::Protocol(e)) => Err(e),
+        }
     }
 }
 
@@ -191,6 +218,12 @@ macro_rules! described_setters {
             self.location = Some(location);
             self
         }
+        /// Declares that the handler needs shared state; the server refuses to build
+        /// without it.
+        pub fn requires_state(mut self, requirement: StateRequirement) -> Self {
+            self.states.push(requirement);
+            self
+        }
     };
 }
 
@@ -203,6 +236,7 @@ pub struct Resource {
     pub(crate) cache: Option<CachePolicy>,
     pub(crate) handler: Option<ResourceHandler>,
     pub(crate) location: Option<&'static str>,
+    pub(crate) states: Vec<StateRequirement>,
 }
 
 impl Resource {
@@ -218,6 +252,7 @@ impl Resource {
             cache: None,
             handler: None,
             location: None,
+            states: Vec::new(),
         }
     }
 
@@ -280,6 +315,7 @@ pub struct ResourceTemplate {
     pub(crate) handler: Option<ResourceHandler>,
     pub(crate) completions: HashMap<String, CompletionHandler>,
     pub(crate) location: Option<&'static str>,
+    pub(crate) states: Vec<StateRequirement>,
 }
 
 impl ResourceTemplate {
@@ -295,6 +331,7 @@ impl ResourceTemplate {
             handler: None,
             completions: HashMap::new(),
             location: None,
+            states: Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@ use super::schema::{CompiledSchema, HeaderParam, header_params};
 use super::{BoxFuture, check_icons, check_meta};
 use crate::context::RequestContext;
 use crate::error::{BuildError, Error};
+use crate::extract::StateRequirement;
 use crate::wire::types::{CallToolResult, Content, Icon, ToolAnnotations};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -25,8 +26,17 @@ pub struct ToolCall {
 }
 
 /// A tool error: the call failed in a way the model should read (`isError: true`).
+///
+/// Any `std::error::Error` converts into one with `?`, keeping its message (which is why
+/// `ToolError` itself does not implement `std::error::Error`, as with `anyhow::Error`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ToolError(pub String);
+
+impl<E: std::error::Error> From<E> for ToolError {
+    fn from(e: E) -> Self {
+        ToolError(e.to_string())
+    }
+}
 
 impl ToolError {
     /// A tool error with this message.
@@ -41,13 +51,58 @@ impl std::fmt::Display for ToolError {
     }
 }
 
-impl std::error::Error for ToolError {}
-
 /// What a tool handler may return: anything that becomes a `tools/call` result or a
 /// protocol error.
 pub trait IntoCallToolResult {
     /// Converts into a result or a protocol error.
     fn into_call_tool_result(self) -> Result<CallToolResult, Error>;
+
+    /// The `outputSchema` this return type implies, if any (for [`Json<T>`]: the schema of
+    /// `T`).
+    fn output_schema() -> Option<Value> {
+        None
+    }
+}
+
+/// A structured tool result: `structuredContent` holding `T` as JSON, a text block with
+/// the same JSON, and an `outputSchema` generated from `T` in the listing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Json<T>(pub T);
+
+impl<T: serde::Serialize + schemars::JsonSchema> IntoCallToolResult for Json<T> {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        let value = serde_json::to_value(&self.0).map_err(|e| {
+            tracing::error!("a Json<T> tool result failed to serialize: {e}");
+            Error::internal()
+        })?;
+        Ok(CallToolResult::structured(value))
+    }
+
+    fn output_schema() -> Option<Value> {
+        let schema = schemars::generate::SchemaSettings::draft2020_12()
+            .into_generator()
+            .into_root_schema_for::<T>();
+        Some(schema.to_value())
+    }
+}
+
+macro_rules! text_results {
+    ($($t:ty),*) => {$(
+        impl IntoCallToolResult for $t {
+            fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+                Ok(CallToolResult::text(self.to_string()))
+            }
+        }
+    )*};
+}
+text_results!(
+    bool, i8, i16, i32, i64, i128, isize, u8, u16, u32, u64, u128, usize, f32, f64, char
+);
+
+impl IntoCallToolResult for () {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(CallToolResult::new([]))
+    }
 }
 
 impl IntoCallToolResult for CallToolResult {
@@ -90,6 +145,10 @@ impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, Error> {
     fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
         self.and_then(IntoCallToolResult::into_call_tool_result)
     }
+
+    fn output_schema() -> Option<Value> {
+        T::output_schema()
+    }
 }
 
 impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, ToolError> {
@@ -98,6 +157,10 @@ impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, ToolError> {
             Ok(v) => v.into_call_tool_result(),
             Err(e) => Ok(CallToolResult::error(e.0)),
         }
+    }
+
+    fn output_schema() -> Option<Value> {
+        T::output_schema()
     }
 }
 
@@ -135,6 +198,7 @@ pub struct Tool {
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
     pub(crate) location: Option<&'static str>,
+    pub(crate) states: Vec<StateRequirement>,
 }
 
 impl Tool {
@@ -152,6 +216,7 @@ impl Tool {
             meta: None,
             handler: None,
             location: None,
+            states: Vec::new(),
         }
     }
 
@@ -202,19 +267,30 @@ impl Tool {
         self
     }
 
+    /// Declares that the handler needs shared state; the server refuses to build without
+    /// it.
+    pub fn requires_state(mut self, requirement: StateRequirement) -> Self {
+        self.states.push(requirement);
+        self
+    }
+
     /// Records where the tool was declared, for error messages about duplicates.
     pub fn location(mut self, location: &'static str) -> Self {
         self.location = Some(location);
         self
     }
 
-    /// Sets the handler.
+    /// Sets the handler. A return type that implies an output schema ([`Json<T>`]) sets
+    /// it, unless [`Tool::output_schema`] already did.
     pub fn handler<F, Fut, R>(mut self, f: F) -> Self
     where
         F: Fn(ToolCall) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = R> + Send + 'static,
         R: IntoCallToolResult,
     {
+        if self.output_schema.is_none() {
+            self.output_schema = R::output_schema();
+        }
         self.handler = Some(Arc::new(move |call| {
             let fut = f(call);
             Box::pin(async move { fut.await.into_call_tool_result() })

@@ -1,0 +1,129 @@
+//! Parsing `key = value` and `key(…)` attribute arguments with their spans, and the
+//! errors for unknown keys (which list the accepted ones).
+
+use super::Errors;
+use proc_macro2::{Span, TokenStream};
+use syn::meta::ParseNestedMeta;
+use syn::parse::Parser;
+use syn::{LitStr, Token};
+
+/// A value with the span it was written at.
+#[derive(Clone)]
+pub(crate) struct Spanned<T> {
+    pub(crate) value: T,
+    pub(crate) span: Span,
+}
+
+/// `key = "string"`.
+pub(crate) fn string(meta: &ParseNestedMeta) -> syn::Result<Spanned<String>> {
+    let lit: LitStr = meta.value()?.parse()?;
+    Ok(Spanned {
+        value: lit.value(),
+        span: lit.span(),
+    })
+}
+
+/// `key = <expr>`.
+pub(crate) fn expr(meta: &ParseNestedMeta) -> syn::Result<syn::Expr> {
+    meta.value()?.parse()
+}
+
+/// `key = ["a", "b"]`.
+pub(crate) fn strings(meta: &ParseNestedMeta) -> syn::Result<Vec<Spanned<String>>> {
+    let array: syn::ExprArray = meta.value()?.parse()?;
+    array
+        .elems
+        .iter()
+        .map(|e| match e {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) => Ok(Spanned {
+                value: s.value(),
+                span: s.span(),
+            }),
+            other => Err(syn::Error::new_spanned(other, "expected a string literal")),
+        })
+        .collect()
+}
+
+/// A bare flag, or `flag = true|false`.
+pub(crate) fn flag(meta: &ParseNestedMeta) -> syn::Result<bool> {
+    if meta.input.peek(Token![=]) {
+        let b: syn::LitBool = meta.value()?.parse()?;
+        Ok(b.value)
+    } else {
+        Ok(true)
+    }
+}
+
+/// Skips whatever value follows a key, so parsing can go on after an error.
+pub(crate) fn skip_value(meta: &ParseNestedMeta) -> syn::Result<()> {
+    let input = meta.input;
+    if input.peek(Token![=]) {
+        let _: Token![=] = input.parse()?;
+    }
+    if input.is_empty() || input.peek(Token![,]) {
+        return Ok(());
+    }
+    if input.peek(syn::token::Paren) {
+        let content;
+        syn::parenthesized!(content in input);
+        let _: TokenStream = content.parse()?;
+    } else {
+        let _: syn::Expr = input.parse()?;
+    }
+    Ok(())
+}
+
+/// The error for an unknown key, listing the accepted ones.
+pub(crate) fn unknown(meta: &ParseNestedMeta, what: &str, accepted: &[&str]) -> syn::Error {
+    let key = meta
+        .path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_else(|| "this key".to_owned());
+    let list = accepted
+        .iter()
+        .map(|k| format!("`{k}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    meta.error(format!(
+        "unknown {what} key `{key}`\nhelp: expected one of {list}"
+    ))
+}
+
+/// Parses attribute arguments with `each`, collecting every error instead of stopping at
+/// the first: a key whose value is wrong is reported and skipped.
+pub(crate) fn parse_args(
+    tokens: TokenStream,
+    errors: &mut Errors,
+    mut each: impl FnMut(&ParseNestedMeta, &mut Errors) -> syn::Result<()>,
+) {
+    let parser = syn::meta::parser(|meta| {
+        if let Err(e) = each(&meta, errors) {
+            errors.push(e);
+            // Resynchronise: skip what is left of this key's value.
+            skip_value(&meta)?;
+        }
+        Ok(())
+    });
+    if let Err(e) = parser.parse2(tokens) {
+        errors.push(e);
+    }
+}
+
+/// Parses nested `key(…)` arguments the same way.
+pub(crate) fn parse_nested(
+    meta: &ParseNestedMeta,
+    errors: &mut Errors,
+    mut each: impl FnMut(&ParseNestedMeta, &mut Errors) -> syn::Result<()>,
+) -> syn::Result<()> {
+    meta.parse_nested_meta(|inner| {
+        if let Err(e) = each(&inner, errors) {
+            errors.push(e);
+            skip_value(&inner)?;
+        }
+        Ok(())
+    })
+}

@@ -1,0 +1,71 @@
+//! What the three attributes share: error collection, the parsed function, doc comments,
+//! parameter attributes, and the fallback expansion used when there are errors.
+
+pub(crate) mod attr;
+pub(crate) mod expand;
+pub(crate) mod func;
+pub(crate) mod uri_template;
+pub(crate) mod validate;
+
+use proc_macro2::TokenStream;
+use quote::{ToTokens, quote};
+
+/// Collects every error of one expansion, so one compile shows them all.
+#[derive(Default)]
+pub(crate) struct Errors {
+    errors: Option<syn::Error>,
+}
+
+impl Errors {
+    pub(crate) fn push(&mut self, error: syn::Error) {
+        match &mut self.errors {
+            Some(e) => e.combine(error),
+            None => self.errors = Some(error),
+        }
+    }
+
+    pub(crate) fn at(&mut self, span: impl ToTokens, message: impl std::fmt::Display) {
+        self.push(syn::Error::new_spanned(span, message));
+    }
+
+    pub(crate) fn finish(self) -> Result<(), syn::Error> {
+        match self.errors {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// On error: the user's item unchanged (parameter attributes removed, so they do not add
+/// confusing errors of their own) plus the errors.
+pub(crate) fn fallback(item: TokenStream, error: syn::Error) -> TokenStream {
+    let errors = error.to_compile_error();
+    match syn::parse2::<syn::ItemFn>(item.clone()) {
+        Ok(mut f) => {
+            func::strip_param_attrs(&mut f);
+            quote! { #f #errors }
+        }
+        Err(_) => quote! { #item #errors },
+    }
+}
+
+/// The text of the `///` doc comments, lines joined, one leading space removed.
+pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> Option<String> {
+    let mut lines = Vec::new();
+    for a in attrs {
+        if !a.path().is_ident("doc") {
+            continue;
+        }
+        if let syn::Meta::NameValue(nv) = &a.meta
+            && let syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Str(s),
+                ..
+            }) = &nv.value
+        {
+            let v = s.value();
+            lines.push(v.strip_prefix(' ').unwrap_or(&v).trim_end().to_owned());
+        }
+    }
+    let text = lines.join("\n").trim().to_owned();
+    (!text.is_empty()).then_some(text)
+}

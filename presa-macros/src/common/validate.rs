@@ -1,0 +1,50 @@
+//! Checks shared by the attributes: HTTP tokens, icon URIs, JSON given as strings.
+
+use super::Errors;
+use super::attr::Spanned;
+
+/// Whether `name` is a non-empty RFC 9110 token.
+pub(crate) fn is_token(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+}
+
+/// Icons must be `https:` or `data:` URIs.
+pub(crate) fn check_icons(icons: &[Spanned<String>], errors: &mut Errors) {
+    for icon in icons {
+        let lower = icon.value.to_ascii_lowercase();
+        if !(lower.starts_with("https://") || lower.starts_with("data:")) {
+            errors.push(syn::Error::new(
+                icon.span,
+                "an icon must be an `https:` or `data:` URI",
+            ));
+        }
+    }
+}
+
+/// Parses a string holding a JSON object, reporting at the string when it is not one.
+pub(crate) fn check_json_object(
+    text: &Spanned<String>,
+    what: &str,
+    errors: &mut Errors,
+) -> Option<serde_json::Map<String, serde_json::Value>> {
+    match serde_json::from_str::<serde_json::Value>(&text.value) {
+        Ok(serde_json::Value::Object(m)) => Some(m),
+        Ok(_) => {
+            errors.push(syn::Error::new(
+                text.span,
+                format!("{what} must be a JSON object"),
+            ));
+            None
+        }
+        Err(e) => {
+            errors.push(syn::Error::new(
+                text.span,
+                format!("{what} is not valid JSON: {e}"),
+            ));
+            None
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! What a `#[prompt]` declares.
+
+use super::parse::{self, PromptArgs};
+use crate::common::Errors;
+use crate::common::attr::Spanned;
+use crate::common::func::{Func, Param, wire_name};
+
+pub(crate) struct PromptModel {
+    pub(crate) func: Func,
+    pub(crate) name: Spanned<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) args: PromptArgs,
+    pub(crate) params: Vec<PromptParam>,
+}
+
+pub(crate) struct PromptParam {
+    pub(crate) param: Param,
+    pub(crate) wire: Option<Spanned<String>>,
+    pub(crate) description: Option<String>,
+    pub(crate) title: Option<String>,
+}
+
+pub(crate) fn build(mut func: Func, args: PromptArgs, errors: &mut Errors) -> PromptModel {
+    let name = args.name.clone().unwrap_or_else(|| Spanned {
+        value: func.name().to_string(),
+        span: func.name().span(),
+    });
+    let description = args
+        .description
+        .clone()
+        .or_else(|| crate::common::doc_text(&func.item.attrs));
+    let params = std::mem::take(&mut func.params)
+        .into_iter()
+        .map(|param| {
+            let a = match &param.arg {
+                Some((tokens, span)) => parse::arg(tokens.clone(), *span, errors),
+                None => parse::ArgArgs::default(),
+            };
+            let wire = a.rename.clone().or_else(|| {
+                param.ident.as_ref().map(|i| Spanned {
+                    value: wire_name(i),
+                    span: i.span(),
+                })
+            });
+            PromptParam {
+                param,
+                wire,
+                description: a.description,
+                title: a.title,
+            }
+        })
+        .collect();
+    PromptModel {
+        func,
+        name,
+        description,
+        args,
+        params,
+    }
+}

@@ -1,0 +1,74 @@
+//! Parsing `#[prompt(…)]` and the `#[arg(…)]` of its parameters.
+
+use crate::common::Errors;
+use crate::common::attr::{self, Spanned};
+use proc_macro2::{Span, TokenStream};
+
+pub(crate) const KEYS: &[&str] = &["name", "title", "description", "icons", "meta", "complete"];
+pub(crate) const ARG_KEYS: &[&str] = &["description", "title", "rename"];
+
+#[derive(Default)]
+pub(crate) struct PromptArgs {
+    pub(crate) name: Option<Spanned<String>>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) icons: Vec<Spanned<String>>,
+    pub(crate) meta: Option<Spanned<String>>,
+    /// `complete(argument = provider, …)`.
+    pub(crate) complete: Vec<(syn::Ident, syn::Expr)>,
+}
+
+pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> PromptArgs {
+    let mut args = PromptArgs::default();
+    attr::parse_args(tokens, errors, |meta, errors| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "name" => args.name = Some(attr::string(meta)?),
+            "title" => args.title = Some(attr::string(meta)?.value),
+            "description" => args.description = Some(attr::string(meta)?.value),
+            "icons" => args.icons = attr::strings(meta)?,
+            "meta" => args.meta = Some(attr::string(meta)?),
+            "complete" => attr::parse_nested(meta, errors, |inner, _| {
+                let Some(ident) = inner.path.get_ident().cloned() else {
+                    return Err(inner.error("expected `argument = provider`"));
+                };
+                args.complete.push((ident, attr::expr(inner)?));
+                Ok(())
+            })?,
+            _ => return Err(attr::unknown(meta, "`#[prompt]`", KEYS)),
+        }
+        Ok(())
+    });
+    args
+}
+
+/// The arguments of a prompt parameter's `#[arg(…)]`.
+#[derive(Default)]
+pub(crate) struct ArgArgs {
+    pub(crate) description: Option<String>,
+    pub(crate) title: Option<String>,
+    pub(crate) rename: Option<Spanned<String>>,
+}
+
+pub(crate) fn arg(tokens: TokenStream, _span: Span, errors: &mut Errors) -> ArgArgs {
+    let mut args = ArgArgs::default();
+    attr::parse_args(tokens, errors, |meta, _| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "description" => args.description = Some(attr::string(meta)?.value),
+            "title" => args.title = Some(attr::string(meta)?.value),
+            "rename" => args.rename = Some(attr::string(meta)?),
+            _ => return Err(attr::unknown(meta, "`#[arg]`", ARG_KEYS)),
+        }
+        Ok(())
+    });
+    args
+}

@@ -1,0 +1,123 @@
+//! Code for a `#[resource]`: the function unchanged, its item type, the glue building a
+//! `presa::Resource` or `presa::ResourceTemplate`, and the registration.
+
+use super::model::ResourceModel;
+use crate::common::expand::{item_type, registration, set_str};
+use crate::common::func::wire_name;
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote, quote_spanned};
+use syn::spanned::Spanned;
+
+pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
+    let func = &m.func.item;
+    let fn_name = m.func.name();
+    let uri = &m.uri.value;
+    let name = &m.name;
+    let variables: Vec<String> = m
+        .template
+        .as_ref()
+        .map(|t| t.variables.clone())
+        .unwrap_or_default();
+    let bindings: Vec<_> = (0..m.func.params.len())
+        .map(|i| format_ident!("__arg_{}", i))
+        .collect();
+    let mut states = Vec::new();
+    let extracts = m
+        .func
+        .params
+        .iter()
+        .zip(&bindings)
+        .map(|(p, b)| {
+            let ty = &p.ty;
+            match p.ident.as_ref().map(wire_name) {
+                Some(var) if variables.contains(&var) => quote_spanned! {ty.span()=>
+                    let #b: #ty = __p::template_var::<#ty>(&mut __parts, #var)?;
+                },
+                _ => {
+                    states.push(quote_spanned! {ty.span()=>
+                        if let ::core::option::Option::Some(s) = __p::state_of::<#ty>() {
+                            __item = __item.requires_state(s);
+                        }
+                    });
+                    quote_spanned! {ty.span()=>
+                        let #b: #ty = __p::inject::<#ty>(&__parts)?;
+                    }
+                }
+            }
+        })
+        .collect::<Vec<_>>();
+    let call = if m.func.is_async() {
+        quote_spanned! {fn_name.span()=> __p::require_send(#fn_name(#(#bindings),*)).await }
+    } else {
+        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await? }
+    };
+    let (ctor, registered) = if m.template.is_some() {
+        (
+            quote!(::presa::ResourceTemplate::new(#uri, #name)),
+            quote!(Template),
+        )
+    } else {
+        (
+            quote!(::presa::Resource::new(#uri, #name)),
+            quote!(Resource),
+        )
+    };
+    let description = set_str("__item", "description", m.description.as_deref());
+    let title = set_str("__item", "title", m.args.title.as_deref());
+    let mime = set_str("__item", "mime_type", m.args.mime_type.as_deref());
+    let size = m
+        .args
+        .size
+        .as_ref()
+        .map(|s| quote!(__item = __item.size(#s);));
+    let icons = m.args.icons.iter().map(|i| {
+        let src = &i.value;
+        quote! { __item = __item.icon(::presa::Icon::new(#src)); }
+    });
+    let meta_json = m.args.meta.as_ref().map(|s| {
+        let text = &s.value;
+        quote! {
+            if let ::core::result::Result::Ok(__p::serde_json::Value::Object(m)) =
+                __p::serde_json::from_str::<__p::serde_json::Value>(#text)
+            {
+                __item = __item.meta(m);
+            }
+        }
+    });
+    let completes = m.args.complete.iter().map(|(var, provider)| {
+        let var = var.to_string();
+        quote! { __item = __item.complete(#var, #provider); }
+    });
+    let glue = quote! {
+        fn __presa_resource() -> ::presa::__private::Registered {
+            use ::presa::__private as __p;
+            let mut __item = #ctor.location(::core::concat!(::core::file!(), ":", ::core::line!()));
+            #description
+            #title
+            #mime
+            #size
+            #(#icons)*
+            #meta_json
+            #(#states)*
+            #(#completes)*
+            let __item = __item.handler(move |__read: ::presa::ResourceRead| async move {
+                let mut __parts = __p::ReadParts::from(__read);
+                #(#extracts)*
+                ::core::result::Result::<_, ::presa::Error>::Ok(#call)
+            });
+            __p::Registered::#registered(__item)
+        }
+    };
+    let item = item_type(
+        fn_name,
+        &func.vis,
+        &glue,
+        quote!(#fn_name::__presa_resource().add_to(builder)),
+    );
+    let reg = registration(quote!(#fn_name::__presa_resource()));
+    quote! {
+        #func
+        #item
+        const _: () = { #reg };
+    }
+}

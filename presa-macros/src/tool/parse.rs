@@ -1,0 +1,104 @@
+//! Parsing `#[tool(…)]` and the `#[arg(…)]` of its parameters.
+
+use crate::common::Errors;
+use crate::common::attr::{self, Spanned};
+use proc_macro2::{Span, TokenStream};
+
+pub(crate) const KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "annotations",
+    "icons",
+    "meta",
+    "input_schema",
+];
+const ANNOTATION_KEYS: &[&str] = &[
+    "read_only",
+    "destructive",
+    "idempotent",
+    "open_world",
+    "title",
+];
+pub(crate) const ARG_KEYS: &[&str] = &["description", "default", "rename"];
+
+/// The arguments of `#[tool(…)]`.
+#[derive(Default)]
+pub(crate) struct ToolArgs {
+    pub(crate) name: Option<Spanned<String>>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) read_only: Option<bool>,
+    pub(crate) destructive: Option<bool>,
+    pub(crate) idempotent: Option<bool>,
+    pub(crate) open_world: Option<bool>,
+    pub(crate) annotation_title: Option<String>,
+    pub(crate) icons: Vec<Spanned<String>>,
+    pub(crate) meta: Option<Spanned<String>>,
+    pub(crate) input_schema: Option<Spanned<String>>,
+}
+
+pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
+    let mut args = ToolArgs::default();
+    attr::parse_args(tokens, errors, |meta, errors| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "name" => args.name = Some(attr::string(meta)?),
+            "title" => args.title = Some(attr::string(meta)?.value),
+            "description" => args.description = Some(attr::string(meta)?.value),
+            "icons" => args.icons = attr::strings(meta)?,
+            "meta" => args.meta = Some(attr::string(meta)?),
+            "input_schema" => args.input_schema = Some(attr::string(meta)?),
+            "annotations" => attr::parse_nested(meta, errors, |inner, _| {
+                let k = inner
+                    .path
+                    .get_ident()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                match k.as_str() {
+                    "read_only" => args.read_only = Some(attr::flag(inner)?),
+                    "destructive" => args.destructive = Some(attr::flag(inner)?),
+                    "idempotent" => args.idempotent = Some(attr::flag(inner)?),
+                    "open_world" => args.open_world = Some(attr::flag(inner)?),
+                    "title" => args.annotation_title = Some(attr::string(inner)?.value),
+                    _ => return Err(attr::unknown(inner, "`annotations`", ANNOTATION_KEYS)),
+                }
+                Ok(())
+            })?,
+            _ => return Err(attr::unknown(meta, "`#[tool]`", KEYS)),
+        }
+        Ok(())
+    });
+    args
+}
+
+/// The arguments of a parameter's `#[arg(…)]`.
+#[derive(Default)]
+pub(crate) struct ArgArgs {
+    pub(crate) description: Option<String>,
+    pub(crate) default: Option<syn::Expr>,
+    pub(crate) rename: Option<Spanned<String>>,
+}
+
+pub(crate) fn arg(tokens: TokenStream, _span: Span, errors: &mut Errors) -> ArgArgs {
+    let mut args = ArgArgs::default();
+    attr::parse_args(tokens, errors, |meta, _| {
+        let key = meta
+            .path
+            .get_ident()
+            .map(ToString::to_string)
+            .unwrap_or_default();
+        match key.as_str() {
+            "description" => args.description = Some(attr::string(meta)?.value),
+            "default" => args.default = Some(attr::expr(meta)?),
+            "rename" => args.rename = Some(attr::string(meta)?),
+            _ => return Err(attr::unknown(meta, "`#[arg]`", ARG_KEYS)),
+        }
+        Ok(())
+    });
+    args
+}

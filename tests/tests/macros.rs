@@ -1,0 +1,175 @@
+//! The attributes end to end: tools, resources and prompts declared with `#[tool]`,
+//! `#[resource]` and `#[prompt]`, served through the in-process test client.
+
+use presa::extract::{Args, State};
+use presa::testing::TestClient;
+use presa::{Completion, CompletionRequest, Error, Json, RequestContext, ToolError};
+use serde_json::json;
+
+/// Adds two numbers.
+#[presa::tool(annotations(read_only, idempotent))]
+async fn add(a: f64, #[arg(description = "The second number")] b: Option<f64>) -> f64 {
+    a + b.unwrap_or(0.0)
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Forecast {
+    region: String,
+    celsius: i32,
+}
+
+/// Looks up the weather for a region.
+#[presa::tool(name = "weather.lookup")]
+async fn weather(
+    #[header("Region")] region: String,
+    #[arg(default = 3)] days: u8,
+    ctx: RequestContext,
+) -> Result<Json<Forecast>, ToolError> {
+    let _ = ctx.request_id();
+    if region == "mars" {
+        return Err(ToolError::new("no weather on mars"));
+    }
+    Ok(Json(Forecast {
+        region,
+        celsius: i32::from(days) * 7,
+    }))
+}
+
+struct Counter(std::sync::atomic::AtomicU32);
+
+/// Counts calls.
+#[presa::tool]
+fn count(State(counter): State<Counter>) -> u32 {
+    counter.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Search {
+    /// What to look for.
+    query: String,
+    limit: Option<u32>,
+}
+
+/// Searches.
+#[presa::tool]
+async fn search(Args(s): Args<Search>) -> String {
+    format!("{} ({})", s.query, s.limit.unwrap_or(10))
+}
+
+/// A note by id.
+#[presa::resource(uri = "notes://{id}", mime_type = "text/plain", complete(id = complete_id))]
+async fn note(id: u64) -> Result<String, presa::ResourceError> {
+    if id == 0 {
+        return Err(presa::ResourceError::NotFound);
+    }
+    Ok(format!("note {id}"))
+}
+
+async fn complete_id(req: CompletionRequest) -> Result<Completion, Error> {
+    Ok(Completion::new(
+        ["1", "2", "10"]
+            .iter()
+            .filter(|v| v.starts_with(&req.value))
+            .copied(),
+    ))
+}
+
+/// The readme.
+#[presa::resource(uri = "docs://readme")]
+fn readme() -> &'static str {
+    "read me"
+}
+
+/// Reviews code.
+#[presa::prompt(complete(language = complete_language))]
+async fn review(
+    #[arg(description = "The code")] code: String,
+    language: Option<String>,
+    times: Option<u8>,
+) -> String {
+    format!(
+        "review {} x{} in {}",
+        code,
+        times.unwrap_or(1),
+        language.unwrap_or_default()
+    )
+}
+
+async fn complete_language(_req: CompletionRequest) -> Result<Completion, Error> {
+    Ok(Completion::new(["rust"]))
+}
+
+fn server() -> presa::Server {
+    presa::server!()
+        .add::<add>()
+        .add::<weather>()
+        .add::<count>()
+        .add::<search>()
+        .add::<note>()
+        .add::<readme>()
+        .add::<review>()
+        .state(Counter(std::sync::atomic::AtomicU32::new(0)))
+        .build()
+        .expect("the server builds")
+}
+
+#[tokio::test]
+async fn tools_from_the_attribute() {
+    let c = TestClient::new(&server());
+    c.call_tool("add", json!({"a": 1.5, "b": 2}))
+        .await
+        .assert_text("3.5");
+    c.call_tool("add", json!({"a": 1})).await.assert_text("1");
+    c.call_tool("add", json!({})).await.assert_tool_error("a");
+    let w = c.call_tool("weather.lookup", json!({"region": "eu"})).await;
+    assert_eq!(
+        w.result()["structuredContent"],
+        json!({"region": "eu", "celsius": 21})
+    );
+    c.call_tool("weather.lookup", json!({"region": "mars"}))
+        .await
+        .assert_tool_error("no weather on mars");
+    c.call_tool("count", json!({})).await.assert_text("1");
+    c.call_tool("count", json!({})).await.assert_text("2");
+    c.call_tool("search", json!({"query": "x"}))
+        .await
+        .assert_text("x (10)");
+    let list = c.list_tools().await;
+    println!("{}", serde_json::to_string_pretty(list.result()).unwrap());
+}
+
+#[tokio::test]
+async fn resources_and_prompts_from_the_attribute() {
+    let c = TestClient::new(&server());
+    let r = c.read_resource("notes://7").await;
+    assert_eq!(r.result()["contents"][0]["text"], "note 7");
+    assert_eq!(r.result()["contents"][0]["mimeType"], "text/plain");
+    c.read_resource("notes://0").await.assert_error(-32602);
+    c.read_resource("notes://abc").await.assert_error(-32602);
+    let r = c.read_resource("docs://readme").await;
+    assert_eq!(r.result()["contents"][0]["text"], "read me");
+    let p = c
+        .get_prompt("review", json!({"code": "fn x()", "times": "2"}))
+        .await;
+    assert_eq!(
+        p.result()["messages"][0]["content"]["text"],
+        "review fn x() x2 in "
+    );
+    c.get_prompt("review", json!({"code": "x", "times": "many"}))
+        .await
+        .assert_error(-32602);
+    c.get_prompt("review", json!({})).await.assert_error(-32602);
+    let list = c.request("prompts/list", json!({})).await;
+    println!("{}", serde_json::to_string_pretty(list.result()).unwrap());
+}
+
+#[test]
+fn missing_state_is_refused_at_build() {
+    let e = presa::server!()
+        .add::<count>()
+        .build()
+        .err()
+        .expect("build fails");
+    assert!(e.to_string().contains("count"), "{e}");
+    assert!(e.to_string().contains("Counter"), "{e}");
+}
