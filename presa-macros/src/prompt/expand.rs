@@ -67,9 +67,13 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
             }
         });
     let call = if m.func.is_async() {
-        quote_spanned! {fn_name.span()=> __p::require_send(#fn_name(#(#bindings),*)).await }
+        quote_spanned! {fn_name.span()=>
+            ::core::result::Result::<_, ::presa::Error>::Ok(
+                __p::require_send(#fn_name(#(#bindings),*)).await,
+            )
+        }
     } else {
-        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await? }
+        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
     };
     let description = set_str("__item", "description", m.description.as_deref());
     let title = set_str("__item", "title", m.args.title.as_deref());
@@ -113,7 +117,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
             __item.handler(move |__get: ::presa::PromptGet| async move {
                 let mut __parts = __p::PromptParts::from(__get);
                 #(#extracts)*
-                ::core::result::Result::<_, ::presa::Error>::Ok(#call)
+                #call
             })
         }
     };

@@ -47,9 +47,13 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
         })
         .collect::<Vec<_>>();
     let call = if m.func.is_async() {
-        quote_spanned! {fn_name.span()=> __p::require_send(#fn_name(#(#bindings),*)).await }
+        quote_spanned! {fn_name.span()=>
+            ::core::result::Result::<_, ::presa::Error>::Ok(
+                __p::require_send(#fn_name(#(#bindings),*)).await,
+            )
+        }
     } else {
-        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await? }
+        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
     };
     let (ctor, registered) = if m.template.is_some() {
         (
@@ -103,7 +107,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             let __item = __item.handler(move |__read: ::presa::ResourceRead| async move {
                 let mut __parts = __p::ReadParts::from(__read);
                 #(#extracts)*
-                ::core::result::Result::<_, ::presa::Error>::Ok(#call)
+                #call
             });
             __p::Registered::#registered(__item)
         }
