@@ -1,30 +1,29 @@
-//! The fixture's resources and template (wire reference section 16.2).
+//! The fixture's resources and template (wire reference section 16.2), declared with
+//! `#[resource]`.
 
-use presa::{Resource, ResourceRead, ResourceTemplate, ServerBuilder};
+use presa::ServerBuilder;
 
 pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
     builder
-        .resource(
-            Resource::new("test://static-text", "static_text")
-                .description("A static text resource")
-                .mime_type("text/plain")
-                .handler(|_: ResourceRead| async { "This is a static text resource for testing." }),
-        )
-        .resource(
-            Resource::new("test://static-binary", "static_binary")
-                .description("A static binary resource")
-                .mime_type("application/octet-stream")
-                .handler(|_: ResourceRead| async {
-                    vec![0x00u8, 0x01, 0x02, 0x03, 0x7F, 0x80, 0xFE, 0xFF]
-                }),
-        )
-        .resource_template(
-            ResourceTemplate::new("test://template/{id}/data", "template_data")
-                .description("Data for one id")
-                .mime_type("text/plain")
-                .handler(|read: ResourceRead| async move {
-                    let id = read.var("id").unwrap_or_default();
-                    format!("Template resource data for id {id}")
-                }),
-        )
+        .add::<static_text>()
+        .add::<static_binary>()
+        .add::<template_data>()
+}
+
+/// A static text resource.
+#[presa::resource(uri = "test://static-text", mime_type = "text/plain")]
+async fn static_text() -> &'static str {
+    "This is a static text resource for testing."
+}
+
+/// A static binary resource.
+#[presa::resource(uri = "test://static-binary", mime_type = "application/octet-stream")]
+async fn static_binary() -> Vec<u8> {
+    vec![0x00, 0x01, 0x02, 0x03, 0x7F, 0x80, 0xFE, 0xFF]
+}
+
+/// Data for one id.
+#[presa::resource(uri = "test://template/{id}/data", mime_type = "text/plain")]
+async fn template_data(id: String) -> String {
+    format!("Template resource data for id {id}")
 }
