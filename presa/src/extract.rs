@@ -15,7 +15,8 @@ use std::sync::Arc;
 #[diagnostic::on_unimplemented(
     message = "`{Self}` is not a framework parameter presa can inject",
     label = "not an injectable type",
-    note = "injectable types implement `presa::extract::FromContext`: `RequestContext`, `State<T>`, or your own"
+    note = "injectable types implement `presa::extract::FromContext`: `RequestContext`, `State<T>`, or your own",
+    note = "a `#[resource]` parameter is either a variable of the URI template, named like it, or an injectable type"
 )]
 pub trait FromContext: Sized + Send + 'static {
     /// Builds the value for one request.

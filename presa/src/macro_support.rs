@@ -268,22 +268,43 @@ impl<T: FromContext> ViaInject for &&Probe<T> {
     }
 }
 
-/// Argument parameters: `Deserialize + JsonSchema` types.
+/// Types a tool argument may have: anything deserializable with a JSON schema.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool argument",
+    label = "not an argument type, and not a framework parameter presa can inject",
+    note = "a tool argument's type derives (or implements) `serde::Deserialize` and `schemars::JsonSchema`; an injected parameter's type implements `presa::extract::FromContext`"
+)]
+pub trait ToolArgument: DeserializeOwned + JsonSchema + Send {}
+
+impl<T: DeserializeOwned + JsonSchema + Send> ToolArgument for T {}
+
+/// Argument parameters: [`ToolArgument`] types. The impl applies to every type so that a
+/// type fitting no kind gets the `ToolArgument` message at its parameter.
 pub trait ViaArg {
     /// The parameter's type.
     type Out;
     /// Adds the argument's property to the schema.
-    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta);
+    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta)
+    where
+        Self::Out: ToolArgument;
     /// Deserializes the argument.
-    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>;
+    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>
+    where
+        Self::Out: ToolArgument;
 }
 
-impl<T: DeserializeOwned + JsonSchema + Send> ViaArg for &Probe<T> {
+impl<T> ViaArg for &Probe<T> {
     type Out = T;
-    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta) {
+    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta)
+    where
+        T: ToolArgument,
+    {
         schema.arg::<T>(meta);
     }
-    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<T, Refusal> {
+    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<T, Refusal>
+    where
+        T: ToolArgument,
+    {
         let value = match (call.arguments.remove(meta.name), meta.default) {
             (Some(v), _) => v,
             (None, Some(default)) => default(),
@@ -532,7 +553,8 @@ where
     }
 }
 
-/// Required prompt arguments.
+/// Required prompt arguments. The impl applies to every type so that a type fitting no
+/// kind gets the `PromptArgType` message at its parameter.
 pub trait PromptViaArg {
     /// The parameter's type.
     type Out;
@@ -541,17 +563,27 @@ pub trait PromptViaArg {
         None
     }
     /// Adds a required argument.
-    fn describe(&self, args: &mut Vec<PromptArgument>, meta: &PromptArgMeta);
+    fn describe(&self, args: &mut Vec<PromptArgument>, meta: &PromptArgMeta)
+    where
+        Self::Out: PromptArgType;
     /// Parses the argument.
-    fn extract(&self, parts: &mut PromptParts, meta: &PromptArgMeta) -> Result<Self::Out, Error>;
+    fn extract(&self, parts: &mut PromptParts, meta: &PromptArgMeta) -> Result<Self::Out, Error>
+    where
+        Self::Out: PromptArgType;
 }
 
-impl<T: PromptArgType> PromptViaArg for &Probe<T> {
+impl<T> PromptViaArg for &Probe<T> {
     type Out = T;
-    fn describe(&self, args: &mut Vec<PromptArgument>, meta: &PromptArgMeta) {
+    fn describe(&self, args: &mut Vec<PromptArgument>, meta: &PromptArgMeta)
+    where
+        T: PromptArgType,
+    {
         args.push(prompt_argument(meta, T::REQUIRED));
     }
-    fn extract(&self, parts: &mut PromptParts, meta: &PromptArgMeta) -> Result<T, Error> {
+    fn extract(&self, parts: &mut PromptParts, meta: &PromptArgMeta) -> Result<T, Error>
+    where
+        T: PromptArgType,
+    {
         T::parse(parts.arguments.remove(meta.name)).map_err(|e| bad_prompt_arg(meta.name, e))
     }
 }

@@ -127,7 +127,9 @@ pub(crate) fn params_match(
             (HeaderType::String, Value::String(s)) => *s == value,
             (HeaderType::Boolean, Value::Bool(b)) => value == if *b { "true" } else { "false" },
             (HeaderType::Integer, Value::Number(n)) => {
-                n.as_i64().is_some_and(|i| i.abs() <= MAX_HEADER_INTEGER)
+                // Within ±(2^53 − 1), whether the body wrote it as 42 or 42.0.
+                n.as_f64()
+                    .is_some_and(|f| f.abs() <= MAX_HEADER_INTEGER as f64)
                     && integers_equal(n, &value)
             }
             _ => false,

@@ -3,5 +3,11 @@
 //! 2026-07-28 schema by the harnesses in `presa_tests`.
 
 mod http;
+mod http_admission;
+mod http_envelope;
+mod http_headers;
+mod http_methods;
+mod http_streaming;
+mod http_util;
 mod schema_check;
 mod stdio;

@@ -1,0 +1,675 @@
+//! Progress, logging and SSE over Streamable HTTP (wire sections 8, 9, 12, 13.3, 13.8;
+//! errata W-6, W-7, W-11, W-18): when a response switches to SSE and what the stream
+//! looks like, log-level filtering, cancellation when the client disconnects, handler
+//! panics, and concurrent streams. Every frame is schema-checked.
+
+use crate::http_util::{builder, first_text, meta_with, post, request_with_meta, result};
+use presa::{Error, Tool, ToolCall};
+use presa_tests::http::{Harness, Reply, standard_headers};
+use presa_tests::{fixture, request};
+use serde_json::{Value, json};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+const LEVEL: &str = "io.modelcontextprotocol/logLevel";
+
+/// A tools/call of `name` whose `_meta` is the full valid one changed by `changes`.
+fn tool_call(id: i64, name: &str, changes: Value) -> Value {
+    request_with_meta(
+        id,
+        "tools/call",
+        json!({"name": name, "arguments": {}}),
+        Some(meta_with(changes)),
+    )
+}
+
+#[track_caller]
+fn assert_sse_headers(r: &Reply) {
+    assert_eq!(r.status, 200, "{}", r.body);
+    assert!(r.is_sse(), "content-type {:?}", r.header("content-type"));
+    assert_eq!(r.header("cache-control"), Some("no-cache"));
+    assert_eq!(r.header("x-accel-buffering"), Some("no"));
+    // Resumable streams are gone in this revision: no event ids.
+    assert!(
+        !r.body.lines().any(|l| l.starts_with("id:")),
+        "no id: lines in {:?}",
+        r.body
+    );
+}
+
+#[track_caller]
+fn assert_plain_json(r: &Reply) {
+    assert!(
+        r.header("content-type")
+            .is_some_and(|c| c.starts_with("application/json")),
+        "content-type {:?}",
+        r.header("content-type")
+    );
+    assert_eq!(r.messages.len(), 1, "{}", r.body);
+}
+
+/// The notifications of `r` with method `method`.
+fn notes<'r>(r: &'r Reply, method: &str) -> Vec<&'r Value> {
+    r.notifications()
+        .iter()
+        .filter(|n| n["method"] == method)
+        .collect()
+}
+
+// ---- 8.2, 8.3: progress and SSE ----
+
+#[tokio::test]
+async fn progress_switches_the_response_to_sse() {
+    let h = Harness::start(fixture()).await;
+    let msg = tool_call(
+        1,
+        "test_tool_with_progress",
+        json!({"progressToken": "progress-test-1"}),
+    );
+    let r = post(&h, &msg, &[]).await;
+    assert_sse_headers(&r);
+    // The response is the last frame and answers the request.
+    let response = r.response();
+    assert_eq!(response["id"], json!(1));
+    assert_eq!(
+        first_text(&response["result"]),
+        "Progress computation completed: 5050"
+    );
+    let progress = notes(&r, "notifications/progress");
+    assert_eq!(progress.len(), 3, "{}", r.body);
+    assert_eq!(
+        r.notifications().len(),
+        3,
+        "only progress frames: {}",
+        r.body
+    );
+    let mut last = f64::NEG_INFINITY;
+    for n in &progress {
+        assert!(n.get("id").is_none(), "a notification has no id: {n}");
+        assert_eq!(n["params"]["progressToken"], json!("progress-test-1"));
+        assert_eq!(n["params"]["total"], json!(100));
+        let value = n["params"]["progress"].as_f64().expect("a number");
+        assert!(value > last, "progress must strictly increase: {}", r.body);
+        last = value;
+    }
+    assert_eq!(
+        progress[0]["params"]["message"],
+        json!("Starting computation")
+    );
+}
+
+#[tokio::test]
+async fn integer_progress_token_is_echoed() {
+    let h = Harness::start(fixture()).await;
+    let r = post(
+        &h,
+        &tool_call(2, "test_tool_with_progress", json!({"progressToken": 77})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    for n in notes(&r, "notifications/progress") {
+        assert_eq!(n["params"]["progressToken"], json!(77));
+    }
+}
+
+#[tokio::test]
+async fn without_progress_token_the_response_is_plain_json() {
+    let h = Harness::start(fixture()).await;
+    let r = h
+        .call(
+            3,
+            "tools/call",
+            json!({"name": "test_tool_with_progress", "arguments": {}}),
+        )
+        .await;
+    assert_plain_json(&r);
+    assert_eq!(
+        first_text(result(&r)),
+        "Progress computation completed: 5050"
+    );
+}
+
+#[tokio::test]
+async fn progress_token_without_reports_stays_plain_json() {
+    let h = Harness::start(fixture()).await;
+    let r = post(
+        &h,
+        &tool_call(4, "test_simple_text", json!({"progressToken": "p"})),
+        &[],
+    )
+    .await;
+    assert_plain_json(&r);
+    result(&r);
+}
+
+#[tokio::test]
+async fn progress_values_that_do_not_increase_are_dropped() {
+    // Errata W-18: progress MUST increase with each notification.
+    let server = builder()
+        .tool(
+            Tool::new("wobbly")
+                .description("Reports progress out of order")
+                .handler(|call: ToolCall| async move {
+                    for v in [1.0, 1.0, 0.5, 2.0, 2.5, 2.5, 3.0] {
+                        call.ctx.progress(v, None, None);
+                    }
+                    "done"
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(5, "wobbly", json!({"progressToken": "w"})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    let values: Vec<f64> = notes(&r, "notifications/progress")
+        .iter()
+        .filter_map(|n| n["params"]["progress"].as_f64())
+        .collect();
+    assert_eq!(values, [1.0, 2.0, 2.5, 3.0]);
+}
+
+#[tokio::test]
+async fn error_after_progress_is_the_last_sse_event() {
+    let server = builder()
+        .tool(
+            Tool::new("fails_late")
+                .description("Reports progress, then fails with invalid params")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, None);
+                    Err::<String, _>(Error::invalid_params("late failure"))
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(6, "fails_late", json!({"progressToken": 1})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    assert_eq!(r.notifications().len(), 1);
+    assert_eq!(r.response()["id"], json!(6));
+    assert_eq!(r.response()["error"]["code"], json!(-32602));
+}
+
+#[tokio::test]
+#[ignore = "errata W-11 is part of issue 4: -32021 must stay HTTP 400 after progress, which needs the capability check before the first SSE byte (or buffering)"]
+async fn missing_capability_error_is_400_even_after_progress() {
+    // Errata W-11: -32021 MUST be sent with HTTP 400, even when the handler has already
+    // produced a progress notification.
+    let server = builder()
+        .tool(
+            Tool::new("needs_sampling")
+                .description("Reports progress, then needs the sampling capability")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, Some("thinking"));
+                    Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(7, "needs_sampling", json!({"progressToken": "s"})),
+        &[],
+    )
+    .await;
+    r.assert_error(400, -32021, Some(json!(7)));
+    assert_eq!(
+        r.response()["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}})
+    );
+}
+
+#[tokio::test]
+async fn missing_capability_error_without_progress_is_400() {
+    let server = builder()
+        .tool(
+            Tool::new("needs_sampling")
+                .description("Needs the sampling capability")
+                .handler(|_: ToolCall| async {
+                    Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(&h, &tool_call(8, "needs_sampling", json!({})), &[]).await;
+    r.assert_error(400, -32021, Some(json!(8)));
+}
+
+// ---- 8.1: logging ----
+
+#[tokio::test]
+async fn no_log_messages_without_log_level() {
+    let h = Harness::start(fixture()).await;
+    let r = h
+        .call(
+            10,
+            "tools/call",
+            json!({"name": "test_logging_tool", "arguments": {}}),
+        )
+        .await;
+    assert_plain_json(&r);
+    assert!(notes(&r, "notifications/message").is_empty());
+    assert_eq!(first_text(result(&r)), "Logged at every level");
+}
+
+#[tokio::test]
+async fn log_level_warning_sends_only_warning_and_above() {
+    let h = Harness::start(fixture()).await;
+    let r = post(
+        &h,
+        &tool_call(11, "test_logging_tool", json!({LEVEL: "warning"})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    let logs = notes(&r, "notifications/message");
+    let levels: Vec<&str> = logs
+        .iter()
+        .filter_map(|n| n["params"]["level"].as_str())
+        .collect();
+    assert_eq!(
+        levels,
+        ["warning", "error", "critical", "alert", "emergency"]
+    );
+    for n in &logs {
+        assert_eq!(n["params"]["logger"], json!("conformance"));
+        assert!(n.get("id").is_none());
+    }
+    assert_eq!(logs[0]["params"]["data"], json!("warning message"));
+    assert_eq!(r.response()["id"], json!(11));
+}
+
+#[tokio::test]
+async fn log_level_debug_sends_every_level_and_emergency_only_one() {
+    let h = Harness::start(fixture()).await;
+    let r = post(
+        &h,
+        &tool_call(12, "test_logging_tool", json!({LEVEL: "debug"})),
+        &[],
+    )
+    .await;
+    assert_eq!(notes(&r, "notifications/message").len(), 8, "{}", r.body);
+    let r = post(
+        &h,
+        &tool_call(13, "test_logging_tool", json!({LEVEL: "emergency"})),
+        &[],
+    )
+    .await;
+    let logs = notes(&r, "notifications/message");
+    assert_eq!(logs.len(), 1, "{}", r.body);
+    assert_eq!(logs[0]["params"]["level"], json!("emergency"));
+}
+
+#[tokio::test]
+async fn log_level_without_log_calls_stays_plain_json() {
+    let h = Harness::start(fixture()).await;
+    let r = post(
+        &h,
+        &tool_call(14, "test_simple_text", json!({LEVEL: "debug"})),
+        &[],
+    )
+    .await;
+    assert_plain_json(&r);
+    result(&r);
+}
+
+#[tokio::test]
+async fn disabled_logging_sends_nothing_and_advertises_nothing() {
+    let server =
+        builder()
+            .logging(false)
+            .tool(Tool::new("logs").description("Logs at error").handler(
+                |call: ToolCall| async move {
+                    call.ctx.log(presa::LogLevel::Error, "an error");
+                    "logged"
+                },
+            ))
+            .build()
+            .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(&h, &tool_call(15, "logs", json!({LEVEL: "debug"})), &[]).await;
+    assert_plain_json(&r);
+    result(&r);
+    let r = h.call(16, "server/discover", json!({})).await;
+    assert!(result(&r)["capabilities"].get("logging").is_none());
+}
+
+#[tokio::test]
+async fn progress_and_logs_share_one_stream_in_order() {
+    let server = builder()
+        .tool(
+            Tool::new("both")
+                .description("Interleaves progress and logs")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, Some(2.0), None);
+                    call.ctx.log(presa::LogLevel::Info, "half");
+                    call.ctx.progress(2.0, Some(2.0), None);
+                    "done"
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(17, "both", json!({"progressToken": "b", LEVEL: "info"})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    let methods: Vec<&str> = r
+        .messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("response"))
+        .collect();
+    assert_eq!(
+        methods,
+        [
+            "notifications/progress",
+            "notifications/message",
+            "notifications/progress",
+            "response"
+        ]
+    );
+}
+
+// ---- 13.8: concurrent streams ----
+
+#[tokio::test]
+async fn three_concurrent_tools_list_posts_all_succeed() {
+    let h = Harness::start(fixture()).await;
+    let accept = [("Accept", "text/event-stream, application/json")];
+    let msgs: Vec<Value> = (1000..1003)
+        .map(|id| request(id, "tools/list", json!({})))
+        .collect();
+    let (a, b, c) = tokio::join!(
+        post(&h, &msgs[0], &accept),
+        post(&h, &msgs[1], &accept),
+        post(&h, &msgs[2], &accept),
+    );
+    for (r, id) in [(a, 1000), (b, 1001), (c, 1002)] {
+        assert!((200..300).contains(&r.status), "{}", r.body);
+        assert_eq!(r.response()["id"], json!(id));
+        assert!(r.response()["result"]["tools"].is_array());
+    }
+}
+
+#[tokio::test]
+async fn concurrent_streams_carry_only_their_own_notifications() {
+    let h = Harness::start(fixture()).await;
+    let first = tool_call(20, "test_tool_with_progress", json!({"progressToken": "A"}));
+    let second = tool_call(21, "test_tool_with_progress", json!({"progressToken": "B"}));
+    let (a, b) = tokio::join!(post(&h, &first, &[]), post(&h, &second, &[]));
+    for (r, token, id) in [(a, "A", 20), (b, "B", 21)] {
+        assert_sse_headers(&r);
+        assert_eq!(r.response()["id"], json!(id));
+        let progress = notes(&r, "notifications/progress");
+        assert_eq!(progress.len(), 3);
+        assert!(
+            progress
+                .iter()
+                .all(|n| n["params"]["progressToken"] == token)
+        );
+    }
+}
+
+// ---- 9 and errata W-7: cancellation by disconnect ----
+
+/// Sets its flag when dropped: proves the handler's future was dropped.
+struct SetOnDrop(Arc<AtomicBool>);
+
+impl Drop for SetOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+}
+
+#[derive(Clone, Default)]
+struct Flags {
+    started: Arc<AtomicBool>,
+    dropped: Arc<AtomicBool>,
+    finished: Arc<AtomicBool>,
+}
+
+/// A server with a tool `sleepy` that runs for 30 s (reporting progress first when asked),
+/// recording whether it started, finished, and whether its future was dropped.
+fn sleepy_server(flags: &Flags) -> presa::Server {
+    let flags = flags.clone();
+    builder()
+        .tool(
+            Tool::new("sleepy")
+                .description("Sleeps for a long time")
+                .handler(move |call: ToolCall| {
+                    let flags = flags.clone();
+                    async move {
+                        let _guard = SetOnDrop(Arc::clone(&flags.dropped));
+                        flags.started.store(true, Ordering::SeqCst);
+                        call.ctx.progress(1.0, None, Some("sleeping"));
+                        tokio::time::sleep(Duration::from_secs(30)).await;
+                        flags.finished.store(true, Ordering::SeqCst);
+                        "woke up"
+                    }
+                }),
+        )
+        .build()
+        .expect("builds")
+}
+
+fn raw_request(url: &str, client: &reqwest::Client, msg: &Value) -> reqwest::RequestBuilder {
+    let mut req = client.post(url).body(msg.to_string());
+    for (k, v) in standard_headers(msg) {
+        req = req.header(k, v);
+    }
+    req
+}
+
+async fn wait_for(flag: &AtomicBool, within: Duration) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if flag.load(Ordering::SeqCst) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    flag.load(Ordering::SeqCst)
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_a_json_request() {
+    let flags = Flags::default();
+    let h = Harness::start(sleepy_server(&flags)).await;
+    let client = reqwest::Client::new();
+    let msg = request(30, "tools/call", json!({"name": "sleepy"}));
+    let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
+    assert!(
+        wait_for(&flags.started, Duration::from_secs(5)).await,
+        "the handler started"
+    );
+    // Let it run a little, then go away: dropping the request closes the connection.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!pending.is_finished(), "the request is still running");
+    pending.abort();
+    let _ = pending.await;
+    drop(client);
+    assert!(
+        wait_for(&flags.dropped, Duration::from_secs(1)).await,
+        "the handler's future is dropped within a second of the disconnect"
+    );
+    assert!(!flags.finished.load(Ordering::SeqCst));
+    // The server keeps serving.
+    result(&h.call(31, "server/discover", json!({})).await);
+}
+
+#[tokio::test]
+async fn client_disconnect_cancels_a_streaming_request() {
+    let flags = Flags::default();
+    let h = Harness::start(sleepy_server(&flags)).await;
+    let client = reqwest::Client::new();
+    let msg = tool_call(32, "sleepy", json!({"progressToken": "z"}));
+    let mut resp = tokio::time::timeout(
+        Duration::from_secs(5),
+        raw_request(&h.url, &client, &msg).send(),
+    )
+    .await
+    .expect("the SSE headers arrive")
+    .expect("the request is sent");
+    assert_eq!(resp.status().as_u16(), 200);
+    let first = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
+        .await
+        .expect("the first event arrives")
+        .expect("the body is read")
+        .expect("a chunk");
+    let frames = presa_tests::http::parse_sse(&String::from_utf8_lossy(&first));
+    assert_eq!(frames.len(), 1, "{first:?}");
+    presa_tests::schema::check_notification(&frames[0]);
+    drop(resp);
+    drop(client);
+    assert!(
+        wait_for(&flags.dropped, Duration::from_secs(1)).await,
+        "the handler's future is dropped within a second of the disconnect"
+    );
+    assert!(!flags.finished.load(Ordering::SeqCst));
+    result(&h.call(33, "server/discover", json!({})).await);
+}
+
+#[tokio::test]
+async fn disconnect_cancels_only_its_own_request_even_with_a_shared_id() {
+    // Request ids are unique per sender only: two clients may use the same id, and one
+    // client going away must not cancel the other's request.
+    let flags = Flags::default();
+    let napping = Arc::new(AtomicBool::new(false));
+    let server = sleepy_server(&flags);
+    let nap_flag = Arc::clone(&napping);
+    server
+        .add_tool(
+            Tool::new("nap")
+                .description("Sleeps briefly")
+                .handler(move |_: ToolCall| {
+                    let napping = Arc::clone(&nap_flag);
+                    async move {
+                        napping.store(true, Ordering::SeqCst);
+                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        "rested"
+                    }
+                }),
+        )
+        .expect("added");
+    let h = Harness::start(server).await;
+    let leaving_client = reqwest::Client::new();
+    let leaving = request(7, "tools/call", json!({"name": "sleepy"}));
+    let leave = tokio::spawn(raw_request(&h.url, &leaving_client, &leaving).send());
+    assert!(wait_for(&flags.started, Duration::from_secs(5)).await);
+    let staying = request(7, "tools/call", json!({"name": "nap"}));
+    let stay = post(&h, &staying, &[]);
+    let disconnect = async {
+        assert!(wait_for(&napping, Duration::from_secs(5)).await);
+        leave.abort();
+        let _ = leave.await;
+    };
+    let (r, ()) = tokio::join!(stay, disconnect);
+    assert_eq!(r.response()["id"], json!(7));
+    assert_eq!(first_text(result(&r)), "rested");
+    drop(leaving_client);
+    assert!(wait_for(&flags.dropped, Duration::from_secs(1)).await);
+}
+
+#[tokio::test]
+async fn posted_cancelled_notification_is_accepted_and_does_not_cancel() {
+    // Errata W-7: on HTTP a request is cancelled by disconnecting; a posted
+    // notifications/cancelled may be answered 202 and ignored.
+    let flags = Flags::default();
+    let h = Harness::start(sleepy_server(&flags)).await;
+    let client = reqwest::Client::new();
+    let msg = request(34, "tools/call", json!({"name": "sleepy"}));
+    let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
+    assert!(wait_for(&flags.started, Duration::from_secs(2)).await);
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+        "params": {"requestId": 34, "reason": "test"}});
+    let r = post(&h, &note, &[]).await;
+    assert_eq!(r.status, 202);
+    assert!(r.body.is_empty());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert!(!flags.dropped.load(Ordering::SeqCst));
+    pending.abort();
+    let _ = pending.await;
+    drop(client);
+    assert!(wait_for(&flags.dropped, Duration::from_secs(1)).await);
+}
+
+// ---- 12: panics are -32603 / 500 ----
+
+fn explode() -> &'static str {
+    panic!("secret internal detail")
+}
+
+#[tokio::test]
+async fn handler_panic_is_internal_error_500_without_detail() {
+    let server = builder()
+        .tool(
+            Tool::new("explodes")
+                .description("Panics")
+                .handler(|_: ToolCall| async { explode() }),
+        )
+        .tool(crate::http_util::text_tool("fine", "still here"))
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &request(40, "tools/call", json!({"name": "explodes"})),
+        &[],
+    )
+    .await;
+    r.assert_error(500, -32603, Some(json!(40)));
+    assert!(r.response()["error"].get("data").is_none(), "{}", r.body);
+    assert!(!r.body.contains("secret"), "{}", r.body);
+    // The server keeps serving, the same tool included.
+    let r = h.call(41, "tools/call", json!({"name": "fine"})).await;
+    assert_eq!(first_text(result(&r)), "still here");
+    post(
+        &h,
+        &request(42, "tools/call", json!({"name": "explodes"})),
+        &[],
+    )
+    .await
+    .assert_error(500, -32603, Some(json!(42)));
+}
+
+#[tokio::test]
+async fn panic_after_progress_ends_the_stream_with_internal_error() {
+    let server = builder()
+        .tool(
+            Tool::new("explodes_late")
+                .description("Reports progress, then panics")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, None);
+                    explode()
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(43, "explodes_late", json!({"progressToken": 1})),
+        &[],
+    )
+    .await;
+    assert_sse_headers(&r);
+    assert_eq!(r.response()["id"], json!(43));
+    assert_eq!(r.response()["error"]["code"], json!(-32603));
+    assert!(!r.body.contains("secret"));
+}

@@ -1,0 +1,6 @@
+#[presa::tool]
+async fn undocumented() -> String {
+    String::new()
+}
+
+fn main() {}

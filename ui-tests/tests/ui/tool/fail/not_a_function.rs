@@ -1,0 +1,4 @@
+#[presa::tool]
+struct NotAFunction;
+
+fn main() {}
