@@ -173,3 +173,34 @@ fn missing_state_is_refused_at_build() {
     assert!(e.to_string().contains("count"), "{e}");
     assert!(e.to_string().contains("Counter"), "{e}");
 }
+
+/// Another tool that claims the name `add`.
+#[presa::tool(name = "add")]
+async fn add_again() -> &'static str {
+    "again"
+}
+
+#[test]
+fn duplicate_names_are_refused_naming_both_places() {
+    let e = presa::server!()
+        .add::<add>()
+        .add::<add_again>()
+        .build()
+        .err()
+        .expect("build fails");
+    let text = e.to_string();
+    assert!(text.contains("\"add\" is registered twice"), "{text}");
+    assert_eq!(text.matches("tests/tests/macros.rs:").count(), 2, "{text}");
+}
+
+#[test]
+fn the_registry_holds_every_declared_item() {
+    // Built from the distributed slice, with the state the counter needs: the duplicate
+    // `add` makes the whole registry refuse to build, naming both places.
+    let e = presa::Server::from_registry(presa::Implementation::new("t", "1"))
+        .state(Counter(std::sync::atomic::AtomicU32::new(0)))
+        .build()
+        .err()
+        .expect("the duplicate is refused");
+    assert!(e.to_string().contains("registered twice"), "{e}");
+}
