@@ -367,6 +367,8 @@ impl ServerBuilder {
         if let Some(error) = checks.flatten().next() {
             return Err(error);
         }
+        crate::registry::check_icons(&self.info.icons)
+            .map_err(|e| BuildError::new(format!("server info: {e}")))?;
         let mut catalog = Catalog::default();
         for t in self.tools {
             catalog

@@ -7,6 +7,10 @@
 //! output is bounded too. The writer flushes whenever no further message is queued: a
 //! waiting client never sits on an unflushed response, and a flood is not paid for with
 //! one flush per line.
+//!
+//! Past the in-flight bound stdin is not read, so a `notifications/cancelled` that arrives
+//! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
+//! bound, when clients pipeline more than it.
 
 use crate::context::Outbound;
 use crate::pipeline::{Exchange, NotificationEffect, Reply};
@@ -78,7 +82,7 @@ struct Gate {
 }
 
 impl Gate {
-    fn send(&self, text: String, permit: Option<OwnedSemaphorePermit>) -> bool {
+    fn send(&self, text: String) -> bool {
         let Ok(open) = self.open.lock() else {
             return false;
         };
@@ -87,9 +91,24 @@ impl Gate {
                 .tx
                 .send(Frame {
                     text,
-                    _permit: permit,
+                    _permit: None,
                 })
                 .is_ok()
+    }
+
+    /// Queues the response and closes the gate in one step: nothing more is written for
+    /// this request afterwards (notifications must stop at completion).
+    fn finish(&self, text: String, permit: OwnedSemaphorePermit) {
+        let Ok(mut open) = self.open.lock() else {
+            return;
+        };
+        if *open {
+            let _ = self.tx.send(Frame {
+                text,
+                _permit: Some(permit),
+            });
+            *open = false;
+        }
     }
 
     fn close_and_cancel(&self) {
@@ -102,7 +121,7 @@ impl Gate {
 
 impl Outbound for Gate {
     fn send(&self, frame: String) -> bool {
-        Gate::send(self, frame, None)
+        Gate::send(self, frame)
     }
 }
 
@@ -213,11 +232,12 @@ impl Server {
                             let in_flight = Arc::clone(&in_flight);
                             tasks.spawn(async move {
                                 let reply = fut.await;
-                                if let Reply::Response { body, .. } = reply {
-                                    gate.send(body, Some(permit));
-                                }
+                                // The id is free again before the client can see the answer.
                                 if let Ok(mut map) = in_flight.lock() {
                                     map.remove(&id);
+                                }
+                                if let Reply::Response { body, .. } = reply {
+                                    gate.finish(body, permit);
                                 }
                             });
                         }
@@ -240,6 +260,10 @@ impl Server {
                 }
             }
             tasks.shutdown().await;
+        }
+        // The gates hold senders of the writer's queue: drop them so the writer ends.
+        if let Ok(mut map) = in_flight.lock() {
+            map.clear();
         }
         drop(tx);
         match writer_task.await {

@@ -9,5 +9,7 @@ mod http_headers;
 mod http_methods;
 mod http_streaming;
 mod http_util;
+mod pipeline;
+mod pipeline_catalog;
 mod schema_check;
 mod stdio;

@@ -1,12 +1,1359 @@
-//! stdio end to end (wire section 14), against the fixture as a child process.
+//! stdio end to end (wire section 14, errata section 5 `basic/transports/stdio.mdx`): the
+//! fixture's command line as a child process over real pipes, and purpose-built servers
+//! over an in-process pipe (`Server::serve_io`) where a test needs to hold a handler open
+//! or watch it stop.
+//!
+//! Every line the server writes is parsed as JSON (the harness panics otherwise) and
+//! checked against the official 2026-07-28 schema; every error's code is exact, and its
+//! `id` is either the request's, echoed, or absent when it could not be read (errata W-1:
+//! never `"id": null`).
 
+use presa::{CallToolResult, Implementation, LogLevel, Server, StdioConfig, Tool, ToolCall};
+use presa_tests::schema::{check_notification, check_response};
 use presa_tests::stdio::Session;
-use serde_json::json;
+use presa_tests::{meta, request};
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::sync::Semaphore;
+
+const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture");
+
+/// How long a test waits to be sure that nothing more arrives.
+const QUIET: Duration = Duration::from_millis(300);
+
+async fn fixture() -> Session {
+    Session::fixture(FIXTURE).await
+}
+
+/// A message serialized as one line.
+fn line(message: &Value) -> Vec<u8> {
+    let mut l = message.to_string().into_bytes();
+    l.push(b'\n');
+    l
+}
+
+/// Asserts `m` is an error with `code`, echoing `id`, or with no `id` member at all when
+/// `id` is `None`, and valid against the schema.
+#[track_caller]
+fn assert_error(m: &Value, code: i64, id: Option<&Value>) {
+    assert_eq!(
+        m["error"]["code"],
+        json!(code),
+        "expected error {code}: {m}"
+    );
+    assert!(m.get("result").is_none(), "{m}");
+    match id {
+        Some(id) => assert_eq!(m.get("id"), Some(id), "the error must echo the id: {m}"),
+        None => assert!(
+            m.get("id").is_none(),
+            "an error whose id cannot be read has no id member (errata W-1): {m}"
+        ),
+    }
+    check_response("", m);
+}
+
+/// Reads the next line, which must be the error described by [`assert_error`].
+async fn expect_error(s: &mut Session, code: i64, id: Option<Value>) -> Value {
+    let m = s
+        .recv()
+        .await
+        .expect("an error response before end of output");
+    assert_error(&m, code, id.as_ref());
+    m
+}
+
+/// Sends a `server/discover` with `id` and asserts that the very next line is its result,
+/// so nothing was written for anything sent before it (stdio serves lines in order).
+async fn next_is_answer_to(s: &mut Session, id: i64) {
+    s.send(&request(id, "server/discover", json!({}))).await;
+    let m = s.recv().await.expect("the sentinel's response");
+    assert_eq!(
+        m.get("id"),
+        Some(&json!(id)),
+        "expected only the answer to sentinel {id}, got {m}"
+    );
+    check_response("server/discover", &m);
+}
+
+/// Waits (bounded) until `cond` holds.
+async fn until(what: &str, cond: impl Fn() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !cond() {
+        assert!(Instant::now() < deadline, "timed out waiting until {what}");
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+/// Counters shared with the tools of [`probe_server`].
+struct Probe {
+    /// Permits that let `wait` calls finish.
+    release: Semaphore,
+    started: AtomicUsize,
+    running: AtomicUsize,
+    max_running: AtomicUsize,
+    /// Handler futures dropped before they finished.
+    dropped_unfinished: AtomicUsize,
+    finished: AtomicUsize,
+    /// Work a `late` call left behind that has run.
+    late_done: AtomicUsize,
+}
+
+impl Probe {
+    fn new() -> Arc<Self> {
+        Arc::new(Probe {
+            release: Semaphore::new(0),
+            started: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            max_running: AtomicUsize::new(0),
+            dropped_unfinished: AtomicUsize::new(0),
+            finished: AtomicUsize::new(0),
+            late_done: AtomicUsize::new(0),
+        })
+    }
+
+    fn get(counter: &AtomicUsize) -> usize {
+        counter.load(Ordering::SeqCst)
+    }
+
+    /// Marks a handler as running until the returned guard drops.
+    fn enter(self: &Arc<Self>) -> Running {
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let now = self.running.fetch_add(1, Ordering::SeqCst) + 1;
+        self.max_running.fetch_max(now, Ordering::SeqCst);
+        Running {
+            probe: Arc::clone(self),
+            finished: false,
+        }
+    }
+}
+
+/// A drop guard inside a handler's future: records whether the future was dropped before
+/// it finished (the pipeline stopped it) or ran to its end.
+struct Running {
+    probe: Arc<Probe>,
+    finished: bool,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.probe.running.fetch_sub(1, Ordering::SeqCst);
+        if self.finished {
+            self.probe.finished.fetch_add(1, Ordering::SeqCst);
+        } else {
+            self.probe.dropped_unfinished.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+/// A server whose tools let a test hold handlers open, watch them stop, and make them
+/// panic: `fast`, `wait` (until the test adds a permit), `ticker` (progress every 5 ms
+/// for up to 10 s), `boom` (panics) and `big` (a large text with line breaks inside).
+fn probe_server(probe: &Arc<Probe>) -> Server {
+    let wait = Arc::clone(probe);
+    let ticker = Arc::clone(probe);
+    let late = Arc::clone(probe);
+    Server::builder(Implementation::new("stdio-probe", "1"))
+        .tool(
+            Tool::new("fast")
+                .description("Answers at once")
+                .handler(|_: ToolCall| async { "fast" }),
+        )
+        .tool(
+            Tool::new("wait")
+                .description("Waits for the test to release it")
+                .handler(move |_: ToolCall| {
+                    let probe = Arc::clone(&wait);
+                    async move {
+                        let mut guard = probe.enter();
+                        let permit = probe
+                            .release
+                            .acquire()
+                            .await
+                            .expect("the semaphore is open");
+                        permit.forget();
+                        guard.finished = true;
+                        "released"
+                    }
+                }),
+        )
+        .tool(
+            Tool::new("ticker")
+                .description("Reports progress every 5 ms for up to 10 s")
+                .handler(move |call: ToolCall| {
+                    let probe = Arc::clone(&ticker);
+                    async move {
+                        let mut guard = probe.enter();
+                        for i in 1..=2000 {
+                            call.ctx.progress(f64::from(i), None, Some("tick"));
+                            call.ctx.log(LogLevel::Info, format!("tick {i}"));
+                            tokio::time::sleep(Duration::from_millis(5)).await;
+                        }
+                        guard.finished = true;
+                        "ticked"
+                    }
+                }),
+        )
+        .tool(
+            Tool::new("late")
+                .description("Returns at once, leaving work that reports after the response")
+                .handler(move |call: ToolCall| {
+                    let probe = Arc::clone(&late);
+                    async move {
+                        call.ctx.progress(1.0, None, Some("before the response"));
+                        let ctx = call.ctx.clone();
+                        tokio::spawn(async move {
+                            let permit = probe.release.acquire().await.expect("open");
+                            permit.forget();
+                            ctx.progress(2.0, None, Some("after the response"));
+                            ctx.log(LogLevel::Emergency, "after the response");
+                            probe.late_done.fetch_add(1, Ordering::SeqCst);
+                        });
+                        "returned"
+                    }
+                }),
+        )
+        .tool(
+            Tool::new("boom")
+                .description("Panics")
+                .handler(|_: ToolCall| async {
+                    if true {
+                        panic!("the boom tool panics on purpose");
+                    }
+                    "unreachable"
+                }),
+        )
+        .tool(
+            Tool::new("big")
+                .description("Returns a large text with line breaks inside")
+                .handler(|_: ToolCall| async { CallToolResult::text(big_text()) }),
+        )
+        .build()
+        .expect("the probe server builds")
+}
+
+/// 200 KB of text full of characters a line-based writer could break on.
+fn big_text() -> String {
+    "line one\nline two\r\nseparator \u{2028} paragraph \u{2029} end\n".repeat(4000)
+}
+
+fn call(id: impl Into<Value>, tool: &str) -> Value {
+    request(id, "tools/call", json!({"name": tool, "arguments": {}}))
+}
+
+fn call_with_token(id: impl Into<Value>, tool: &str, token: Value) -> Value {
+    request(
+        id,
+        "tools/call",
+        json!({"name": tool, "arguments": {}, "_meta": {"progressToken": token}}),
+    )
+}
+
+// ---------------------------------------------------------------------------------------
+// Framing: one message per line, nothing else on stdout.
+// ---------------------------------------------------------------------------------------
 
 #[tokio::test]
 async fn discover_over_stdio() {
-    let mut s = Session::fixture(env!("CARGO_BIN_EXE_fixture")).await;
+    let mut s = fixture().await;
     let m = s.call(1, "server/discover", json!({})).await;
     assert_eq!(m.len(), 1);
+    assert_eq!(m[0]["result"]["supportedVersions"], json!(["2026-07-28"]));
     assert!(s.finish().await);
+}
+
+/// Every line on stdout is one whole JSON-RPC message that validates; nothing else is
+/// written, not even after the last response (stdout MUST carry only MCP messages).
+#[tokio::test]
+async fn stdout_carries_only_protocol_messages() {
+    let mut s = fixture().await;
+    let mut methods: HashMap<i64, &str> = HashMap::new();
+    let mut sent = Vec::new();
+    let mut add = |id: i64, method: &'static str, params: Value| {
+        methods.insert(id, method);
+        sent.extend(line(&request(id, method, params)));
+    };
+    add(1, "server/discover", json!({}));
+    add(2, "tools/list", json!({}));
+    add(3, "resources/list", json!({}));
+    add(4, "resources/templates/list", json!({}));
+    add(5, "prompts/list", json!({}));
+    add(6, "resources/read", json!({"uri": "test://static-text"}));
+    add(7, "resources/read", json!({"uri": "test://static-binary"}));
+    add(
+        8,
+        "resources/read",
+        json!({"uri": "test://template/42/data"}),
+    );
+    add(9, "prompts/get", json!({"name": "test_simple_prompt"}));
+    add(
+        10,
+        "completion/complete",
+        json!({"ref": {"type": "ref/prompt", "name": "test_prompt_with_arguments"},
+               "argument": {"name": "arg1", "value": "te"}}),
+    );
+    add(
+        11,
+        "tools/call",
+        json!({"name": "test_tool_with_progress", "arguments": {},
+               "_meta": {"progressToken": "p-1"}}),
+    );
+    add(
+        12,
+        "tools/call",
+        json!({"name": "test_logging_tool", "arguments": {},
+               "_meta": {"io.modelcontextprotocol/logLevel": "debug"}}),
+    );
+    add(
+        13,
+        "tools/call",
+        json!({"name": "test_multiple_content_types", "arguments": {}}),
+    );
+    add(14, "tools/call", json!({"name": "test_error_handling"}));
+    add(15, "nope/nope", json!({}));
+    add(16, "resources/read", json!({"uri": "test://missing"}));
+    add(17, "tools/call", json!({"name": "test_image_content"}));
+    add(18, "tools/call", json!({"name": "test_audio_content"}));
+    add(19, "tools/call", json!({"name": "test_embedded_resource"}));
+    s.write_raw(&sent).await;
+    s.close_stdin();
+
+    let mut answered = BTreeSet::new();
+    let mut notifications = 0;
+    while let Some(m) = s.recv().await {
+        match m.get("id").and_then(Value::as_i64) {
+            Some(id) => {
+                let method = methods
+                    .get(&id)
+                    .unwrap_or_else(|| panic!("unknown id in {m}"));
+                check_response(method, &m);
+                assert!(answered.insert(id), "answered twice: {m}");
+            }
+            None => {
+                check_notification(&m);
+                notifications += 1;
+            }
+        }
+    }
+    assert_eq!(answered, methods.keys().copied().collect::<BTreeSet<_>>());
+    assert_eq!(notifications, 3 + 8, "3 progress and 8 log notifications");
+    assert!(s.finish().await);
+}
+
+/// Text with line breaks (and U+2028/U+2029) inside is escaped: each response is one
+/// line, written whole even while other responses are being written.
+#[tokio::test]
+async fn large_responses_are_written_whole_on_one_line() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let mut sent = Vec::new();
+    for id in 1..=40 {
+        let tool = if id % 2 == 0 { "big" } else { "fast" };
+        sent.extend(line(&call(id, tool)));
+    }
+    s.write_raw(&sent).await;
+    let expected = big_text();
+    let mut seen = BTreeSet::new();
+    for _ in 0..40 {
+        let m = s.recv().await.expect("a response");
+        check_response("tools/call", &m);
+        let id = m["id"].as_i64().expect("an integer id");
+        let text = m["result"]["content"][0]["text"].as_str().expect("text");
+        if id % 2 == 0 {
+            assert_eq!(text, expected, "the big text arrives intact");
+        } else {
+            assert_eq!(text, "fast");
+        }
+        assert!(seen.insert(id));
+    }
+    assert_eq!(seen.len(), 40);
+    assert!(s.finish().await);
+}
+
+#[tokio::test]
+async fn blank_lines_are_ignored() {
+    let mut s = fixture().await;
+    s.write_raw(b"\n\n   \n\t\n\r\n \r\n").await;
+    next_is_answer_to(&mut s, 1).await;
+    assert!(s.finish().await);
+}
+
+#[tokio::test]
+async fn crlf_line_endings_are_accepted() {
+    let mut s = fixture().await;
+    let mut bytes = request(1, "server/discover", json!({}))
+        .to_string()
+        .into_bytes();
+    bytes.extend(b"\r\n");
+    bytes.extend(request(2, "tools/list", json!({})).to_string().into_bytes());
+    bytes.extend(b"\r\n");
+    s.write_raw(&bytes).await;
+    let first = s.recv().await.expect("a response");
+    let second = s.recv().await.expect("a response");
+    let mut by_id: HashMap<i64, Value> = HashMap::new();
+    for m in [first, second] {
+        by_id.insert(m["id"].as_i64().expect("an id"), m);
+    }
+    check_response("server/discover", &by_id[&1]);
+    check_response("tools/list", &by_id[&2]);
+    assert!(by_id[&1].get("result").is_some() && by_id[&2].get("result").is_some());
+    assert!(s.finish().await);
+}
+
+/// A line that arrives in several writes is one message.
+#[tokio::test]
+async fn a_line_split_across_writes_is_one_message() {
+    let mut s = fixture().await;
+    let bytes = line(&request(1, "server/discover", json!({})));
+    let (a, b) = bytes.split_at(bytes.len() / 2);
+    s.write_raw(a).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.write_raw(b).await;
+    let m = s.recv().await.expect("a response");
+    assert_eq!(m["id"], json!(1));
+    check_response("server/discover", &m);
+    assert!(s.recv_within(QUIET).await.is_none(), "exactly one response");
+    assert!(s.finish().await);
+}
+
+/// The last message before end of input needs no trailing newline.
+#[tokio::test]
+async fn a_final_line_without_newline_is_served() {
+    let mut s = fixture().await;
+    s.write_raw(
+        request(9, "server/discover", json!({}))
+            .to_string()
+            .as_bytes(),
+    )
+    .await;
+    s.close_stdin();
+    let m = s.recv().await.expect("a response");
+    assert_eq!(m["id"], json!(9));
+    check_response("server/discover", &m);
+    assert!(s.recv().await.is_none());
+    assert!(s.finish().await);
+}
+
+// ---------------------------------------------------------------------------------------
+// Envelope errors (wire section 1, 14; errata W-1, W-16).
+// ---------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn unparsable_json_is_a_parse_error_without_id() {
+    let mut s = fixture().await;
+    for junk in [
+        &b"{not json}\n"[..],
+        b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"server/discover\"\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"server/discover\",}\n",
+        b"hello\n",
+        b"{\"jsonrpc\":\"2.0\",\"id\":3} trailing\n",
+    ] {
+        s.write_raw(junk).await;
+        let m = expect_error(&mut s, -32700, None).await;
+        assert!(m["error"]["message"].is_string());
+    }
+    // Pretty-printed JSON is split at its line breaks: every line is a parse error.
+    s.write_raw(b"{\n\"jsonrpc\": \"2.0\"\n}\n").await;
+    for _ in 0..3 {
+        expect_error(&mut s, -32700, None).await;
+    }
+    next_is_answer_to(&mut s, 100).await;
+    assert!(s.finish().await);
+}
+
+/// Nesting too deep to parse is a parse error too, and does not bring the server down.
+#[tokio::test]
+async fn deeply_nested_json_is_a_parse_error() {
+    let mut s = fixture().await;
+    let depth = 100_000;
+    let mut m =
+        String::from(r#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"x":"#);
+    m.push_str(&"[".repeat(depth));
+    m.push_str(&"]".repeat(depth));
+    m.push_str("}}\n");
+    s.write_raw(m.as_bytes()).await;
+    expect_error(&mut s, -32700, None).await;
+    next_is_answer_to(&mut s, 2).await;
+    assert!(s.finish().await);
+}
+
+/// JSON-RPC messages MUST be UTF-8: other bytes are -32700 without an id, even when the
+/// rest of the message is well formed.
+#[tokio::test]
+async fn non_utf8_bytes_are_a_parse_error_without_id() {
+    let mut s = fixture().await;
+    s.write_raw(b"\xff\xfe\xfd\n").await;
+    expect_error(&mut s, -32700, None).await;
+    let mut bad = br#"{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"x":""#.to_vec();
+    bad.extend(b"\xc3\x28");
+    bad.extend(br#""}}"#);
+    bad.push(b'\n');
+    s.write_raw(&bad).await;
+    expect_error(&mut s, -32700, None).await;
+    next_is_answer_to(&mut s, 6).await;
+    assert!(s.finish().await);
+}
+
+/// Batching is forbidden in 2026-07-28: an array is -32600 without an id; so is any
+/// message that is not an object.
+#[tokio::test]
+async fn arrays_and_scalars_are_invalid_requests_without_id() {
+    let mut s = fixture().await;
+    let batch = json!([
+        request(1, "server/discover", json!({})),
+        request(2, "tools/list", json!({}))
+    ]);
+    for message in [
+        batch,
+        json!([]),
+        json!(42),
+        json!("server/discover"),
+        json!(null),
+        json!(true),
+    ] {
+        s.send(&message).await;
+        expect_error(&mut s, -32600, None).await;
+    }
+    next_is_answer_to(&mut s, 3).await;
+    assert!(s.finish().await);
+}
+
+/// An id that is not a string or an integer cannot be read: -32600 with no id member.
+/// A readable id outside presa's bounds (a string over 256 bytes, an integer beyond
+/// int64) is echoed (errata W-16).
+#[tokio::test]
+async fn bad_id_kinds() {
+    let mut s = fixture().await;
+    for id in [
+        json!(null),
+        json!(1.5),
+        json!(true),
+        json!({}),
+        json!([1]),
+        json!(-0.5),
+    ] {
+        let mut m = request(0, "server/discover", json!({}));
+        m["id"] = id.clone();
+        s.send(&m).await;
+        expect_error(&mut s, -32600, None).await;
+    }
+    for id in [json!("x".repeat(257)), json!(u64::MAX)] {
+        let mut m = request(0, "server/discover", json!({}));
+        m["id"] = id.clone();
+        s.send(&m).await;
+        expect_error(&mut s, -32600, Some(id)).await;
+    }
+    next_is_answer_to(&mut s, 1).await;
+    assert!(s.finish().await);
+}
+
+/// Valid ids of every kind are echoed exactly.
+#[tokio::test]
+async fn valid_ids_are_echoed_exactly() {
+    let mut s = fixture().await;
+    for id in [
+        json!(0),
+        json!(-1),
+        json!(i64::MAX),
+        json!(i64::MIN),
+        json!(""),
+        json!("abc"),
+        json!("x".repeat(256)),
+        json!("ünïcödé ✓"),
+    ] {
+        s.send(&request(id.clone(), "server/discover", json!({})))
+            .await;
+        let m = s.recv().await.expect("a response");
+        assert_eq!(m.get("id"), Some(&id), "{m}");
+        check_response("server/discover", &m);
+    }
+    assert!(s.finish().await);
+}
+
+/// Envelope errors on a message whose id can be read echo the id.
+#[tokio::test]
+async fn envelope_errors_echo_a_readable_id() {
+    let mut s = fixture().await;
+    let params = json!({"_meta": meta()});
+    let cases = [
+        (
+            json!({"id": 1, "method": "server/discover", "params": params}),
+            -32600,
+        ),
+        (
+            json!({"jsonrpc": "1.0", "id": 2, "method": "server/discover", "params": params}),
+            -32600,
+        ),
+        (
+            json!({"jsonrpc": 2.0, "id": 3, "method": "server/discover", "params": params}),
+            -32600,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 4, "method": 5, "params": params}),
+            -32600,
+        ),
+        (json!({"jsonrpc": "2.0", "id": 5, "method": null}), -32600),
+        (json!({"jsonrpc": "2.0", "id": 6}), -32600),
+        (
+            json!({"jsonrpc": "2.0", "id": "seven", "method": "server/discover", "params": [1]}),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 8, "method": "server/discover", "params": "x"}),
+            -32602,
+        ),
+    ];
+    for (message, code) in cases {
+        s.send(&message).await;
+        let m = expect_error(&mut s, code, Some(message["id"].clone())).await;
+        if code == -32602 {
+            assert_eq!(m["error"]["message"], "Request params must be an object");
+        }
+    }
+    // No method and no id: nothing can be echoed.
+    s.send(&json!({"jsonrpc": "2.0"})).await;
+    expect_error(&mut s, -32600, None).await;
+    next_is_answer_to(&mut s, 9).await;
+    assert!(s.finish().await);
+}
+
+#[tokio::test]
+async fn unknown_and_removed_methods_are_method_not_found_with_id() {
+    let mut s = fixture().await;
+    for (id, method) in [
+        (1, "nope/nope"),
+        (2, "ping"),
+        (3, "logging/setLevel"),
+        (4, "resources/subscribe"),
+        (5, "resources/unsubscribe"),
+    ] {
+        let m = s.call(id, method, json!({})).await;
+        assert_eq!(m.len(), 1);
+        assert_error(&m[0], -32601, Some(&json!(id)));
+        assert_eq!(
+            m[0]["error"]["message"],
+            format!("Method not found: {method}")
+        );
+    }
+    assert!(s.finish().await);
+}
+
+#[tokio::test]
+async fn unsupported_version_over_stdio() {
+    let mut s = fixture().await;
+    let m = s
+        .call(
+            4,
+            "tools/list",
+            json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "v999.0.0"}}),
+        )
+        .await;
+    assert_error(&m[0], -32022, Some(&json!(4)));
+    assert_eq!(m[0]["error"]["data"]["requested"], "v999.0.0");
+    assert_eq!(m[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
+    // _meta missing entirely.
+    s.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}}))
+        .await;
+    expect_error(&mut s, -32602, Some(json!(5))).await;
+    assert!(s.finish().await);
+}
+
+/// An oversize line is -32600 without an id (it was never parsed), and the session goes
+/// on; a line of exactly the limit is served.
+#[tokio::test]
+async fn oversize_line_is_invalid_request_without_id_and_the_session_continues() {
+    const MAX: usize = 512;
+    let probe = Probe::new();
+    let config = StdioConfig::default().max_line_bytes(MAX);
+    let mut s = Session::in_process(probe_server(&probe), config);
+
+    let padded = |id: i64, len: usize| {
+        let mut m = request(id, "server/discover", json!({"pad": ""}));
+        let base = m.to_string().len();
+        assert!(base <= len, "the base request fits");
+        m["params"]["pad"] = json!("x".repeat(len - base));
+        let text = m.to_string();
+        assert_eq!(text.len(), len);
+        text
+    };
+    s.write_raw(format!("{}\n", padded(1, MAX + 1)).as_bytes())
+        .await;
+    let m = expect_error(&mut s, -32600, None).await;
+    assert!(m["error"]["message"].is_string());
+    // Far over the limit, and in several writes.
+    let huge = padded(2, MAX * 50);
+    s.write_raw(&huge.as_bytes()[..MAX * 10]).await;
+    s.write_raw(&huge.as_bytes()[MAX * 10..]).await;
+    s.write_raw(b"\n").await;
+    expect_error(&mut s, -32600, None).await;
+
+    s.write_raw(format!("{}\n", padded(3, MAX)).as_bytes())
+        .await;
+    let m = s.recv().await.expect("a response");
+    assert_eq!(
+        m["id"],
+        json!(3),
+        "a line of exactly max_line_bytes is served: {m}"
+    );
+    check_response("server/discover", &m);
+    next_is_answer_to(&mut s, 4).await;
+    assert!(s.finish().await);
+}
+
+/// The same over real pipes with the default limit (4 MiB).
+#[tokio::test]
+async fn oversize_line_over_the_default_limit_from_the_fixture() {
+    let mut s = fixture().await;
+    let mut m = request(1, "server/discover", json!({}));
+    m["params"]["pad"] = json!("x".repeat(4 * 1024 * 1024 + 10));
+    s.send(&m).await;
+    expect_error(&mut s, -32600, None).await;
+    next_is_answer_to(&mut s, 2).await;
+    assert!(s.finish().await);
+}
+
+// ---------------------------------------------------------------------------------------
+// Messages that are never answered (wire section 1).
+// ---------------------------------------------------------------------------------------
+
+/// A notification is never answered, even when it is malformed.
+#[tokio::test]
+async fn notifications_are_never_answered_even_malformed() {
+    let mut s = fixture().await;
+    let junk = [
+        json!({"jsonrpc": "2.0", "method": "notifications/unknown"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 999}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": null}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": 5}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": "x"}),
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": [1, 2]}),
+        json!({"jsonrpc": "2.0", "method": "x", "params": {"_meta": "not an object"}}),
+        json!({"jsonrpc": "2.0", "method": "x", "params": {"_meta": {"bad key": 1}}}),
+        json!({"jsonrpc": "1.0", "method": "notifications/unknown"}),
+        json!({"method": "notifications/unknown"}),
+        json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "test_simple_text"}}),
+    ];
+    for n in &junk {
+        s.send(n).await;
+    }
+    next_is_answer_to(&mut s, 1).await;
+    assert!(s.recv_within(QUIET).await.is_none());
+    assert!(s.finish().await);
+}
+
+/// A response object sent by the client is not answered.
+#[tokio::test]
+async fn a_posted_response_is_ignored() {
+    let mut s = fixture().await;
+    for m in [
+        json!({"jsonrpc": "2.0", "id": 5, "result": {}}),
+        json!({"jsonrpc": "2.0", "id": "x", "result": {"resultType": "complete"}}),
+        json!({"jsonrpc": "2.0", "id": 6, "error": {"code": -32603, "message": "x"}}),
+        json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "x"}}),
+    ] {
+        s.send(&m).await;
+    }
+    next_is_answer_to(&mut s, 1).await;
+    assert!(s.recv_within(QUIET).await.is_none());
+    assert!(s.finish().await);
+}
+
+// ---------------------------------------------------------------------------------------
+// Concurrency, progress, cancellation.
+// ---------------------------------------------------------------------------------------
+
+/// Requests run concurrently: a fast request sent after a slow one is answered first.
+#[tokio::test]
+async fn a_fast_request_overtakes_a_slow_one() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let mut bytes = line(&call(1, "wait"));
+    bytes.extend(line(&call(2, "fast")));
+    bytes.extend(line(&request(3, "server/discover", json!({}))));
+    s.write_raw(&bytes).await;
+    let mut first = Vec::new();
+    for _ in 0..2 {
+        let m = s.recv().await.expect("a response");
+        let method = if m["id"] == 3 {
+            "server/discover"
+        } else {
+            "tools/call"
+        };
+        check_response(method, &m);
+        first.push(m);
+    }
+    let ids: BTreeSet<i64> = first
+        .iter()
+        .map(|m| m["id"].as_i64().unwrap_or(0))
+        .collect();
+    assert_eq!(
+        ids,
+        BTreeSet::from([2, 3]),
+        "the fast ones come first: {first:?}"
+    );
+    assert_eq!(Probe::get(&probe.started), 1);
+    probe.release.add_permits(1);
+    let m = s.recv().await.expect("the slow response");
+    assert_eq!(m["id"], json!(1));
+    assert_eq!(m["result"]["content"][0]["text"], "released");
+    check_response("tools/call", &m);
+    assert!(s.finish().await);
+}
+
+/// Progress for a request with a progressToken: lines before its response, for that
+/// token, strictly increasing (errata W-18).
+#[tokio::test]
+async fn progress_notifications_precede_the_response_and_increase() {
+    let mut s = fixture().await;
+    for (id, token) in [(1, json!("p-1")), (2, json!(77))] {
+        let m = s
+            .call(
+                id,
+                "tools/call",
+                json!({"name": "test_tool_with_progress", "arguments": {},
+                       "_meta": {"progressToken": token}}),
+            )
+            .await;
+        let (response, notes) = m.split_last().expect("messages");
+        assert_eq!(notes.len(), 3, "{m:?}");
+        let mut last = f64::NEG_INFINITY;
+        for n in notes {
+            assert_eq!(n["method"], "notifications/progress");
+            assert_eq!(n["params"]["progressToken"], token);
+            let p = n["params"]["progress"].as_f64().expect("a number");
+            assert!(p > last, "progress must strictly increase: {notes:?}");
+            last = p;
+        }
+        assert_eq!(
+            response["result"]["content"][0]["text"],
+            "Progress computation completed: 5050"
+        );
+    }
+    // Without a token: no notification at all.
+    let m = s
+        .call(3, "tools/call", json!({"name": "test_tool_with_progress"}))
+        .await;
+    assert_eq!(m.len(), 1, "{m:?}");
+    assert!(s.finish().await);
+}
+
+/// `notifications/cancelled` for an in-flight request: its handler's future is dropped,
+/// no response and no further message at all is written for it (errata section 5,
+/// `basic/transports/stdio.mdx`), and other requests are still answered.
+#[tokio::test]
+async fn cancelled_request_stops_and_sends_nothing_more() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let with_notes = request(
+        10,
+        "tools/call",
+        json!({"name": "ticker", "arguments": {},
+               "_meta": {"progressToken": "tick", "io.modelcontextprotocol/logLevel": "info"}}),
+    );
+    s.send(&with_notes).await;
+    let first = s.recv().await.expect("a first progress notification");
+    check_notification(&first);
+    assert_eq!(first["params"]["progressToken"], "tick");
+
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 10, "reason": "the user gave up"}}),
+    )
+    .await;
+    s.send(&call(11, "fast")).await;
+    // Progress queued before the server read the cancellation may still come; the answer
+    // to 11 was queued after it, so nothing for 10 may follow that answer.
+    let mut last = first["params"]["progress"].as_f64().unwrap_or(0.0);
+    loop {
+        let m = s.recv().await.expect("the answer to 11");
+        if m.get("id") == Some(&json!(11)) {
+            check_response("tools/call", &m);
+            break;
+        }
+        check_notification(&m);
+        if m["method"] == "notifications/message" {
+            continue;
+        }
+        assert_eq!(m["method"], "notifications/progress", "unexpected {m}");
+        let p = m["params"]["progress"].as_f64().unwrap_or(0.0);
+        assert!(p > last);
+        last = p;
+    }
+    until("the cancelled handler's future is dropped", || {
+        Probe::get(&probe.dropped_unfinished) == 1
+    })
+    .await;
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("nothing may be written for a cancelled request, got {m}");
+    }
+    assert_eq!(Probe::get(&probe.finished), 0);
+    assert_eq!(Probe::get(&probe.running), 0);
+    next_is_answer_to(&mut s, 12).await;
+    assert!(s.finish().await);
+}
+
+/// Notifications stop with the response (`basic/patterns/progress.mdx`: they "MUST stop
+/// after completion"; wire section 8.2: they precede the response): work a handler left
+/// behind that reports through a clone of its context after the response is written
+/// must not put anything more on stdout.
+#[tokio::test]
+async fn nothing_is_written_for_a_request_after_its_response() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let m = request(
+        1,
+        "tools/call",
+        json!({"name": "late", "arguments": {},
+               "_meta": {"progressToken": "late", "io.modelcontextprotocol/logLevel": "debug"}}),
+    );
+    s.send(&m).await;
+    let progress = s.recv().await.expect("the progress before the response");
+    check_notification(&progress);
+    assert_eq!(progress["params"]["progress"], 1);
+    let response = s.recv().await.expect("the response");
+    assert_eq!(response["id"], json!(1));
+    check_response("tools/call", &response);
+    probe.release.add_permits(1);
+    until("the left-behind work ran", || {
+        Probe::get(&probe.late_done) == 1
+    })
+    .await;
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("a notification was written after the request's response: {m}");
+    }
+    assert!(s.finish().await);
+}
+
+/// Cancellation names the id exactly: the string "10" does not cancel the integer 10, and
+/// cancelling an unknown or finished request does nothing.
+#[tokio::test]
+async fn cancellation_matches_the_exact_id() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(10, "wait")).await;
+    until("the handler started", || Probe::get(&probe.started) == 1).await;
+    for rid in [json!("10"), json!(11), json!(10.0)] {
+        s.send(
+            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                       "params": {"requestId": rid}}),
+        )
+        .await;
+    }
+    next_is_answer_to(&mut s, 1).await;
+    assert_eq!(Probe::get(&probe.dropped_unfinished), 0);
+    probe.release.add_permits(1);
+    let m = s.recv().await.expect("the response to 10");
+    assert_eq!(m["id"], json!(10));
+    check_response("tools/call", &m);
+    // Cancelling it now, after its response, is ignored.
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 10}}),
+    )
+    .await;
+    next_is_answer_to(&mut s, 2).await;
+    assert!(s.finish().await);
+}
+
+/// A string id is cancelled like an integer one.
+#[tokio::test]
+async fn a_request_with_a_string_id_can_be_cancelled() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call("job-1", "wait")).await;
+    until("the handler started", || Probe::get(&probe.started) == 1).await;
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": "job-1"}}),
+    )
+    .await;
+    until("the handler's future is dropped", || {
+        Probe::get(&probe.dropped_unfinished) == 1
+    })
+    .await;
+    probe.release.add_permits(1);
+    next_is_answer_to(&mut s, 1).await;
+    assert!(s.recv_within(QUIET).await.is_none());
+    assert!(s.finish().await);
+}
+
+/// Sending an id that is still in flight is -32600 with that id; the original request is
+/// unaffected and answered once.
+#[tokio::test]
+async fn a_duplicate_in_flight_id_is_refused_with_the_id() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(7, "wait")).await;
+    until("the handler started", || Probe::get(&probe.started) == 1).await;
+    s.send(&request(7, "server/discover", json!({}))).await;
+    let m = expect_error(&mut s, -32600, Some(json!(7))).await;
+    assert!(m["error"]["message"].is_string());
+    probe.release.add_permits(1);
+    let m = s.recv().await.expect("the original response");
+    assert_eq!(m["id"], json!(7));
+    check_response("tools/call", &m);
+    assert_eq!(m["result"]["content"][0]["text"], "released");
+    assert!(s.recv_within(QUIET).await.is_none());
+    assert!(s.finish().await);
+}
+
+/// Once answered, an id may be used again (a client's ids need only be unique among its
+/// requests still awaiting a response).
+#[tokio::test]
+async fn an_id_can_be_reused_once_answered() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    for round in 0..50 {
+        s.send(&call(1, "fast")).await;
+        let m = s.recv().await.expect("a response");
+        assert!(
+            m.get("result").is_some(),
+            "round {round}: reusing an answered id must be served: {m}"
+        );
+        check_response("tools/call", &m);
+    }
+    assert!(s.finish().await);
+}
+
+/// A panicking handler is answered -32603 with its id and no detail; the session goes on.
+#[tokio::test]
+async fn a_handler_panic_is_an_internal_error_and_the_session_continues() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(3, "boom")).await;
+    let m = expect_error(&mut s, -32603, Some(json!(3))).await;
+    assert!(m["error"].get("data").is_none(), "no detail: {m}");
+    assert!(
+        !m.to_string().contains("on purpose"),
+        "the panic text is never sent"
+    );
+    s.send(&call(4, "fast")).await;
+    let m = s.recv().await.expect("a response");
+    assert_eq!(m["id"], json!(4));
+    assert_eq!(m["result"]["content"][0]["text"], "fast");
+    assert!(s.finish().await);
+}
+
+/// Backpressure: with max_in_flight(2), at most two handlers run and the server reads no
+/// further line until a slot frees, so a request behind the blocked ones waits.
+#[tokio::test]
+async fn backpressure_bounds_requests_in_flight() {
+    let probe = Probe::new();
+    let config = StdioConfig::default().max_in_flight(2);
+    let mut s = Session::in_process(probe_server(&probe), config);
+    let mut bytes = Vec::new();
+    for id in 1..=5 {
+        bytes.extend(line(&call(id, "wait")));
+    }
+    bytes.extend(line(&request(6, "server/discover", json!({}))));
+    s.write_raw(&bytes).await;
+    until("two handlers run", || Probe::get(&probe.running) == 2).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(Probe::get(&probe.started), 2, "no third handler starts");
+    assert!(
+        s.recv_within(Duration::from_millis(100)).await.is_none(),
+        "the discover behind the blocked requests is not read yet"
+    );
+
+    probe.release.add_permits(1);
+    let m = s.recv().await.expect("one response");
+    check_response("tools/call", &m);
+    until("a third handler starts", || Probe::get(&probe.started) == 3).await;
+    assert_eq!(Probe::get(&probe.running), 2);
+
+    probe.release.add_permits(4);
+    let mut ids = BTreeSet::from([m["id"].as_i64().unwrap_or(0)]);
+    while ids.len() < 6 {
+        let m = s.recv().await.expect("a response");
+        let id = m["id"].as_i64().expect("an id");
+        check_response(
+            if id == 6 {
+                "server/discover"
+            } else {
+                "tools/call"
+            },
+            &m,
+        );
+        assert!(ids.insert(id));
+    }
+    assert_eq!(Probe::get(&probe.started), 5);
+    assert_eq!(
+        Probe::get(&probe.max_running),
+        2,
+        "never more than two at once"
+    );
+    assert!(s.finish().await);
+}
+
+// ---------------------------------------------------------------------------------------
+// Logging over stdio (wire section 8.1).
+// ---------------------------------------------------------------------------------------
+
+/// Log messages are sent only when the request carries a logLevel, only at or above it,
+/// as lines before the response.
+#[tokio::test]
+async fn log_messages_only_with_log_level_and_filtered() {
+    let mut s = fixture().await;
+    let levels = [
+        "debug",
+        "info",
+        "notice",
+        "warning",
+        "error",
+        "critical",
+        "alert",
+        "emergency",
+    ];
+    let m = s
+        .call(
+            1,
+            "tools/call",
+            json!({"name": "test_logging_tool", "arguments": {}}),
+        )
+        .await;
+    assert_eq!(m.len(), 1, "no log messages without a logLevel: {m:?}");
+    for (i, level) in levels.iter().enumerate() {
+        let id = 10 + i as i64;
+        let m = s
+            .call(
+                id,
+                "tools/call",
+                json!({"name": "test_logging_tool", "arguments": {},
+                       "_meta": {"io.modelcontextprotocol/logLevel": level}}),
+            )
+            .await;
+        let (response, notes) = m.split_last().expect("messages");
+        assert_eq!(response["id"], json!(id));
+        let got: Vec<&str> = notes
+            .iter()
+            .map(|n| {
+                assert_eq!(n["method"], "notifications/message");
+                assert_eq!(n["params"]["logger"], "conformance");
+                n["params"]["level"].as_str().unwrap_or_default()
+            })
+            .collect();
+        assert_eq!(got, levels[i..].to_vec(), "threshold {level}");
+    }
+    let m = s
+        .call(
+            30,
+            "tools/call",
+            json!({"name": "test_logging_tool", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/logLevel": "verbose"}}),
+        )
+        .await;
+    assert_eq!(m.len(), 1);
+    assert_error(&m[0], -32602, Some(&json!(30)));
+    assert!(s.finish().await);
+}
+
+// ---------------------------------------------------------------------------------------
+// End of input (errata section 5, `basic/transports/stdio.mdx`, "Shutdown").
+// ---------------------------------------------------------------------------------------
+
+/// The fixture exits 0 promptly when stdin closes, with or without prior traffic.
+#[tokio::test]
+async fn the_fixture_exits_promptly_when_stdin_closes() {
+    let s = fixture().await;
+    let started = Instant::now();
+    assert!(s.finish().await, "exit status 0 with no traffic");
+    assert!(started.elapsed() < Duration::from_secs(5));
+
+    let mut s = fixture().await;
+    s.call(1, "tools/list", json!({})).await;
+    let started = Instant::now();
+    assert!(s.finish().await, "exit status 0 after traffic");
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+#[tokio::test]
+async fn serve_io_returns_ok_when_input_ends() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(1, "fast")).await;
+    let m = s.recv().await.expect("a response");
+    check_response("tools/call", &m);
+    assert!(s.finish().await);
+}
+
+/// A request still running when stdin closes is answered before the server ends.
+#[tokio::test]
+async fn a_request_in_flight_at_end_of_input_is_answered() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(1, "wait")).await;
+    until("the handler started", || Probe::get(&probe.started) == 1).await;
+    s.close_stdin();
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    probe.release.add_permits(1);
+    let m = s.recv().await.expect("the response after stdin closed");
+    assert_eq!(m["id"], json!(1));
+    check_response("tools/call", &m);
+    assert!(s.recv().await.is_none(), "then end of output");
+    assert!(s.finish().await);
+}
+
+/// Over real pipes: a request still running when stdin closes gets its notifications and
+/// its response before the fixture exits 0.
+#[tokio::test]
+async fn the_fixture_answers_in_flight_requests_before_exiting() {
+    let mut s = fixture().await;
+    let m = request(
+        1,
+        "tools/call",
+        json!({"name": "test_tool_with_progress", "arguments": {},
+               "_meta": {"progressToken": "last"}}),
+    );
+    s.send(&m).await;
+    s.close_stdin();
+    let mut messages = Vec::new();
+    while let Some(m) = s.recv().await {
+        messages.push(m);
+    }
+    assert_eq!(
+        messages.len(),
+        4,
+        "three progress notifications, then the response"
+    );
+    presa_tests::schema::check_exchange("tools/call", &messages);
+    assert_eq!(messages[3]["id"], json!(1));
+    assert!(s.finish().await);
+}
+
+/// Past the shutdown grace, a request still running is cancelled: its future is dropped,
+/// nothing is written for it, and the server ends.
+#[tokio::test]
+async fn past_the_shutdown_grace_requests_are_cancelled() {
+    let probe = Probe::new();
+    let config = StdioConfig::default().shutdown_grace(Duration::from_millis(100));
+    let mut s = Session::in_process(probe_server(&probe), config);
+    s.send(&call_with_token(1, "ticker", json!("t"))).await;
+    let n = s.recv().await.expect("progress");
+    check_notification(&n);
+    let started = Instant::now();
+    s.close_stdin();
+    // Progress sent before the grace ran out may still come; no response, ever.
+    let mut last = n["params"]["progress"].as_f64().unwrap_or(0.0);
+    while let Some(m) = s.recv_within(Duration::from_secs(1)).await {
+        assert_eq!(m["method"], "notifications/progress", "no response: {m}");
+        check_notification(&m);
+        let p = m["params"]["progress"].as_f64().unwrap_or(0.0);
+        assert!(p > last);
+        last = p;
+    }
+    until("the handler's future is dropped", || {
+        Probe::get(&probe.dropped_unfinished) == 1
+    })
+    .await;
+    assert_eq!(Probe::get(&probe.finished), 0);
+    assert!(
+        s.finish().await,
+        "serve_io must return Ok once the shutdown grace has run out"
+    );
+    assert!(started.elapsed() < Duration::from_secs(5));
+}
+
+/// A pipelined flood written at once, then end of input: every request is answered
+/// exactly once, then output ends.
+#[tokio::test]
+async fn a_pipelined_flood_is_answered_before_exit_in_process() {
+    const N: i64 = 500;
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let mut bytes = Vec::new();
+    for id in 1..=N {
+        if id % 2 == 0 {
+            bytes.extend(line(&call(id, "fast")));
+        } else {
+            bytes.extend(line(&request(id, "server/discover", json!({}))));
+        }
+    }
+    s.write_raw(&bytes).await;
+    s.close_stdin();
+    let mut ids = BTreeSet::new();
+    for _ in 0..N {
+        let m = s.recv().await.expect("a response");
+        let id = m["id"].as_i64().expect("an integer id");
+        check_response(
+            if id % 2 == 0 {
+                "tools/call"
+            } else {
+                "server/discover"
+            },
+            &m,
+        );
+        assert!(ids.insert(id), "answered twice: {id}");
+    }
+    assert_eq!(ids, (1..=N).collect::<BTreeSet<_>>());
+    assert!(s.recv().await.is_none(), "nothing after the last response");
+    assert!(s.finish().await);
+}
+
+/// The same flood against the fixture over real pipes (written while the responses are
+/// read, so neither pipe can fill up and deadlock the test): 500 responses, then exit 0.
+#[tokio::test]
+async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
+    const N: i64 = 500;
+    let method = |id: i64| match id % 4 {
+        0 => "server/discover",
+        1 => "tools/call",
+        2 => "tools/list",
+        _ => "resources/read",
+    };
+    let mut bytes = Vec::new();
+    for id in 1..=N {
+        let params = match method(id) {
+            "tools/call" => json!({"name": "test_simple_text"}),
+            "resources/read" => json!({"uri": "test://static-text"}),
+            _ => json!({}),
+        };
+        bytes.extend(line(&request(id, method(id), params)));
+    }
+    let mut child = tokio::process::Command::new(FIXTURE)
+        .args(["--transport", "stdio"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the fixture starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let stdout = child.stdout.take().expect("stdout");
+    let writer = tokio::spawn(async move {
+        stdin.write_all(&bytes).await.expect("write the flood");
+        stdin.flush().await.expect("flush");
+        drop(stdin); // end of input
+    });
+    let read = async {
+        let mut lines = BufReader::new(stdout).lines();
+        let mut ids = BTreeSet::new();
+        while let Some(l) = lines.next_line().await.expect("read stdout") {
+            let m: Value = serde_json::from_str(&l)
+                .unwrap_or_else(|e| panic!("stdout line {l:?} is not JSON: {e}"));
+            let id = m["id"]
+                .as_i64()
+                .unwrap_or_else(|| panic!("not a response: {m}"));
+            check_response(method(id), &m);
+            assert!(m.get("result").is_some(), "{m}");
+            assert!(ids.insert(id), "answered twice: {id}");
+        }
+        ids
+    };
+    let ids = tokio::time::timeout(Duration::from_secs(60), read)
+        .await
+        .expect("the flood is answered and output ends");
+    writer.await.expect("the writer finished");
+    assert_eq!(ids, (1..=N).collect::<BTreeSet<_>>());
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the fixture exits")
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
 }
