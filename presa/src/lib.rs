@@ -44,7 +44,12 @@ pub mod wire;
 
 pub use context::RequestContext;
 pub use error::{BuildError, Error, ReservedCode, code};
-pub use presa_macros::{prompt, resource, tool};
+#[doc = include_str!("../docs/prompt.md")]
+pub use presa_macros::prompt;
+#[doc = include_str!("../docs/resource.md")]
+pub use presa_macros::resource;
+#[doc = include_str!("../docs/tool.md")]
+pub use presa_macros::tool;
 pub use registry::completion::CompletionRequest;
 pub use registry::prompt::{IntoGetPromptResult, Prompt, PromptArgument, PromptGet};
 pub use registry::resource::{
