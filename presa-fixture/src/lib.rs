@@ -3,6 +3,7 @@
 //! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports.
 
 pub mod cli;
+mod mrtr;
 mod prompts;
 mod resources;
 mod tools;
@@ -19,5 +20,6 @@ pub fn build() -> Result<Server, presa::BuildError> {
     let builder = tools::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
+    let builder = mrtr::register(builder);
     builder.build()
 }

@@ -79,7 +79,7 @@ async fn test_error_handling() -> CallToolResult {
 }
 
 /// Reports progress three times, then returns.
-#[presa::tool]
+#[presa::tool(live_notifications)]
 async fn test_tool_with_progress(ctx: RequestContext) -> String {
     ctx.progress(0.0, Some(100.0), Some("Starting computation"));
     tokio::time::sleep(Duration::from_millis(20)).await;

@@ -49,6 +49,87 @@ struct Inner {
     logging_enabled: bool,
     state: Arc<StateMap>,
     limits: Mutex<Limits>,
+    inputs: InputsState,
+    principal: Option<String>,
+    server: crate::Server,
+    /// Notifications held until the outcome is known (see [`ContextInit::hold`]).
+    held: Option<Mutex<Vec<String>>>,
+}
+
+/// Everything a request context starts from.
+pub(crate) struct ContextInit {
+    pub(crate) id: RequestId,
+    pub(crate) method: String,
+    pub(crate) meta: RequestMeta,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) outbound: Arc<dyn Outbound>,
+    pub(crate) logging_enabled: bool,
+    pub(crate) state: Arc<StateMap>,
+    pub(crate) principal: Option<String>,
+    pub(crate) server: crate::Server,
+    /// The answers given so far in this call (from the request state and this round).
+    pub(crate) answers: Map<String, Value>,
+    /// The handler's state carried in from the previous round.
+    pub(crate) carried: Option<Value>,
+    /// Hold notifications until the outcome is known, so that an outcome needing an HTTP
+    /// status (-32021) can still have one (errata W-11).
+    pub(crate) hold: bool,
+}
+
+/// The multi round-trip state of one request.
+#[derive(Default)]
+pub(crate) struct InputsState {
+    answers: Map<String, Value>,
+    accepted: Mutex<Map<String, Value>>,
+    missing: Mutex<Vec<(String, Value, Option<Value>)>>,
+    demanded: std::sync::atomic::AtomicBool,
+    failure: Mutex<Option<crate::Error>>,
+    carried_in: Option<Value>,
+    carry_out: Mutex<Option<Value>>,
+    single_use: std::sync::atomic::AtomicBool,
+}
+
+/// What a handler's asks came to, read by the pipeline once it has run.
+pub(crate) struct InputsOutcome {
+    pub(crate) failure: Option<crate::Error>,
+    pub(crate) demanded: bool,
+    pub(crate) missing: Vec<(String, Value, Option<Value>)>,
+    pub(crate) accepted: Map<String, Value>,
+    pub(crate) carry: Option<Value>,
+    pub(crate) single_use: bool,
+}
+
+impl InputsState {
+    pub(crate) fn answer(&self, key: &str) -> Option<Value> {
+        self.answers.get(key).cloned()
+    }
+
+    pub(crate) fn accept(&self, key: &str, raw: Value) {
+        if let Ok(mut a) = self.accepted.lock() {
+            a.insert(key.to_owned(), raw);
+        }
+    }
+
+    pub(crate) fn record(&self, key: &str, request: Value, needs: Option<Value>) {
+        if let Ok(mut m) = self.missing.lock()
+            && !m.iter().any(|(k, _, _)| k == key)
+        {
+            m.push((key.to_owned(), request, needs));
+        }
+    }
+
+    pub(crate) fn demand(&self, _key: &str) {
+        self.demanded
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) fn fail(&self, error: crate::Error) {
+        if let Ok(mut f) = self.failure.lock()
+            && f.is_none()
+        {
+            *f = Some(error);
+        }
+    }
 }
 
 struct Limits {
@@ -60,24 +141,16 @@ struct Limits {
 }
 
 impl RequestContext {
-    pub(crate) fn new(
-        id: RequestId,
-        method: String,
-        meta: RequestMeta,
-        cancel: CancellationToken,
-        outbound: Arc<dyn Outbound>,
-        logging_enabled: bool,
-        state: Arc<StateMap>,
-    ) -> Self {
+    pub(crate) fn new(init: ContextInit) -> Self {
         RequestContext {
             inner: Arc::new(Inner {
-                id,
-                method,
-                meta,
-                cancel,
-                outbound,
-                logging_enabled,
-                state,
+                id: init.id,
+                method: init.method,
+                meta: init.meta,
+                cancel: init.cancel,
+                outbound: init.outbound,
+                logging_enabled: init.logging_enabled,
+                state: init.state,
                 limits: Mutex::new(Limits {
                     last_progress: None,
                     progress_sent: 0,
@@ -85,8 +158,85 @@ impl RequestContext {
                     tokens: NOTIFICATION_RATE_PER_SECOND,
                     refilled: Instant::now(),
                 }),
+                inputs: InputsState {
+                    answers: init.answers,
+                    carried_in: init.carried,
+                    ..Default::default()
+                },
+                principal: init.principal,
+                server: init.server,
+                held: init.hold.then(|| Mutex::new(Vec::new())),
             }),
         }
+    }
+
+    pub(crate) fn inputs(&self) -> &InputsState {
+        &self.inner.inputs
+    }
+
+    /// What the handler's asks came to.
+    pub(crate) fn inputs_outcome(&self) -> InputsOutcome {
+        let i = &self.inner.inputs;
+        InputsOutcome {
+            failure: i.failure.lock().ok().and_then(|mut f| f.take()),
+            demanded: i.demanded.load(std::sync::atomic::Ordering::SeqCst),
+            missing: i.missing.lock().map(|m| m.clone()).unwrap_or_default(),
+            accepted: i.accepted.lock().map(|a| a.clone()).unwrap_or_default(),
+            carry: i.carry_out.lock().ok().and_then(|mut c| c.take()),
+            single_use: i.single_use.load(std::sync::atomic::Ordering::SeqCst),
+        }
+    }
+
+    /// Sends the notifications held so far (the outcome allows them), and stops holding.
+    pub(crate) fn release_held(&self) {
+        if let Some(held) = &self.inner.held {
+            let frames = held
+                .lock()
+                .map(|mut h| std::mem::take(&mut *h))
+                .unwrap_or_default();
+            for f in frames {
+                self.inner.outbound.send(f);
+            }
+        }
+    }
+
+    /// Carries typed state into the next round of this call (in the signed
+    /// `requestState`; signed, not encrypted, so nothing secret).
+    pub fn carry<T: Serialize>(&self, value: &T) {
+        if let Ok(v) = serde_json::to_value(value)
+            && let Ok(mut c) = self.inner.inputs.carry_out.lock()
+        {
+            *c = Some(v);
+        }
+    }
+
+    /// The state carried in from the previous round, if any.
+    pub fn carried<T: serde::de::DeserializeOwned>(&self) -> Option<T> {
+        self.inner
+            .inputs
+            .carried_in
+            .clone()
+            .and_then(|v| serde_json::from_value(v).ok())
+    }
+
+    /// Makes the request state issued for the next round single-use: the server then
+    /// refuses a second retry with the same token.
+    pub fn single_use_state(&self) {
+        self.inner
+            .inputs
+            .single_use
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    /// The server serving this request (to add or remove tools and prompts, or publish
+    /// resource events, from a handler).
+    pub fn server(&self) -> &crate::Server {
+        &self.inner.server
+    }
+
+    /// The principal the server's principal function gave this request, if any.
+    pub fn principal(&self) -> Option<&str> {
+        self.inner.principal.as_deref()
     }
 
     /// The JSON-RPC id of the request.
@@ -221,9 +371,17 @@ impl RequestContext {
         if self.is_cancelled() {
             return false;
         }
-        self.inner
-            .outbound
-            .send(encode_notification(method, &params))
+        let frame = encode_notification(method, &params);
+        if let Some(held) = &self.inner.held {
+            return match held.lock() {
+                Ok(mut h) => {
+                    h.push(frame);
+                    true
+                }
+                Err(_) => false,
+            };
+        }
+        self.inner.outbound.send(frame)
     }
 }
 

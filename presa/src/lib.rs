@@ -34,6 +34,7 @@
 mod context;
 mod error;
 pub mod extract;
+pub mod mrtr;
 mod pipeline;
 pub mod registry;
 mod server;

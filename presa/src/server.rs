@@ -92,7 +92,15 @@ pub struct Server {
     pub(crate) inner: Arc<Inner>,
 }
 
+/// Derives a request's principal (who is asking) from its HTTP headers; `None` on stdio
+/// and in process. Request state is bound to it.
+pub type PrincipalFn = dyn Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync;
+
 pub(crate) struct Inner {
+    pub(crate) keys: crate::mrtr::Keyring,
+    pub(crate) replay: Arc<dyn crate::mrtr::ReplayStore>,
+    pub(crate) state_ttl: std::time::Duration,
+    pub(crate) principal: Option<Arc<PrincipalFn>>,
     pub(crate) info: Implementation,
     pub(crate) server_info: Value,
     pub(crate) config: Config,
@@ -103,6 +111,10 @@ pub(crate) struct Inner {
 /// Builds a [`Server`].
 #[must_use]
 pub struct ServerBuilder {
+    keys: Option<crate::mrtr::Keyring>,
+    replay: Option<Arc<dyn crate::mrtr::ReplayStore>>,
+    state_ttl: std::time::Duration,
+    principal: Option<Arc<PrincipalFn>>,
     info: Implementation,
     config: Config,
     tools: Vec<Tool>,
@@ -139,6 +151,10 @@ impl Server {
     /// Starts a builder for a server identifying itself as `info`.
     pub fn builder(info: Implementation) -> ServerBuilder {
         ServerBuilder {
+            keys: None,
+            replay: None,
+            state_ttl: crate::mrtr::token::DEFAULT_TTL,
+            principal: None,
             info,
             config: Config::default(),
             tools: Vec::new(),
@@ -309,6 +325,36 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the keys that sign request state (the first signs, all verify). Without this,
+    /// the keys come from `PRESA_STATE_KEYS` (`id:base64key,…`), else a random key per
+    /// process, with a warning: replicas behind one load balancer must share a key.
+    pub fn state_keys(mut self, keys: crate::mrtr::Keyring) -> Self {
+        self.keys = Some(keys);
+        self
+    }
+
+    /// Sets how long request state stays valid (default 300 s, at most 900 s).
+    pub fn state_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.state_ttl = ttl.min(crate::mrtr::token::MAX_TTL);
+        self
+    }
+
+    /// Sets where single-use request states are remembered (in memory by default).
+    pub fn replay_store(mut self, store: impl crate::mrtr::ReplayStore) -> Self {
+        self.replay = Some(Arc::new(store));
+        self
+    }
+
+    /// Sets how a request's principal is derived from its HTTP headers (for example from
+    /// a verified token). Request state is bound to it.
+    pub fn principal(
+        mut self,
+        f: impl Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.principal = Some(Arc::new(f));
+        self
+    }
+
     /// Whether the server offers (deprecated) logging to clients (default true).
     pub fn logging(mut self, on: bool) -> Self {
         self.config.logging = on;
@@ -396,8 +442,27 @@ impl ServerBuilder {
         }
         let server_info =
             serde_json::to_value(&self.info).map_err(|e| BuildError::new(e.to_string()))?;
+        let keys = match self.keys {
+            Some(k) => k,
+            None => match crate::mrtr::Keyring::from_env() {
+                Some(Ok(k)) => k,
+                Some(Err(e)) => return Err(BuildError::new(e)),
+                None => {
+                    tracing::warn!(
+                        "no request-state key configured (ServerBuilder::state_keys or PRESA_STATE_KEYS): using a random key for this process; replicas serving the same clients must share a key"
+                    );
+                    crate::mrtr::Keyring::random()
+                }
+            },
+        };
         Ok(Server {
             inner: Arc::new(Inner {
+                keys,
+                replay: self
+                    .replay
+                    .unwrap_or_else(|| Arc::new(crate::mrtr::MemoryReplayStore::default())),
+                state_ttl: self.state_ttl,
+                principal: self.principal,
                 info: self.info,
                 server_info,
                 config: self.config,

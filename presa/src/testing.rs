@@ -38,7 +38,16 @@ pub struct TestClient {
     client_info: Value,
     log_level: Option<LogLevel>,
     next_id: AtomicI64,
+    answer: Option<Box<InputHandler>>,
 }
+
+/// Answers one input request: given its key and the request (`method`, `params`), the
+/// response to send back (an `ElicitResult`, a `CreateMessageResult`, a
+/// `ListRootsResult`).
+pub type InputHandler = dyn Fn(&str, &Value) -> Value + Send + Sync;
+
+/// Most rounds [`TestClient::request`] plays before giving up on a multi round-trip call.
+pub const MAX_ROUNDS: usize = 16;
 
 /// What one request produced: the notifications sent for it, then its response.
 #[derive(Clone, Debug)]
@@ -74,7 +83,19 @@ impl TestClient {
             client_info: json!({"name": "presa-test-client", "version": env!("CARGO_PKG_VERSION")}),
             log_level: None,
             next_id: AtomicI64::new(1),
+            answer: None,
         }
+    }
+
+    /// Answers `input_required` results with `handler` and retries with the answers and
+    /// the request state, as a real client does, until the call completes. Without a
+    /// handler, `input_required` results are returned as they are.
+    pub fn with_input_handler(
+        mut self,
+        handler: impl Fn(&str, &Value) -> Value + Send + Sync + 'static,
+    ) -> Self {
+        self.answer = Some(Box::new(handler));
+        self
     }
 
     /// Declares these client capabilities on every request.
@@ -102,7 +123,9 @@ impl TestClient {
     }
 
     /// Sends `method` with `params`, adding this client's `_meta` (members of a `_meta`
-    /// already in `params` win).
+    /// already in `params` win). With an input handler, `input_required` results are
+    /// answered and retried; the last response is returned, with the notifications of
+    /// every round.
     pub async fn request(&self, method: &str, params: Value) -> TestResponse {
         let mut params = match params {
             Value::Object(m) => m,
@@ -113,9 +136,39 @@ impl TestClient {
             meta.extend(given);
         }
         params.insert("_meta".into(), Value::Object(meta));
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
-            .await
+        let mut notifications = Vec::new();
+        for _ in 0..MAX_ROUNDS {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let mut response = self
+                .send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))
+                .await;
+            notifications.append(&mut response.notifications);
+            let result = response.message.get("result");
+            let (Some(handler), Some(result)) = (&self.answer, result) else {
+                response.notifications = notifications;
+                return response;
+            };
+            if result.get("resultType").and_then(Value::as_str) != Some("input_required") {
+                response.notifications = notifications;
+                return response;
+            }
+            let answers: Map<String, Value> = result
+                .get("inputRequests")
+                .and_then(Value::as_object)
+                .map(|requests| {
+                    requests
+                        .iter()
+                        .map(|(k, r)| (k.clone(), handler(k, r)))
+                        .collect()
+                })
+                .unwrap_or_default();
+            params.insert("inputResponses".into(), Value::Object(answers));
+            match result.get("requestState") {
+                Some(state) => params.insert("requestState".into(), state.clone()),
+                None => params.remove("requestState"),
+            };
+        }
+        panic!("{method} still needed input after {MAX_ROUNDS} rounds")
     }
 
     /// Sends a raw message exactly as given (no `_meta` is added).

@@ -80,6 +80,10 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             }
         }
     });
+    let live = m
+        .args
+        .live_notifications
+        .then(|| quote! { __tool = __tool.live_notifications(true); });
     let raw_schema = m.args.input_schema.as_ref().map(|s| {
         let text = &s.value;
         quote! {
@@ -106,6 +110,7 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             #annotations
             #(#icons)*
             #meta_json
+            #live
             for __state in __states {
                 __tool = __tool.requires_state(__state);
             }

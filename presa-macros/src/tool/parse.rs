@@ -12,6 +12,7 @@ pub(crate) const KEYS: &[&str] = &[
     "icons",
     "meta",
     "input_schema",
+    "live_notifications",
 ];
 const ANNOTATION_KEYS: &[&str] = &[
     "read_only",
@@ -36,6 +37,7 @@ pub(crate) struct ToolArgs {
     pub(crate) icons: Vec<Spanned<String>>,
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) input_schema: Option<Spanned<String>>,
+    pub(crate) live_notifications: bool,
 }
 
 pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
@@ -53,6 +55,7 @@ pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
             "icons" => args.icons = attr::strings(meta)?,
             "meta" => args.meta = Some(attr::string(meta)?),
             "input_schema" => args.input_schema = Some(attr::string(meta)?),
+            "live_notifications" => args.live_notifications = attr::flag(meta)?,
             "annotations" => attr::parse_nested(meta, errors, |inner, _| {
                 let k = inner
                     .path

@@ -20,6 +20,16 @@ use std::sync::Arc;
 /// Most completion values sent in one result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
+/// Whether the item a request targets streams its notifications live on HTTP.
+pub(super) fn streams_live(catalog: &Catalog, method: &str, params: &Map<String, Value>) -> bool {
+    method == "tools/call"
+        && params
+            .get("name")
+            .and_then(Value::as_str)
+            .and_then(|n| catalog.tools.get(n))
+            .is_some_and(|t| t.tool.live_notifications)
+}
+
 /// Whether the capability behind `method` is advertised now.
 pub(super) fn offered(server: &Server, catalog: &Catalog, method: &str) -> bool {
     let _ = server;
@@ -41,6 +51,7 @@ pub(super) async fn dispatch(
     params: Map<String, Value>,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
+    retry: bool,
 ) -> Result<String, Error> {
     match method {
         "server/discover" => Ok(discover(server, catalog)),
@@ -73,7 +84,7 @@ pub(super) async fn dispatch(
             server.config().templates_cache,
         ),
         "tools/call" => call_tool(server, catalog, params, headers, ctx).await,
-        "resources/read" => read_resource(server, catalog, params, ctx).await,
+        "resources/read" => read_resource(server, catalog, params, ctx, retry).await,
         "prompts/get" => get_prompt(server, catalog, params, ctx).await,
         "completion/complete" => complete(server, catalog, params, ctx).await,
         other => Err(Error::method_not_found(other)),
@@ -161,7 +172,7 @@ fn required_string<'a>(
 
 /// Structural checks of `inputResponses` and `requestState` (wire section 10.3), run at
 /// admission for the three methods that may take part in a multi round-trip request.
-fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error> {
+pub(super) fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error> {
     match params.get("inputResponses") {
         None => {}
         Some(Value::Object(m)) if !m.values().all(Value::is_object) => {
@@ -201,7 +212,6 @@ async fn call_tool(
             ));
         }
     };
-    check_mrtr_params(&params)?;
     let entry = catalog
         .tools
         .get(&name)
@@ -251,6 +261,7 @@ async fn read_resource(
     catalog: &Catalog,
     params: Map<String, Value>,
     ctx: RequestContext,
+    retry: bool,
 ) -> Result<String, Error> {
     let uri = required_string(
         &params,
@@ -264,7 +275,6 @@ async fn read_resource(
             "resources/read uri must be an absolute URI",
         ));
     }
-    check_mrtr_params(&params)?;
     let (handler, cache, variables) = if let Some(entry) = catalog.resources.get(&uri) {
         (
             Arc::clone(&entry.handler),
@@ -295,9 +305,13 @@ async fn read_resource(
         Ok(Value::Object(m)) => m,
         _ => return Err(Error::internal()),
     };
-    cache
-        .unwrap_or(server.config().read_cache)
-        .insert_into(&mut map);
+    // A result produced by a retry must not be cached (errata W-10).
+    let policy = if retry {
+        CachePolicy::NONE
+    } else {
+        cache.unwrap_or(server.config().read_cache)
+    };
+    policy.insert_into(&mut map);
     Ok(server.shape(map))
 }
 
@@ -318,7 +332,6 @@ async fn get_prompt(
         params.get("arguments"),
         "prompts/get arguments must map strings to strings",
     )?;
-    check_mrtr_params(&params)?;
     let entry = catalog
         .prompts
         .get(&name)

@@ -10,8 +10,9 @@
 mod headers;
 mod methods;
 
-use crate::context::{Outbound, RequestContext};
+use crate::context::{ContextInit, InputsOutcome, Outbound, RequestContext};
 use crate::error::Error;
+use crate::mrtr::{self, token};
 use crate::server::Server;
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result};
 use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
@@ -32,6 +33,18 @@ pub(crate) struct Exchange {
     pub(crate) outbound: Arc<dyn Outbound>,
     /// Fired when the client cancels the request or goes away.
     pub(crate) cancel: CancellationToken,
+}
+
+/// The methods that may answer `input_required` (wire section 10).
+pub(crate) const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
+
+/// The multi round-trip state a request arrives with.
+#[derive(Default)]
+struct Round {
+    answers: Map<String, Value>,
+    carried: Option<Value>,
+    /// Whether the request is a retry (carries `inputResponses` or `requestState`).
+    retry: bool,
 }
 
 /// The pipeline's answer to one request.
@@ -229,16 +242,125 @@ impl Server {
             }
         }
 
-        let ctx = RequestContext::new(
+        let principal = self.inner.principal.as_ref().and_then(|f| f(headers));
+        let mrtr = MRTR_METHODS.contains(&method.as_str());
+        let round = if mrtr {
+            self.open_round(&method, &params, principal.as_deref())?
+        } else {
+            Round::default()
+        };
+        // On HTTP, hold notifications of the methods that may end in -32021 until the
+        // outcome is known, unless the tool streams them live (errata W-11).
+        let hold = headers.is_some() && mrtr && !methods::streams_live(&catalog, &method, &params);
+        let ctx = RequestContext::new(ContextInit {
             id,
-            method.clone(),
+            method: method.clone(),
             meta,
-            exchange.cancel.clone(),
-            exchange.outbound,
-            self.inner.config.logging,
-            Arc::clone(&self.inner.state),
-        );
-        methods::dispatch(&self, &catalog, &method, params, headers, ctx).await
+            cancel: exchange.cancel.clone(),
+            outbound: exchange.outbound,
+            logging_enabled: self.inner.config.logging,
+            state: Arc::clone(&self.inner.state),
+            principal: principal.clone(),
+            server: self.clone(),
+            answers: round.answers,
+            carried: round.carried,
+            hold,
+        });
+        let bind = mrtr.then(|| token::binding(&method, &params, principal.as_deref()));
+        let result = methods::dispatch(
+            &self,
+            &catalog,
+            &method,
+            params,
+            headers,
+            ctx.clone(),
+            round.retry,
+        )
+        .await;
+        let outcome = ctx.inputs_outcome();
+        if let Some(failure) = outcome.failure {
+            return Err(failure);
+        }
+        if outcome.demanded {
+            let Some(bind) = bind else {
+                return Err(Error::new(
+                    crate::error::code::INTERNAL_ERROR,
+                    "Input-required result is not permitted for this operation",
+                ));
+            };
+            let shaped = self.input_required(outcome, bind)?;
+            ctx.release_held();
+            return Ok(shaped);
+        }
+        let result = result?;
+        ctx.release_held();
+        Ok(result)
+    }
+
+    /// Verifies the request state and gathers the answers given so far.
+    fn open_round(
+        &self,
+        method: &str,
+        params: &Map<String, Value>,
+        principal: Option<&str>,
+    ) -> Result<Round, Error> {
+        methods::check_mrtr_params(params)?;
+        let mut round = Round {
+            retry: params.contains_key("inputResponses") || params.contains_key("requestState"),
+            ..Round::default()
+        };
+        if let Some(Value::String(state)) = params.get("requestState") {
+            let bind = token::binding(method, params, principal);
+            let payload = self.inner.keys.open(state, &self.inner.info.name, &bind)?;
+            if payload.once && !self.inner.replay.first_use(&payload.jti, payload.exp) {
+                return Err(token::invalid());
+            }
+            round.answers = payload.answers;
+            round.carried = payload.data;
+        }
+        if let Some(Value::Object(responses)) = params.get("inputResponses") {
+            for (k, v) in responses {
+                round.answers.insert(k.clone(), v.clone());
+            }
+        }
+        Ok(round)
+    }
+
+    /// The `input_required` result: the capability check of section 10.2 first (-32021
+    /// with the merged requirements), then every missing input and a fresh signed state.
+    fn input_required(&self, outcome: InputsOutcome, bind: String) -> Result<String, Error> {
+        if outcome.missing.is_empty() {
+            tracing::error!("a handler demanded an input it never asked for");
+            return Err(Error::internal());
+        }
+        let mut required = Map::new();
+        for (_, _, needs) in &outcome.missing {
+            if let Some(n) = needs {
+                mrtr::inputs::merge(&mut required, n);
+            }
+        }
+        if !required.is_empty() {
+            return Err(Error::missing_client_capability(Value::Object(required)));
+        }
+        let payload = token::Payload {
+            aud: self.inner.info.name.clone(),
+            bind,
+            answers: outcome.accepted,
+            data: outcome.carry,
+            once: outcome.single_use,
+            ..Default::default()
+        };
+        let state = self.inner.keys.seal(payload, self.inner.state_ttl)?;
+        let requests: Map<String, Value> = outcome
+            .missing
+            .into_iter()
+            .map(|(k, request, _)| (k, request))
+            .collect();
+        let mut result = Map::new();
+        result.insert("resultType".into(), Value::from("input_required"));
+        result.insert("inputRequests".into(), Value::Object(requests));
+        result.insert("requestState".into(), Value::from(state));
+        Ok(self.shape(result))
     }
 
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and

@@ -199,6 +199,7 @@ pub struct Tool {
     pub(crate) handler: Option<ToolHandler>,
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
+    pub(crate) live_notifications: bool,
 }
 
 impl Tool {
@@ -217,6 +218,7 @@ impl Tool {
             handler: None,
             location: None,
             states: Vec::new(),
+            live_notifications: false,
         }
     }
 
@@ -264,6 +266,15 @@ impl Tool {
     /// Sets the tool's `_meta`.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// Streams this tool's progress and log notifications live on HTTP. By default they
+    /// are held until the handler finishes, so that a missing client capability can
+    /// still be answered with HTTP 400 (errata W-11); turn this on for a tool that never
+    /// asks the client for input it did not declare.
+    pub fn live_notifications(mut self, live: bool) -> Self {
+        self.live_notifications = live;
         self
     }
 

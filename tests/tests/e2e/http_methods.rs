@@ -332,7 +332,7 @@ async fn tools_list_is_sorted_and_complete() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     assert_eq!(names.first(), Some(&"a_header_probe"));
-    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names.len(), 23, "{names:?}");
     assert!(result(&r).get("nextCursor").is_none());
     for t in &tools {
         assert!(t["description"].is_string(), "{t}");
@@ -527,7 +527,16 @@ async fn resources_list_and_templates_list() {
         .iter()
         .filter_map(|r| r["uri"].as_str())
         .collect();
-    assert_eq!(uris, ["test://static-binary", "test://static-text"]);
+    // The resource that needs input is listed after the plain ones (the caching scenario
+    // reads the first).
+    assert_eq!(
+        uris,
+        [
+            "test://static-binary",
+            "test://static-text",
+            "z-mrtr://input-required-preview"
+        ]
+    );
     let r = h.call(101, "resources/templates/list", json!({})).await;
     assert_eq!(
         result(&r)["resourceTemplates"][0]["uriTemplate"],
@@ -616,7 +625,7 @@ async fn prompts_list_and_get() {
     let h = Harness::start(fixture()).await;
     let r = h.call(110, "prompts/list", json!({})).await;
     let prompts = result(&r)["prompts"].as_array().expect("prompts").clone();
-    assert_eq!(prompts.len(), 4);
+    assert_eq!(prompts.len(), 5);
     for p in &prompts {
         assert!(p["description"].is_string(), "{p}");
     }

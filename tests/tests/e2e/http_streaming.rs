@@ -176,11 +176,39 @@ async fn progress_values_that_do_not_increase_are_dropped() {
 }
 
 #[tokio::test]
-async fn error_after_progress_is_the_last_sse_event() {
+async fn held_notifications_are_dropped_when_the_call_fails() {
+    // By default, tools/call notifications are held until the outcome is known (errata
+    // W-11), so a failure keeps its HTTP status and the progress is not sent.
     let server = builder()
         .tool(
             Tool::new("fails_late")
                 .description("Reports progress, then fails with invalid params")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, None);
+                    Err::<String, _>(Error::invalid_params("late failure"))
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(6, "fails_late", json!({"progressToken": 1})),
+        &[],
+    )
+    .await;
+    assert!(!r.is_sse(), "{}", r.body);
+    r.assert_error(400, -32602, Some(json!(6)));
+    assert!(r.notifications().is_empty());
+}
+
+#[tokio::test]
+async fn error_after_live_progress_is_the_last_sse_event() {
+    let server = builder()
+        .tool(
+            Tool::new("fails_late")
+                .description("Reports progress, then fails with invalid params")
+                .live_notifications(true)
                 .handler(|call: ToolCall| async move {
                     call.ctx.progress(1.0, None, None);
                     Err::<String, _>(Error::invalid_params("late failure"))
@@ -202,7 +230,6 @@ async fn error_after_progress_is_the_last_sse_event() {
 }
 
 #[tokio::test]
-#[ignore = "errata W-11 is part of issue 4: -32021 must stay HTTP 400 after progress, which needs the capability check before the first SSE byte (or buffering)"]
 async fn missing_capability_error_is_400_even_after_progress() {
     // Errata W-11: -32021 MUST be sent with HTTP 400, even when the handler has already
     // produced a progress notification.
@@ -452,6 +479,7 @@ fn sleepy_server(flags: &Flags) -> presa::Server {
         .tool(
             Tool::new("sleepy")
                 .description("Sleeps for a long time")
+                .live_notifications(true)
                 .handler(move |call: ToolCall| {
                     let flags = flags.clone();
                     async move {
@@ -649,11 +677,12 @@ async fn handler_panic_is_internal_error_500_without_detail() {
 }
 
 #[tokio::test]
-async fn panic_after_progress_ends_the_stream_with_internal_error() {
+async fn panic_after_live_progress_ends_the_stream_with_internal_error() {
     let server = builder()
         .tool(
             Tool::new("explodes_late")
                 .description("Reports progress, then panics")
+                .live_notifications(true)
                 .handler(|call: ToolCall| async move {
                     call.ctx.progress(1.0, None, None);
                     explode()
@@ -671,5 +700,29 @@ async fn panic_after_progress_ends_the_stream_with_internal_error() {
     assert_sse_headers(&r);
     assert_eq!(r.response()["id"], json!(43));
     assert_eq!(r.response()["error"]["code"], json!(-32603));
+    assert!(!r.body.contains("secret"));
+}
+
+#[tokio::test]
+async fn panic_after_held_progress_is_a_plain_500() {
+    let server = builder()
+        .tool(
+            Tool::new("explodes_late")
+                .description("Reports progress, then panics")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, None);
+                    explode()
+                }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = post(
+        &h,
+        &tool_call(44, "explodes_late", json!({"progressToken": 1})),
+        &[],
+    )
+    .await;
+    r.assert_error(500, -32603, Some(json!(44)));
     assert!(!r.body.contains("secret"));
 }

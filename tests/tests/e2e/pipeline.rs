@@ -1020,12 +1020,15 @@ async fn input_responses_and_request_state_structure() {
             let r = c.request(method, params.clone()).await;
             expect_error(&r, -32602, Some(message));
         }
-        // Well-formed ones are accepted (unknown ids are ignored).
+        // Well-formed answers are accepted (unknown ids are ignored).
         let mut params = base.clone();
         params["inputResponses"] = json!({"unasked": {"action": "accept"}});
+        let r = c.request(method, params.clone()).await;
+        expect_result(&r, method);
+        // A request state presa did not sign is refused, with no detail.
         params["requestState"] = json!("opaque");
         let r = c.request(method, params).await;
-        expect_result(&r, method);
+        expect_error(&r, -32602, Some("Invalid or expired request state"));
     }
 }
 

@@ -1,0 +1,430 @@
+//! Signed request state (wire section 10.4): the opaque `requestState` token that carries
+//! a multi round-trip request's progress from one round to the next.
+//!
+//! Format: `presa1.<key id>.<base64url(payload JSON)>.<base64url(HMAC-SHA256)>`. The MAC
+//! covers the version, the key id and the payload. The payload binds the token to the
+//! server's name (audience), the method, the params other than `_meta`, `inputResponses`
+//! and `requestState` (canonical JSON), and the principal when there is one; it carries an
+//! expiry, a random id (for single use), the answers accepted so far and the handler's own
+//! state. Tokens are signed, not encrypted: put nothing secret in them.
+//!
+//! Every failure (format, unknown key, bad MAC, expiry, binding, replay) is the same
+//! -32602 "Invalid or expired request state", with no detail.
+
+use crate::error::Error;
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
+use hmac::{Hmac, Mac};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+type HmacSha256 = Hmac<Sha256>;
+
+const VERSION: &str = "presa1";
+/// Default lifetime of a token.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+/// Longest lifetime a token may be given.
+pub const MAX_TTL: Duration = Duration::from_secs(900);
+/// Largest token accepted or issued, in bytes.
+pub const MAX_TOKEN_BYTES: usize = 16 * 1024;
+/// Shortest key accepted, in bytes.
+pub const MIN_KEY_BYTES: usize = 32;
+
+/// The message of every request-state failure.
+pub(crate) fn invalid() -> Error {
+    Error::invalid_params("Invalid or expired request state")
+}
+
+/// One signing key with its id.
+#[derive(Clone)]
+pub struct StateKey {
+    id: String,
+    secret: Vec<u8>,
+}
+
+impl StateKey {
+    /// A key. The id names it inside tokens (letters, digits, `-` and `_`); the secret
+    /// must have at least 32 bytes.
+    pub fn new(id: impl Into<String>, secret: impl Into<Vec<u8>>) -> Result<Self, String> {
+        let id = id.into();
+        let secret = secret.into();
+        if id.is_empty()
+            || id.len() > 32
+            || !id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+        {
+            return Err(format!(
+                "request-state key id {id:?} must be 1 to 32 letters, digits, '-' or '_'"
+            ));
+        }
+        if secret.len() < MIN_KEY_BYTES {
+            return Err(format!(
+                "request-state key {id:?} must have at least {MIN_KEY_BYTES} bytes"
+            ));
+        }
+        Ok(StateKey { id, secret })
+    }
+
+    /// A random key, for a single process.
+    pub(crate) fn random() -> Self {
+        let mut secret = vec![0u8; 32];
+        if getrandom::fill(&mut secret).is_err() {
+            // No OS randomness: fall back to hashing what varies. Logged loudly; tokens
+            // still verify within this process.
+            tracing::error!("no OS randomness for the request-state key");
+            let seed = format!("{:?}{:?}", SystemTime::now(), std::thread::current().id());
+            secret = Sha256::digest(seed.as_bytes()).to_vec();
+        }
+        StateKey {
+            id: "r".into(),
+            secret,
+        }
+    }
+
+    fn mac(&self) -> Option<HmacSha256> {
+        HmacSha256::new_from_slice(&self.secret).ok()
+    }
+
+    /// The key's id.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+}
+
+impl std::fmt::Debug for StateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StateKey")
+            .field("id", &self.id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The keys that sign and verify request state: the first signs, all verify, so keys can
+/// rotate without breaking tokens in flight (add the new key first, keep the old one
+/// until its tokens expire).
+#[derive(Clone, Debug)]
+pub struct Keyring {
+    keys: Vec<StateKey>,
+}
+
+impl Keyring {
+    /// A keyring; the first key signs. At least one key.
+    pub fn new(keys: Vec<StateKey>) -> Result<Self, String> {
+        if keys.is_empty() {
+            return Err("a request-state keyring needs at least one key".into());
+        }
+        Ok(Keyring { keys })
+    }
+
+    /// Reads `PRESA_STATE_KEYS`: `id:base64key` entries separated by commas, the signing
+    /// key first. `None` when the variable is not set.
+    pub fn from_env() -> Option<Result<Self, String>> {
+        let text = std::env::var("PRESA_STATE_KEYS").ok()?;
+        let keys: Result<Vec<StateKey>, String> = text
+            .split(',')
+            .map(|entry| {
+                let (id, key) = entry
+                    .trim()
+                    .split_once(':')
+                    .ok_or("PRESA_STATE_KEYS entries are id:base64key")?;
+                let secret = base64::engine::general_purpose::STANDARD
+                    .decode(key.trim())
+                    .map_err(|_| format!("PRESA_STATE_KEYS key {id:?} is not base64"))?;
+                StateKey::new(id, secret)
+            })
+            .collect();
+        Some(keys.and_then(Keyring::new))
+    }
+
+    /// One random key, for a single process.
+    pub(crate) fn random() -> Self {
+        Keyring {
+            keys: vec![StateKey::random()],
+        }
+    }
+
+    fn signer(&self) -> &StateKey {
+        &self.keys[0]
+    }
+
+    fn find(&self, id: &str) -> Option<&StateKey> {
+        self.keys.iter().find(|k| k.id == id)
+    }
+}
+
+/// What a token carries.
+#[derive(Clone, Debug, Default, Serialize, Deserialize, PartialEq)]
+pub(crate) struct Payload {
+    /// Audience: the server's name.
+    pub(crate) aud: String,
+    /// SHA-256 of the canonical binding (method, params, principal), base64url.
+    pub(crate) bind: String,
+    /// Issued at, Unix seconds.
+    pub(crate) iat: u64,
+    /// Expires at, Unix seconds.
+    pub(crate) exp: u64,
+    /// Random id, for single use.
+    pub(crate) jti: String,
+    /// Whether the token may be used once only.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) once: bool,
+    /// The answers accepted so far, by input key.
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    pub(crate) answers: Map<String, Value>,
+    /// The handler's own state.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) data: Option<Value>,
+}
+
+fn now() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// The binding of a request: what a token is valid for.
+pub(crate) fn binding(
+    method: &str,
+    params: &Map<String, Value>,
+    principal: Option<&str>,
+) -> String {
+    let mut bound = Map::new();
+    for (k, v) in params {
+        if !matches!(k.as_str(), "_meta" | "inputResponses" | "requestState") {
+            bound.insert(k.clone(), v.clone());
+        }
+    }
+    let mut text = String::from("presa-bind-v1\0");
+    text.push_str(method);
+    text.push('\0');
+    canonical(&Value::Object(bound), &mut text);
+    text.push('\0');
+    if let Some(p) = principal {
+        text.push_str(p);
+    }
+    B64.encode(Sha256::digest(text.as_bytes()))
+}
+
+/// JSON with object keys sorted, whatever map order serde_json was built with.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (i, k) in keys.into_iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::from(k.as_str()).to_string());
+                out.push(':');
+                canonical(&m[k], out);
+            }
+            out.push('}');
+        }
+        Value::Array(a) => {
+            out.push('[');
+            for (i, x) in a.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                canonical(x, out);
+            }
+            out.push(']');
+        }
+        other => out.push_str(&other.to_string()),
+    }
+}
+
+/// A random id, base64url.
+pub(crate) fn random_id(bytes: usize) -> String {
+    let mut buf = vec![0u8; bytes];
+    if getrandom::fill(&mut buf).is_err() {
+        let seed = format!("{:?}{:?}", SystemTime::now(), std::thread::current().id());
+        buf = Sha256::digest(seed.as_bytes())[..bytes.min(32)].to_vec();
+    }
+    B64.encode(buf)
+}
+
+impl Keyring {
+    /// Seals a payload into a token, filling its times and id.
+    pub(crate) fn seal(&self, mut payload: Payload, ttl: Duration) -> Result<String, Error> {
+        let ttl = ttl.min(MAX_TTL);
+        payload.iat = now();
+        payload.exp = payload.iat + ttl.as_secs().max(1);
+        payload.jti = random_id(16);
+        let json = serde_json::to_vec(&payload).map_err(|_| Error::internal())?;
+        let key = self.signer();
+        let body = format!("{VERSION}.{}.{}", key.id, B64.encode(json));
+        let mut mac = key.mac().ok_or_else(Error::internal)?;
+        mac.update(body.as_bytes());
+        let token = format!("{body}.{}", B64.encode(mac.finalize().into_bytes()));
+        if token.len() > MAX_TOKEN_BYTES {
+            tracing::error!(
+                bytes = token.len(),
+                "request state exceeds {MAX_TOKEN_BYTES} bytes; carry less state"
+            );
+            return Err(Error::internal());
+        }
+        Ok(token)
+    }
+
+    /// Opens a token: format, key, MAC (constant time), audience, expiry and binding.
+    pub(crate) fn open(&self, token: &str, audience: &str, bind: &str) -> Result<Payload, Error> {
+        if token.len() > MAX_TOKEN_BYTES {
+            return Err(invalid());
+        }
+        let mut parts = token.split('.');
+        let (Some(version), Some(kid), Some(body), Some(sig), None) = (
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+            parts.next(),
+        ) else {
+            return Err(invalid());
+        };
+        if version != VERSION {
+            return Err(invalid());
+        }
+        let key = self.find(kid).ok_or_else(invalid)?;
+        let sig = B64.decode(sig).map_err(|_| invalid())?;
+        let mut mac = key.mac().ok_or_else(invalid)?;
+        mac.update(version.as_bytes());
+        mac.update(b".");
+        mac.update(kid.as_bytes());
+        mac.update(b".");
+        mac.update(body.as_bytes());
+        mac.verify_slice(&sig).map_err(|_| invalid())?;
+        let json = B64.decode(body).map_err(|_| invalid())?;
+        let payload: Payload = serde_json::from_slice(&json).map_err(|_| invalid())?;
+        if payload.aud != audience || payload.bind != bind || payload.exp < now() {
+            return Err(invalid());
+        }
+        Ok(payload)
+    }
+}
+
+/// Remembers the ids of single-use tokens until they expire, so a second use is refused.
+/// In memory by default; implement it over a shared store when replicas serve the same
+/// clients.
+pub trait ReplayStore: Send + Sync + 'static {
+    /// Records `id` as used until `expires_at` (Unix seconds). Returns false when it was
+    /// already recorded.
+    fn first_use(&self, id: &str, expires_at: u64) -> bool;
+}
+
+/// The default [`ReplayStore`]: a map in this process, pruned as entries expire.
+#[derive(Default)]
+pub struct MemoryReplayStore {
+    seen: Mutex<HashMap<String, u64>>,
+}
+
+impl ReplayStore for MemoryReplayStore {
+    fn first_use(&self, id: &str, expires_at: u64) -> bool {
+        let Ok(mut seen) = self.seen.lock() else {
+            return false;
+        };
+        let t = now();
+        if seen.len() > 1024 {
+            seen.retain(|_, exp| *exp >= t);
+        }
+        if seen.get(id).is_some_and(|exp| *exp >= t) {
+            return false;
+        }
+        seen.insert(id.to_owned(), expires_at);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ring(id: &str, byte: u8) -> Keyring {
+        Keyring::new(vec![StateKey::new(id, vec![byte; 32]).unwrap()]).unwrap()
+    }
+
+    #[test]
+    fn seal_and_open() {
+        let k = ring("a", 1);
+        let p = Payload {
+            aud: "s".into(),
+            bind: "b".into(),
+            ..Default::default()
+        };
+        let t = k.seal(p.clone(), DEFAULT_TTL).unwrap();
+        let opened = k.open(&t, "s", "b").unwrap();
+        assert_eq!(opened.aud, "s");
+        assert!(k.open(&t, "other", "b").is_err(), "audience");
+        assert!(k.open(&t, "s", "c").is_err(), "binding");
+        assert!(k.open(&format!("{t}-TAMPERED"), "s", "b").is_err());
+        assert!(ring("a", 2).open(&t, "s", "b").is_err(), "another key");
+        let t2 = k.seal(p, DEFAULT_TTL).unwrap();
+        assert_ne!(t, t2, "each round gets a fresh token");
+    }
+
+    #[test]
+    fn rotation_keeps_old_tokens_valid() {
+        let old = StateKey::new("old", vec![1; 32]).unwrap();
+        let new = StateKey::new("new", vec![2; 32]).unwrap();
+        let before = Keyring::new(vec![old.clone()]).unwrap();
+        let t = before
+            .seal(
+                Payload {
+                    aud: "s".into(),
+                    bind: "b".into(),
+                    ..Default::default()
+                },
+                DEFAULT_TTL,
+            )
+            .unwrap();
+        let after = Keyring::new(vec![new, old]).unwrap();
+        assert!(after.open(&t, "s", "b").is_ok());
+        let t2 = after
+            .seal(
+                Payload {
+                    aud: "s".into(),
+                    bind: "b".into(),
+                    ..Default::default()
+                },
+                DEFAULT_TTL,
+            )
+            .unwrap();
+        assert!(t2.starts_with("presa1.new."));
+    }
+
+    #[test]
+    fn binding_ignores_meta_and_rounds() {
+        let mut a = Map::new();
+        a.insert("name".into(), Value::from("t"));
+        let mut b = a.clone();
+        b.insert("_meta".into(), serde_json::json!({"x": 1}));
+        b.insert("requestState".into(), Value::from("..."));
+        assert_eq!(
+            binding("tools/call", &a, None),
+            binding("tools/call", &b, None)
+        );
+        assert_ne!(
+            binding("tools/call", &a, None),
+            binding("prompts/get", &a, None)
+        );
+        assert_ne!(
+            binding("tools/call", &a, None),
+            binding("tools/call", &a, Some("alice"))
+        );
+    }
+
+    #[test]
+    fn single_use() {
+        let store = MemoryReplayStore::default();
+        assert!(store.first_use("x", now() + 10));
+        assert!(!store.first_use("x", now() + 10));
+    }
+}
