@@ -367,6 +367,11 @@ impl RequestContext {
         self.send("notifications/message", Value::Object(params))
     }
 
+    /// Sends a notification of this request as is (subscription streams).
+    pub(crate) fn notify(&self, method: &str, params: Value) -> bool {
+        self.send(method, params)
+    }
+
     fn send(&self, method: &str, params: Value) -> bool {
         if self.is_cancelled() {
             return false;

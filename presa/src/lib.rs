@@ -39,6 +39,7 @@ mod pipeline;
 pub mod registry;
 mod server;
 mod state;
+pub mod subscriptions;
 pub mod testing;
 pub mod transport;
 pub mod wire;

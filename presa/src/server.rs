@@ -8,6 +8,7 @@ use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
 use crate::state::StateMap;
+use crate::subscriptions::Event;
 use crate::wire::types::{CachePolicy, Implementation};
 use serde_json::Value;
 use std::any::Any;
@@ -64,6 +65,11 @@ pub struct Config {
     pub logging: bool,
     /// Natural-language instructions for `server/discover`.
     pub instructions: Option<String>,
+    /// Whether the application publishes resource events
+    /// ([`Server::notify_resource_updated`], [`Server::notify_resources_list_changed`]),
+    /// so `resources.listChanged` and `resources.subscribe` are advertised (default
+    /// false).
+    pub resource_notifications: bool,
 }
 
 impl Default for Config {
@@ -79,6 +85,7 @@ impl Default for Config {
             server_info_in_results: true,
             logging: true,
             instructions: None,
+            resource_notifications: false,
         }
     }
 }
@@ -106,6 +113,7 @@ pub(crate) struct Inner {
     pub(crate) config: Config,
     pub(crate) catalog: RwLock<Arc<Catalog>>,
     pub(crate) state: Arc<StateMap>,
+    pub(crate) hub: crate::subscriptions::Hub,
 }
 
 /// Builds a [`Server`].
@@ -198,7 +206,8 @@ impl Server {
         Ok(changed)
     }
 
-    /// Adds a tool while the server runs. A tool with the same name is refused.
+    /// Adds a tool while the server runs (listeners get `tools/list_changed`). A tool
+    /// with the same name is refused.
     pub fn add_tool(&self, tool: Tool) -> Result<(), BuildError> {
         let entry = tool.compile()?;
         self.update(|c| {
@@ -206,16 +215,22 @@ impl Server {
                 .insert(entry, "tool")
                 .map(|_| true)
                 .map_err(BuildError::new)
-        })
-        .map(drop)
+        })?;
+        self.publish(Event::ToolsListChanged);
+        Ok(())
     }
 
     /// Removes a tool by name; returns whether it existed.
     pub fn remove_tool(&self, name: &str) -> bool {
-        self.update(|c| Ok(c.tools.remove(name))).unwrap_or(false)
+        let removed = self.update(|c| Ok(c.tools.remove(name))).unwrap_or(false);
+        if removed {
+            self.publish(Event::ToolsListChanged);
+        }
+        removed
     }
 
-    /// Adds a prompt while the server runs. A prompt with the same name is refused.
+    /// Adds a prompt while the server runs (listeners get `prompts/list_changed`). A
+    /// prompt with the same name is refused.
     pub fn add_prompt(&self, prompt: Prompt) -> Result<(), BuildError> {
         let entry = prompt.compile()?;
         self.update(|c| {
@@ -223,16 +238,22 @@ impl Server {
                 .insert(entry, "prompt")
                 .map(|_| true)
                 .map_err(BuildError::new)
-        })
-        .map(drop)
+        })?;
+        self.publish(Event::PromptsListChanged);
+        Ok(())
     }
 
     /// Removes a prompt by name; returns whether it existed.
     pub fn remove_prompt(&self, name: &str) -> bool {
-        self.update(|c| Ok(c.prompts.remove(name))).unwrap_or(false)
+        let removed = self.update(|c| Ok(c.prompts.remove(name))).unwrap_or(false);
+        if removed {
+            self.publish(Event::PromptsListChanged);
+        }
+        removed
     }
 
-    /// Adds a resource while the server runs. A resource with the same URI is refused.
+    /// Adds a resource while the server runs (listeners get `resources/list_changed`).
+    /// A resource with the same URI is refused.
     pub fn add_resource(&self, resource: Resource) -> Result<(), BuildError> {
         let entry = resource.compile()?;
         self.update(|c| {
@@ -240,14 +261,49 @@ impl Server {
                 .insert(entry, "resource")
                 .map(|_| true)
                 .map_err(BuildError::new)
-        })
-        .map(drop)
+        })?;
+        self.publish(Event::ResourcesListChanged);
+        Ok(())
     }
 
     /// Removes a resource by URI; returns whether it existed.
     pub fn remove_resource(&self, uri: &str) -> bool {
-        self.update(|c| Ok(c.resources.remove(uri)))
-            .unwrap_or(false)
+        let removed = self
+            .update(|c| Ok(c.resources.remove(uri)))
+            .unwrap_or(false);
+        if removed {
+            self.publish(Event::ResourcesListChanged);
+        }
+        removed
+    }
+
+    /// Tells listeners subscribed to `uri` (or to a resource it is part of) that it
+    /// changed (`notifications/resources/updated`). Turn on
+    /// [`ServerBuilder::resource_notifications`] so clients can subscribe.
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.publish(Event::ResourceUpdated(uri.to_owned()));
+    }
+
+    /// Tells listeners that the list of resources changed
+    /// (`notifications/resources/list_changed`), for resources that come from your
+    /// application rather than [`Server::add_resource`].
+    pub fn notify_resources_list_changed(&self) {
+        self.publish(Event::ResourcesListChanged);
+    }
+
+    /// Ends every open subscription stream gracefully (the transports do this when they
+    /// shut down).
+    pub fn close_streams(&self) {
+        self.inner.hub.close();
+    }
+
+    /// The number of open subscription streams.
+    pub fn open_streams(&self) -> usize {
+        self.inner.hub.open_streams()
+    }
+
+    fn publish(&self, event: Event) {
+        self.inner.hub.publish(&event);
     }
 
     /// The names of the tools offered now, sorted.
@@ -352,6 +408,13 @@ impl ServerBuilder {
         f: impl Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync + 'static,
     ) -> Self {
         self.principal = Some(Arc::new(f));
+        self
+    }
+
+    /// Declares that the application publishes resource events, so `resources.subscribe`
+    /// and `resources.listChanged` are advertised (default false).
+    pub fn resource_notifications(mut self, on: bool) -> Self {
+        self.config.resource_notifications = on;
         self
     }
 
@@ -468,6 +531,7 @@ impl ServerBuilder {
                 config: self.config,
                 catalog: RwLock::new(Arc::new(catalog)),
                 state: Arc::new(self.state),
+                hub: crate::subscriptions::Hub::default(),
             }),
         })
     }

@@ -190,7 +190,7 @@ impl TestClient {
                     cancel: CancellationToken::new(),
                 };
                 match self.server.handle_request(request, exchange).await {
-                    Reply::Response { body, .. } => parse(&body),
+                    Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => parse(&body),
                     Reply::Cancelled => Value::Null,
                 }
             }

@@ -10,6 +10,7 @@ use crate::registry::resource::ResourceRead;
 use crate::registry::tool::ToolCall;
 use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
 use crate::server::Server;
+use crate::subscriptions;
 use crate::wire::meta::SUPPORTED_VERSIONS;
 use crate::wire::types::CachePolicy;
 use axum::http::HeaderMap;
@@ -87,20 +88,46 @@ pub(super) async fn dispatch(
         "resources/read" => read_resource(server, catalog, params, ctx, retry).await,
         "prompts/get" => get_prompt(server, catalog, params, ctx).await,
         "completion/complete" => complete(server, catalog, params, ctx).await,
+        "subscriptions/listen" => {
+            let filter = subscriptions::parse_filter(&params, offer(server, catalog))?;
+            let result = subscriptions::listen(&server.inner.hub, filter, &ctx).await;
+            Ok(server.shape(result))
+        }
         other => Err(Error::method_not_found(other)),
     }
 }
 
-fn discover(server: &Server, catalog: &Catalog) -> String {
-    let mut caps = Map::new();
-    if !catalog.tools.is_empty() {
-        caps.insert("tools".into(), json!({}));
+/// What list-changed and resource events the server can produce now.
+fn offer(server: &Server, catalog: &Catalog) -> subscriptions::Offer {
+    let resources = !catalog.resources.is_empty() || !catalog.templates.is_empty();
+    let events = server.config().resource_notifications;
+    subscriptions::Offer {
+        // Tools and prompts can be added and removed at run time, which notifies.
+        tools: !catalog.tools.is_empty(),
+        prompts: !catalog.prompts.is_empty(),
+        resources_list: resources && events,
+        resources_subscribe: resources && events,
     }
-    if !catalog.prompts.is_empty() {
-        caps.insert("prompts".into(), json!({}));
+}
+
+fn discover(server: &Server, catalog: &Catalog) -> String {
+    let offer = offer(server, catalog);
+    let mut caps = Map::new();
+    if offer.tools {
+        caps.insert("tools".into(), json!({"listChanged": true}));
+    }
+    if offer.prompts {
+        caps.insert("prompts".into(), json!({"listChanged": true}));
     }
     if !catalog.resources.is_empty() || !catalog.templates.is_empty() {
-        caps.insert("resources".into(), json!({}));
+        let mut r = Map::new();
+        if offer.resources_list {
+            r.insert("listChanged".into(), Value::Bool(true));
+        }
+        if offer.resources_subscribe {
+            r.insert("subscribe".into(), Value::Bool(true));
+        }
+        caps.insert("resources".into(), Value::Object(r));
     }
     if catalog.has_completions() {
         caps.insert("completions".into(), json!({}));

@@ -54,6 +54,10 @@ pub(crate) enum Reply {
     Response { body: String, status: u16 },
     /// The request was cancelled: nothing more may be sent for it.
     Cancelled,
+    /// The server ended a subscription stream: on HTTP the graceful end result is sent
+    /// and the stream closed; on stdio `notifications/cancelled` for the listen id
+    /// (errata W-2).
+    StreamEnded { body: String, id: RequestId },
 }
 
 /// What accepting a notification asks of the transport.
@@ -76,6 +80,7 @@ pub(crate) const METHODS: &[&str] = &[
     "prompts/list",
     "prompts/get",
     "completion/complete",
+    "subscriptions/listen",
 ];
 
 impl Server {
@@ -102,6 +107,7 @@ impl Server {
             let started = Instant::now();
             let cancel = exchange.cancel.clone();
             let id = request.id.clone();
+            let listen = request.method == "subscriptions/listen";
             let work = AssertUnwindSafe(server.serve(request, exchange)).catch_unwind();
             let outcome = tokio::select! {
                 biased;
@@ -115,6 +121,13 @@ impl Server {
                     span.record("outcome", "cancelled");
                     tracing::debug!("request cancelled");
                     Reply::Cancelled
+                }
+                Some(Ok(Ok(result))) if listen => {
+                    span.record("outcome", "stream ended");
+                    Reply::StreamEnded {
+                        body: encode_result(&id, &result),
+                        id,
+                    }
                 }
                 Some(Ok(Ok(result))) => {
                     span.record("outcome", "ok");

@@ -21,8 +21,9 @@ use futures_util::stream;
 use std::future::Future;
 use std::io;
 use std::sync::Arc;
+use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 /// Settings of the Streamable HTTP transport.
@@ -42,6 +43,10 @@ pub struct HttpConfig {
     /// When set, the `Host` header must be one of these (`host` or `host:port`);
     /// otherwise 403. Off by default: Origin validation is always on.
     pub allowed_hosts: Option<Vec<String>>,
+    /// Most `subscriptions/listen` streams open at once (default 256); past it, 503.
+    pub max_streams: usize,
+    /// How often an idle subscription stream sends a keepalive comment (default 15 s).
+    pub keepalive: Duration,
 }
 
 impl Default for HttpConfig {
@@ -52,6 +57,8 @@ impl Default for HttpConfig {
             allowed_origins: Vec::new(),
             allow_loopback_origins: true,
             allowed_hosts: None,
+            max_streams: 256,
+            keepalive: Duration::from_secs(15),
         }
     }
 }
@@ -81,6 +88,18 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the most subscription streams open at once.
+    pub fn max_streams(mut self, n: usize) -> Self {
+        self.max_streams = n;
+        self
+    }
+
+    /// Sets the keepalive interval of subscription streams.
+    pub fn keepalive(mut self, every: Duration) -> Self {
+        self.keepalive = every;
+        self
+    }
+
     /// Turns on the Host allow-list.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
@@ -92,6 +111,7 @@ impl HttpConfig {
 struct Endpoint {
     server: Server,
     config: Arc<HttpConfig>,
+    streams: Arc<Semaphore>,
 }
 
 impl Server {
@@ -100,6 +120,7 @@ impl Server {
         let path = config.path.clone();
         let endpoint = Endpoint {
             server: self.clone(),
+            streams: Arc::new(Semaphore::new(config.max_streams)),
             config: Arc::new(config),
         };
         Router::new()
@@ -135,6 +156,12 @@ impl Server {
                 tracing::warn!("could not set TCP_NODELAY: {e}");
             }
         });
+        let server = self.clone();
+        let shutdown = async move {
+            shutdown.await;
+            // End subscription streams gracefully, so open connections can finish.
+            server.close_streams();
+        };
         axum::serve(listener, self.router(config))
             .with_graceful_shutdown(shutdown)
             .await
@@ -209,6 +236,24 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             }
         }
         Ok(Inbound::Request(request)) => {
+            // Subscription streams are capped; each holds a permit while open.
+            let stream = if request.method == "subscriptions/listen" {
+                match Arc::clone(&endpoint.streams).try_acquire_owned() {
+                    Ok(permit) => Some((permit, endpoint.config.keepalive)),
+                    Err(_) => {
+                        let error = Error::new(
+                            crate::error::code::INTERNAL_ERROR,
+                            "Too many open subscription streams; try again later",
+                        );
+                        return json_response(
+                            StatusCode::SERVICE_UNAVAILABLE,
+                            encode_error(Some(&request.id.to_value()), &error),
+                        );
+                    }
+                }
+            } else {
+                None
+            };
             let (tx, rx) = mpsc::unbounded_channel();
             let cancel = CancellationToken::new();
             let exchange = Exchange {
@@ -220,7 +265,7 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             // the request; dropping the pipeline future stops the handler itself.
             let guard = cancel.drop_guard();
             let fut = Box::pin(server.handle_request(request, exchange));
-            respond(fut, rx, guard).await
+            respond(fut, rx, guard, stream).await
         }
     }
 }
@@ -231,20 +276,22 @@ async fn respond(
     mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     mut rx: mpsc::UnboundedReceiver<String>,
     guard: tokio_util::sync::DropGuard,
+    stream: Option<(OwnedSemaphorePermit, Duration)>,
 ) -> Response {
     tokio::select! {
         biased;
-        Some(first) = rx.recv() => sse(first, fut, rx, guard),
+        Some(first) = rx.recv() => sse(first, fut, rx, guard, stream),
         reply = &mut fut => {
             if let Ok(first) = rx.try_recv() {
                 // Notifications were produced just before the reply.
                 let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
                     Box::pin(async move { reply });
-                return sse(first, done, rx, guard);
+                return sse(first, done, rx, guard, stream);
             }
             guard.disarm();
             match reply {
                 Reply::Response { body, status: code } => json_response(status(code), body),
+                Reply::StreamEnded { body, .. } => json_response(StatusCode::OK, body),
                 Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
             }
         }
@@ -256,6 +303,8 @@ struct SseState {
     rx: mpsc::UnboundedReceiver<String>,
     pending: Option<String>,
     guard: Option<tokio_util::sync::DropGuard>,
+    /// For subscription streams: the cap's permit, and the keepalive timer.
+    keepalive: Option<(OwnedSemaphorePermit, tokio::time::Interval)>,
 }
 
 fn sse(
@@ -263,21 +312,38 @@ fn sse(
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     rx: mpsc::UnboundedReceiver<String>,
     guard: tokio_util::sync::DropGuard,
+    stream: Option<(OwnedSemaphorePermit, Duration)>,
 ) -> Response {
+    let keepalive = stream.map(|(permit, every)| {
+        let mut timer = tokio::time::interval(every.max(Duration::from_millis(10)));
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.reset();
+        (permit, timer)
+    });
     let state = SseState {
         fut: Some(fut),
         rx,
         pending: Some(first),
         guard: Some(guard),
+        keepalive,
     };
     let events = stream::unfold(state, |mut s| async move {
         if let Some(frame) = s.pending.take() {
             return Some((Ok::<_, std::convert::Infallible>(event(&frame)), s));
         }
         let fut = s.fut.as_mut()?;
+        let tick = async {
+            match s.keepalive.as_mut() {
+                Some((_, timer)) => {
+                    timer.tick().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
         tokio::select! {
             biased;
             Some(frame) = s.rx.recv() => Some((Ok(event(&frame)), s)),
+            () = tick => Some((Ok(": keepalive\n\n".to_owned()), s)),
             reply = fut => {
                 s.fut = None;
                 if let Some(g) = s.guard.take() {
@@ -289,7 +355,9 @@ fn sse(
                     out.push_str(&event(&frame));
                 }
                 match reply {
-                    Reply::Response { body, .. } => out.push_str(&event(&body)),
+                    Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => {
+                        out.push_str(&event(&body));
+                    }
                     Reply::Cancelled => {}
                 }
                 if out.is_empty() { None } else { Some((Ok(out), s)) }

@@ -79,6 +79,8 @@ struct Gate {
     open: Mutex<bool>,
     cancel: CancellationToken,
     tx: mpsc::UnboundedSender<Frame>,
+    /// Whether this is a subscription stream (ended at once when stdin closes).
+    listen: bool,
 }
 
 impl Gate {
@@ -200,6 +202,7 @@ impl Server {
                                 open: Mutex::new(true),
                                 cancel: CancellationToken::new(),
                                 tx: tx.clone(),
+                                listen: request.method == "subscriptions/listen",
                             });
                             let id = request.id.clone();
                             let duplicate = match in_flight.lock() {
@@ -236,8 +239,21 @@ impl Server {
                                 if let Ok(mut map) = in_flight.lock() {
                                     map.remove(&id);
                                 }
-                                if let Reply::Response { body, .. } = reply {
-                                    gate.finish(body, permit);
+                                match reply {
+                                    Reply::Response { body, .. } => gate.finish(body, permit),
+                                    // On stdio the server ends a subscription stream with
+                                    // notifications/cancelled for its id (errata W-2).
+                                    Reply::StreamEnded { id, .. } => gate.finish(
+                                        jsonrpc::encode_notification(
+                                            "notifications/cancelled",
+                                            &serde_json::json!({
+                                                "requestId": id.to_value(),
+                                                "reason": "The server ended the subscription"
+                                            }),
+                                        ),
+                                        permit,
+                                    ),
+                                    Reply::Cancelled => {}
                                 }
                             });
                         }
@@ -248,7 +264,13 @@ impl Server {
             while tasks.try_join_next().is_some() {}
         }
 
-        // stdin closed: let requests in flight finish, then cancel the rest.
+        // stdin closed: subscription streams end now (their client is gone); other
+        // requests in flight may finish within the grace period, then are cancelled.
+        if let Ok(map) = in_flight.lock() {
+            for gate in map.values().filter(|g| g.listen) {
+                gate.close_and_cancel();
+            }
+        }
         let drained = tokio::time::timeout(config.shutdown_grace, async {
             while tasks.join_next().await.is_some() {}
         })

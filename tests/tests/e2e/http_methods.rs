@@ -34,7 +34,7 @@ async fn discover_result_shape() {
     assert_eq!(res["supportedVersions"], json!([VERSION]));
     assert_eq!(
         res["capabilities"],
-        json!({"tools": {}, "prompts": {}, "resources": {}, "completions": {}, "logging": {}})
+        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}, "logging": {}})
     );
     assert_eq!(res["ttlMs"], json!(0));
     assert_eq!(res["cacheScope"], json!("private"));
@@ -54,7 +54,7 @@ async fn discover_advertises_only_what_is_registered() {
     let r = h.call(2, "server/discover", json!({})).await;
     assert_eq!(
         result(&r)["capabilities"],
-        json!({"tools": {}, "logging": {}})
+        json!({"tools": {"listChanged": true}, "logging": {}})
     );
     assert!(result(&r).get("instructions").is_none());
 
@@ -65,7 +65,10 @@ async fn discover_advertises_only_what_is_registered() {
         .expect("builds");
     let h = Harness::start(no_logging).await;
     let r = h.call(3, "server/discover", json!({})).await;
-    assert_eq!(result(&r)["capabilities"], json!({"tools": {}}));
+    assert_eq!(
+        result(&r)["capabilities"],
+        json!({"tools": {"listChanged": true}})
+    );
 
     let empty = builder().logging(false).build().expect("builds");
     let h = Harness::start(empty).await;
@@ -86,7 +89,10 @@ async fn completions_capability_only_with_a_completion_provider() {
         .expect("builds");
     let h = Harness::start(server).await;
     let r = h.call(5, "server/discover", json!({})).await;
-    assert_eq!(result(&r)["capabilities"], json!({"prompts": {}}));
+    assert_eq!(
+        result(&r)["capabilities"],
+        json!({"prompts": {"listChanged": true}})
+    );
 
     let completing = plain_prompt.complete("a", |_| async { Ok(Completion::new(["x"])) });
     let server = builder()
@@ -98,7 +104,7 @@ async fn completions_capability_only_with_a_completion_provider() {
     let r = h.call(6, "server/discover", json!({})).await;
     assert_eq!(
         result(&r)["capabilities"],
-        json!({"prompts": {}, "completions": {}})
+        json!({"prompts": {"listChanged": true}, "completions": {}})
     );
 
     let template = ResourceTemplate::new("notes://{id}", "note")

@@ -627,12 +627,18 @@ async fn capabilities_follow_the_catalog() {
         &TestClient::new(&tools_only).discover().await,
         "server/discover",
     );
-    assert_eq!(d["capabilities"], json!({"tools": {}, "logging": {}}));
+    assert_eq!(
+        d["capabilities"],
+        json!({"tools": {"listChanged": true}, "logging": {}})
+    );
 
     let prompt_no_completion = build(builder().prompt(simple_prompt("p")));
     let c = TestClient::new(&prompt_no_completion);
     let d = expect_result(&c.discover().await, "server/discover");
-    assert_eq!(d["capabilities"], json!({"prompts": {}, "logging": {}}));
+    assert_eq!(
+        d["capabilities"],
+        json!({"prompts": {"listChanged": true}, "logging": {}})
+    );
     let r = c
         .request(
             "completion/complete",
@@ -656,7 +662,7 @@ async fn capabilities_follow_the_catalog() {
     );
     assert_eq!(
         d["capabilities"],
-        json!({"prompts": {}, "completions": {}, "logging": {}})
+        json!({"prompts": {"listChanged": true}, "completions": {}, "logging": {}})
     );
 
     let template_only = build(builder().resource_template(
@@ -680,7 +686,7 @@ async fn capabilities_follow_the_catalog() {
         &TestClient::new(&no_logging).discover().await,
         "server/discover",
     );
-    assert_eq!(d["capabilities"], json!({"tools": {}}));
+    assert_eq!(d["capabilities"], json!({"tools": {"listChanged": true}}));
 }
 
 #[tokio::test]

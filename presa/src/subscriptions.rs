@@ -1,0 +1,282 @@
+//! Subscriptions (wire section 11): the hub that fans catalog and resource events out to
+//! open `subscriptions/listen` streams, and the listen method itself.
+//!
+//! Each listener has a bounded mailbox, not a queue: list-changed events coalesce into
+//! one pending flag per list, and resource updates into a set of URIs (at most
+//! [`MAX_PENDING_UPDATES`]). A listener too slow to keep up therefore never grows memory
+//! and never loses a list change; if its set of pending updates overflows, its stream is
+//! ended gracefully, and the client re-reads what it cares about and listens again.
+
+use crate::context::RequestContext;
+use crate::error::Error;
+use crate::registry::is_absolute_uri;
+use crate::wire::meta::KEY_SUBSCRIPTION_ID;
+use serde_json::{Map, Value, json};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// Most distinct resource URIs pending for one listener before its stream is ended.
+pub const MAX_PENDING_UPDATES: usize = 1024;
+/// Most URIs one listen request may subscribe to.
+pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
+
+/// An event listeners may receive.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    ToolsListChanged,
+    PromptsListChanged,
+    ResourcesListChanged,
+    ResourceUpdated(String),
+}
+
+/// What one stream asked for, narrowed to what the server offers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Filter {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    subscriptions: Vec<String>,
+}
+
+impl Filter {
+    fn wants(&self, event: &Event) -> bool {
+        match event {
+            Event::ToolsListChanged => self.tools,
+            Event::PromptsListChanged => self.prompts,
+            Event::ResourcesListChanged => self.resources,
+            // The URI itself or a sub-resource of it.
+            Event::ResourceUpdated(uri) => self.subscriptions.iter().any(|s| {
+                uri == s
+                    || uri
+                        .strip_prefix(s.as_str())
+                        .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
+            }),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        let mut m = Map::new();
+        if self.tools {
+            m.insert("toolsListChanged".into(), Value::Bool(true));
+        }
+        if self.prompts {
+            m.insert("promptsListChanged".into(), Value::Bool(true));
+        }
+        if self.resources {
+            m.insert("resourcesListChanged".into(), Value::Bool(true));
+        }
+        if !self.subscriptions.is_empty() {
+            m.insert("resourceSubscriptions".into(), json!(self.subscriptions));
+        }
+        Value::Object(m)
+    }
+}
+
+#[derive(Default)]
+struct Pending {
+    tools: bool,
+    prompts: bool,
+    resources: bool,
+    updated: BTreeSet<String>,
+    overflow: bool,
+}
+
+struct Listener {
+    filter: Filter,
+    pending: Mutex<Pending>,
+    wake: Notify,
+}
+
+/// Fans events out to listeners.
+#[derive(Default)]
+pub(crate) struct Hub {
+    listeners: Mutex<HashMap<u64, Arc<Listener>>>,
+    next: AtomicU64,
+    closed: CancellationToken,
+}
+
+/// Removes a listener from the hub when its stream ends, however it ends.
+struct Registration<'a> {
+    hub: &'a Hub,
+    id: u64,
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut l) = self.hub.listeners.lock() {
+            l.remove(&self.id);
+        }
+    }
+}
+
+impl Hub {
+    pub(crate) fn publish(&self, event: &Event) {
+        let Ok(listeners) = self.listeners.lock() else {
+            return;
+        };
+        for l in listeners.values().filter(|l| l.filter.wants(event)) {
+            if let Ok(mut p) = l.pending.lock() {
+                match event {
+                    Event::ToolsListChanged => p.tools = true,
+                    Event::PromptsListChanged => p.prompts = true,
+                    Event::ResourcesListChanged => p.resources = true,
+                    Event::ResourceUpdated(uri) => {
+                        if p.updated.len() >= MAX_PENDING_UPDATES && !p.updated.contains(uri) {
+                            p.overflow = true;
+                        } else {
+                            p.updated.insert(uri.clone());
+                        }
+                    }
+                }
+            }
+            l.wake.notify_one();
+        }
+    }
+
+    /// Ends every open stream gracefully (server shutdown).
+    pub(crate) fn close(&self) {
+        self.closed.cancel();
+    }
+
+    /// The number of open streams.
+    pub(crate) fn open_streams(&self) -> usize {
+        self.listeners.lock().map(|l| l.len()).unwrap_or(0)
+    }
+
+    fn register(&self, filter: Filter) -> (Registration<'_>, Arc<Listener>) {
+        let id = self.next.fetch_add(1, Ordering::Relaxed);
+        let listener = Arc::new(Listener {
+            filter,
+            pending: Mutex::default(),
+            wake: Notify::new(),
+        });
+        if let Ok(mut l) = self.listeners.lock() {
+            l.insert(id, Arc::clone(&listener));
+        }
+        (Registration { hub: self, id }, listener)
+    }
+}
+
+/// What the server can produce, for narrowing filters and advertising capabilities.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Offer {
+    pub(crate) tools: bool,
+    pub(crate) prompts: bool,
+    pub(crate) resources_list: bool,
+    pub(crate) resources_subscribe: bool,
+}
+
+/// Reads and checks the `notifications` filter of a listen request.
+pub(crate) fn parse_filter(params: &Map<String, Value>, offer: Offer) -> Result<Filter, Error> {
+    let Some(Value::Object(n)) = params.get("notifications") else {
+        return Err(Error::invalid_params(
+            "subscriptions/listen requires a notifications object",
+        ));
+    };
+    let flag = |key: &str| -> Result<bool, Error> {
+        match n.get(key) {
+            None => Ok(false),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(_) => Err(Error::invalid_params(format!(
+                "subscriptions/listen {key} must be a boolean"
+            ))),
+        }
+    };
+    let tools = flag("toolsListChanged")?;
+    let prompts = flag("promptsListChanged")?;
+    let resources = flag("resourcesListChanged")?;
+    let subscriptions = match n.get("resourceSubscriptions") {
+        None => Vec::new(),
+        Some(Value::Array(uris)) => {
+            if uris.len() > MAX_RESOURCE_SUBSCRIPTIONS {
+                return Err(Error::invalid_params(format!(
+                    "subscriptions/listen resourceSubscriptions may hold at most {MAX_RESOURCE_SUBSCRIPTIONS} URIs"
+                )));
+            }
+            uris.iter()
+                .map(|u| match u {
+                    Value::String(s) if is_absolute_uri(s) => Ok(s.clone()),
+                    _ => Err(Error::invalid_params(
+                        "subscriptions/listen resourceSubscriptions must be a list of absolute URIs",
+                    )),
+                })
+                .collect::<Result<Vec<_>, _>>()?
+        }
+        Some(_) => {
+            return Err(Error::invalid_params(
+                "subscriptions/listen resourceSubscriptions must be a list of absolute URIs",
+            ));
+        }
+    };
+    Ok(Filter {
+        tools: tools && offer.tools,
+        prompts: prompts && offer.prompts,
+        resources: resources && offer.resources_list,
+        subscriptions: if offer.resources_subscribe {
+            subscriptions
+        } else {
+            Vec::new()
+        },
+    })
+}
+
+fn tagged(params: Map<String, Value>, id: &Value) -> Value {
+    let mut params = params;
+    let mut meta = Map::new();
+    meta.insert(KEY_SUBSCRIPTION_ID.into(), id.clone());
+    params.insert("_meta".into(), Value::Object(meta));
+    Value::Object(params)
+}
+
+/// Serves one listen stream: the acknowledgement first, then events, until the client
+/// goes away (the pipeline drops this future) or the server ends the stream; then the
+/// graceful end result (its `_meta` carries the subscription id).
+pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> Map<String, Value> {
+    let id = ctx.request_id().to_value();
+    let (_registration, listener) = hub.register(filter.clone());
+    let mut ack = Map::new();
+    ack.insert("notifications".into(), filter.to_json());
+    ctx.notify("notifications/subscriptions/acknowledged", tagged(ack, &id));
+    loop {
+        tokio::select! {
+            _ = hub.closed.cancelled() => break,
+            _ = listener.wake.notified() => {}
+        }
+        let pending = match listener.pending.lock() {
+            Ok(mut p) => std::mem::take(&mut *p),
+            Err(_) => break,
+        };
+        if pending.tools {
+            ctx.notify("notifications/tools/list_changed", tagged(Map::new(), &id));
+        }
+        if pending.prompts {
+            ctx.notify(
+                "notifications/prompts/list_changed",
+                tagged(Map::new(), &id),
+            );
+        }
+        if pending.resources {
+            ctx.notify(
+                "notifications/resources/list_changed",
+                tagged(Map::new(), &id),
+            );
+        }
+        for uri in pending.updated {
+            let mut p = Map::new();
+            p.insert("uri".into(), Value::from(uri));
+            ctx.notify("notifications/resources/updated", tagged(p, &id));
+        }
+        if pending.overflow {
+            tracing::warn!("a subscription stream fell too far behind; ending it");
+            break;
+        }
+    }
+    let mut result = Map::new();
+    let mut meta = Map::new();
+    meta.insert(KEY_SUBSCRIPTION_ID.into(), id);
+    result.insert("_meta".into(), Value::Object(meta));
+    result
+}
