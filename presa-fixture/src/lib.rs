@@ -6,6 +6,7 @@ pub mod cli;
 mod mrtr;
 mod prompts;
 mod resources;
+mod tasks;
 mod tools;
 
 use presa::{Implementation, Server};
@@ -21,5 +22,10 @@ pub fn build() -> Result<Server, presa::BuildError> {
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
     let builder = mrtr::register(builder);
+    let builder = tasks::register(builder).extension(
+        presa::tasks::Tasks::builder()
+            .poll_interval(std::time::Duration::from_millis(100))
+            .build(),
+    );
     builder.build()
 }

@@ -100,6 +100,11 @@ pub(crate) struct InputsOutcome {
 }
 
 impl InputsState {
+    /// Every answer available to this request.
+    pub(crate) fn all_answers(&self) -> Map<String, Value> {
+        self.answers.clone()
+    }
+
     pub(crate) fn answer(&self, key: &str) -> Option<Value> {
         self.answers.get(key).cloned()
     }
@@ -273,6 +278,10 @@ impl RequestContext {
     /// The cancellation token of the request, to hand to spawned work.
     pub fn cancellation_token(&self) -> CancellationToken {
         self.inner.cancel.clone()
+    }
+
+    pub(crate) fn state_map(&self) -> Arc<StateMap> {
+        Arc::clone(&self.inner.state)
     }
 
     /// Shared application state of type `T` given to the server builder, if any.

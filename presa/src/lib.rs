@@ -33,6 +33,7 @@
 
 mod context;
 mod error;
+pub mod extension;
 pub mod extract;
 pub mod mrtr;
 mod pipeline;
@@ -40,6 +41,8 @@ pub mod registry;
 mod server;
 mod state;
 pub mod subscriptions;
+#[cfg(feature = "tasks")]
+pub mod tasks;
 pub mod testing;
 pub mod transport;
 pub mod wire;

@@ -383,7 +383,10 @@ pub async fn run_blocking<R: Send + 'static>(
     })
 }
 
-/// A handler's return value, for converting by the traits it implements.
+/// A handler's return value, for converting by the traits it implements. Generated code
+/// calls `(&&&Ret::new(value)).finish()`: method resolution tries [`RetDirect`] (on
+/// `&&Ret`) before [`RetDisplay`] (on `&Ret`), so `Result<T, presa::Error>` stays a
+/// protocol error while any other displayable error becomes a tool error.
 pub struct Ret<R>(Cell<Option<R>>);
 
 impl<R> Ret<R> {

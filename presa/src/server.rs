@@ -104,6 +104,7 @@ pub struct Server {
 pub type PrincipalFn = dyn Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync;
 
 pub(crate) struct Inner {
+    pub(crate) extensions: Vec<Arc<dyn crate::extension::Extension>>,
     pub(crate) keys: crate::mrtr::Keyring,
     pub(crate) replay: Arc<dyn crate::mrtr::ReplayStore>,
     pub(crate) state_ttl: std::time::Duration,
@@ -119,6 +120,7 @@ pub(crate) struct Inner {
 /// Builds a [`Server`].
 #[must_use]
 pub struct ServerBuilder {
+    extensions: Vec<Arc<dyn crate::extension::Extension>>,
     keys: Option<crate::mrtr::Keyring>,
     replay: Option<Arc<dyn crate::mrtr::ReplayStore>>,
     state_ttl: std::time::Duration,
@@ -159,6 +161,7 @@ impl Server {
     /// Starts a builder for a server identifying itself as `info`.
     pub fn builder(info: Implementation) -> ServerBuilder {
         ServerBuilder {
+            extensions: Vec::new(),
             keys: None,
             replay: None,
             state_ttl: crate::mrtr::token::DEFAULT_TTL,
@@ -302,8 +305,23 @@ impl Server {
         self.inner.hub.open_streams()
     }
 
-    fn publish(&self, event: Event) {
+    pub(crate) fn publish(&self, event: Event) {
         self.inner.hub.publish(&event);
+    }
+
+    /// The installed extensions.
+    pub fn extensions(&self) -> impl Iterator<Item = &dyn crate::extension::Extension> {
+        self.inner.extensions.iter().map(|e| &**e)
+    }
+
+    pub(crate) fn extension_for(
+        &self,
+        method: &str,
+    ) -> Option<&Arc<dyn crate::extension::Extension>> {
+        self.inner
+            .extensions
+            .iter()
+            .find(|e| e.methods().contains(&method))
     }
 
     /// The names of the tools offered now, sorted.
@@ -378,6 +396,13 @@ impl ServerBuilder {
     /// allows a server to be configured not to).
     pub fn server_info_in_results(mut self, on: bool) -> Self {
         self.config.server_info_in_results = on;
+        self
+    }
+
+    /// Installs an extension (such as [`crate::tasks::Tasks`]); it is advertised in
+    /// `server/discover` under `capabilities.extensions`.
+    pub fn extension(mut self, extension: impl crate::extension::Extension) -> Self {
+        self.extensions.push(Arc::new(extension));
         self
     }
 
@@ -520,6 +545,7 @@ impl ServerBuilder {
         };
         Ok(Server {
             inner: Arc::new(Inner {
+                extensions: self.extensions,
                 keys,
                 replay: self
                     .replay

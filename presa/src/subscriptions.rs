@@ -30,6 +30,14 @@ pub(crate) enum Event {
     PromptsListChanged,
     ResourcesListChanged,
     ResourceUpdated(String),
+    /// An extension's event about one topic (for Tasks: a task's new state), delivered
+    /// to streams whose filter holds the topic under `key`.
+    Topic {
+        key: &'static str,
+        id: String,
+        method: &'static str,
+        params: Map<String, Value>,
+    },
 }
 
 /// What one stream asked for, narrowed to what the server offers.
@@ -39,9 +47,15 @@ pub(crate) struct Filter {
     prompts: bool,
     resources: bool,
     subscriptions: Vec<String>,
+    topics: std::collections::BTreeMap<&'static str, BTreeSet<String>>,
 }
 
 impl Filter {
+    /// Adds an extension's accepted topics (acknowledged under `key` when any).
+    pub(crate) fn add_topics(&mut self, key: &'static str, topics: Vec<String>) {
+        self.topics.entry(key).or_default().extend(topics);
+    }
+
     fn wants(&self, event: &Event) -> bool {
         match event {
             Event::ToolsListChanged => self.tools,
@@ -54,6 +68,7 @@ impl Filter {
                         .strip_prefix(s.as_str())
                         .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
             }),
+            Event::Topic { key, id, .. } => self.topics.get(key).is_some_and(|t| t.contains(id)),
         }
     }
 
@@ -71,9 +86,17 @@ impl Filter {
         if !self.subscriptions.is_empty() {
             m.insert("resourceSubscriptions".into(), json!(self.subscriptions));
         }
+        for (key, topics) in &self.topics {
+            if !topics.is_empty() {
+                m.insert((*key).to_owned(), json!(topics));
+            }
+        }
         Value::Object(m)
     }
 }
+
+/// The method and params of an extension's event.
+type TopicEvent = (&'static str, Map<String, Value>);
 
 #[derive(Default)]
 struct Pending {
@@ -81,6 +104,8 @@ struct Pending {
     prompts: bool,
     resources: bool,
     updated: BTreeSet<String>,
+    /// The latest event per topic: a newer state replaces an older one.
+    topics: std::collections::BTreeMap<(&'static str, String), TopicEvent>,
     overflow: bool,
 }
 
@@ -129,6 +154,15 @@ impl Hub {
                         } else {
                             p.updated.insert(uri.clone());
                         }
+                    }
+                    Event::Topic {
+                        key,
+                        id,
+                        method,
+                        params,
+                    } => {
+                        p.topics
+                            .insert((*key, id.clone()), (*method, params.clone()));
                     }
                 }
             }
@@ -220,6 +254,7 @@ pub(crate) fn parse_filter(params: &Map<String, Value>, offer: Offer) -> Result<
         } else {
             Vec::new()
         },
+        topics: Default::default(),
     })
 }
 
@@ -268,6 +303,9 @@ pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> M
             let mut p = Map::new();
             p.insert("uri".into(), Value::from(uri));
             ctx.notify("notifications/resources/updated", tagged(p, &id));
+        }
+        for (method, params) in pending.topics.into_values() {
+            ctx.notify(method, tagged(params, &id));
         }
         if pending.overflow {
             tracing::warn!("a subscription stream fell too far behind; ending it");

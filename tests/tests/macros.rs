@@ -204,3 +204,40 @@ fn the_registry_holds_every_declared_item() {
         .expect("the duplicate is refused");
     assert!(e.to_string().contains("registered twice"), "{e}");
 }
+
+/// Fails with a protocol error.
+#[presa::tool]
+async fn protocol_failure() -> Result<String, Error> {
+    Err(Error::invalid_params("bad input"))
+}
+
+#[derive(Debug)]
+struct Oops;
+
+impl std::fmt::Display for Oops {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("oops")
+    }
+}
+
+/// Fails with a displayable error.
+#[presa::tool]
+async fn display_failure() -> Result<String, Oops> {
+    Err(Oops)
+}
+
+#[tokio::test]
+async fn errors_keep_their_kind() {
+    let server = presa::server!()
+        .add::<protocol_failure>()
+        .add::<display_failure>()
+        .build()
+        .expect("builds");
+    let c = TestClient::new(&server);
+    c.call_tool("protocol_failure", json!({}))
+        .await
+        .assert_error(-32602);
+    c.call_tool("display_failure", json!({}))
+        .await
+        .assert_tool_error("oops");
+}

@@ -84,6 +84,14 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
         .args
         .live_notifications
         .then(|| quote! { __tool = __tool.live_notifications(true); });
+    let task = m.args.task.as_ref().map(|t| {
+        let mode = match t.value.as_str() {
+            "optional" => quote!(Optional),
+            "required" => quote!(Required),
+            _ => quote!(Sync),
+        };
+        quote! { __tool = __tool.task(::presa::tasks::TaskMode::#mode); }
+    });
     let raw_schema = m.args.input_schema.as_ref().map(|s| {
         let text = &s.value;
         quote! {
@@ -111,17 +119,18 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             #(#icons)*
             #meta_json
             #live
+            #task
             for __state in __states {
                 __tool = __tool.requires_state(__state);
             }
-            if let ::core::option::Option::Some(__out) = (&&__p::no_value::<#output>()).output_schema() {
+            if let ::core::option::Option::Some(__out) = (&&&__p::no_value::<#output>()).output_schema() {
                 __tool = __tool.output_schema(__out);
             }
             __tool.handler(move |__call: ::presa::ToolCall| async move {
                 let mut __parts = __p::CallParts::from(__call);
                 #(#extracts)*
                 let __out = #call;
-                (&&__p::Ret::new(__out)).finish()
+                (&&&__p::Ret::new(__out)).finish()
             })
         }
     };

@@ -13,6 +13,7 @@ pub(crate) const KEYS: &[&str] = &[
     "meta",
     "input_schema",
     "live_notifications",
+    "task",
 ];
 const ANNOTATION_KEYS: &[&str] = &[
     "read_only",
@@ -38,6 +39,7 @@ pub(crate) struct ToolArgs {
     pub(crate) meta: Option<Spanned<String>>,
     pub(crate) input_schema: Option<Spanned<String>>,
     pub(crate) live_notifications: bool,
+    pub(crate) task: Option<Spanned<String>>,
 }
 
 pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
@@ -56,6 +58,7 @@ pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
             "meta" => args.meta = Some(attr::string(meta)?),
             "input_schema" => args.input_schema = Some(attr::string(meta)?),
             "live_notifications" => args.live_notifications = attr::flag(meta)?,
+            "task" => args.task = Some(attr::string(meta)?),
             "annotations" => attr::parse_nested(meta, errors, |inner, _| {
                 let k = inner
                     .path

@@ -23,6 +23,17 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
             format!("tool `{name}` has no description\nhelp: add a `///` doc comment to the function, or `description = \"…\"` to `#[tool]`; models choose tools by their descriptions"),
         );
     }
+    if let Some(task) = &m.args.task
+        && !matches!(task.value.as_str(), "sync" | "optional" | "required")
+    {
+        errors.push(syn::Error::new(
+            task.span,
+            format!(
+                "unknown task mode `{}`\nhelp: expected one of `sync`, `optional`, `required`",
+                task.value
+            ),
+        ));
+    }
     check_icons(&m.args.icons, errors);
     if let Some(meta) = &m.args.meta {
         check_json_object(meta, "`meta`", errors);

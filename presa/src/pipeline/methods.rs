@@ -4,10 +4,10 @@
 use super::headers;
 use crate::context::RequestContext;
 use crate::error::Error;
+use crate::extension::{Intercepted, ToolInvocation, run_tool};
 use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
-use crate::registry::tool::ToolCall;
 use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
 use crate::server::Server;
 use crate::subscriptions;
@@ -89,7 +89,14 @@ pub(super) async fn dispatch(
         "prompts/get" => get_prompt(server, catalog, params, ctx).await,
         "completion/complete" => complete(server, catalog, params, ctx).await,
         "subscriptions/listen" => {
-            let filter = subscriptions::parse_filter(&params, offer(server, catalog))?;
+            let mut filter = subscriptions::parse_filter(&params, offer(server, catalog))?;
+            if let Some(Value::Object(n)) = params.get("notifications") {
+                for extension in server.extensions() {
+                    if let Some((key, topics)) = extension.listen_filter(n, &ctx)? {
+                        filter.add_topics(key, topics);
+                    }
+                }
+            }
             let result = subscriptions::listen(&server.inner.hub, filter, &ctx).await;
             Ok(server.shape(result))
         }
@@ -134,6 +141,13 @@ fn discover(server: &Server, catalog: &Catalog) -> String {
     }
     if server.config().logging {
         caps.insert("logging".into(), json!({}));
+    }
+    let extensions: Map<String, Value> = server
+        .extensions()
+        .map(|e| (e.id().to_owned(), e.settings()))
+        .collect();
+    if !extensions.is_empty() {
+        caps.insert("extensions".into(), Value::Object(extensions));
     }
     let mut result = Map::new();
     result.insert("supportedVersions".into(), json!(SUPPORTED_VERSIONS));
@@ -257,23 +271,28 @@ async fn call_tool(
     let Value::Object(arguments) = args_value else {
         return Err(Error::internal());
     };
-    let result = (entry.handler)(ToolCall {
-        name: name.clone(),
+    // Extensions see the validated call and may answer it themselves (Tasks does).
+    let mut invocation = ToolInvocation {
+        entry,
         arguments,
+        params,
         ctx,
-    })
-    .await?;
-    if let (Some(output), false) = (&entry.output, result.is_error) {
-        let structured = result.structured_content.as_ref().ok_or_else(|| {
-            tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");
-            Error::internal()
-        })?;
-        if let Err(problems) = output.validate(structured) {
-            tracing::error!(tool = %name, %problems, "structured result does not match the tool's outputSchema");
-            return Err(Error::internal());
+        server: server.clone(),
+    };
+    for extension in &server.inner.extensions {
+        match extension.intercept_tool_call(invocation)? {
+            Intercepted::Continue(i) => invocation = i,
+            Intercepted::Result(result) => return Ok(server.shape(result)),
         }
     }
-    Ok(shape_tool_result(server, result))
+    let ToolInvocation {
+        entry,
+        arguments,
+        ctx,
+        ..
+    } = invocation;
+    let result = run_tool(server, &entry, arguments, ctx).await?;
+    Ok(Value::Object(result).to_string())
 }
 
 fn shape_tool_result(server: &Server, result: crate::wire::types::CallToolResult) -> String {

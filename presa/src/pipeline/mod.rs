@@ -233,7 +233,10 @@ impl Server {
         // The method gate: unknown and removed methods, and methods whose capability is
         // not advertised, are -32601.
         let catalog = self.catalog();
-        if !METHODS.contains(&method.as_str()) || !methods::offered(&self, &catalog, &method) {
+        let extension = self.extension_for(&method).cloned();
+        if extension.is_none()
+            && (!METHODS.contains(&method.as_str()) || !methods::offered(&self, &catalog, &method))
+        {
             let error = Error::method_not_found(&method);
             return Err(if method == "initialize" {
                 error.with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS }))
@@ -246,16 +249,40 @@ impl Server {
         if let Some(h) = headers {
             headers::method_matches(h, &method)?;
             let mirrored = match method.as_str() {
-                "tools/call" | "prompts/get" => params.get("name"),
-                "resources/read" => params.get("uri"),
-                _ => None,
+                "tools/call" | "prompts/get" => Some("name"),
+                "resources/read" => Some("uri"),
+                _ => extension.as_ref().and_then(|e| e.routing_param(&method)),
             };
-            if let Some(Value::String(name)) = mirrored {
+            // When the body lacks the value, params validation reports it (-32602).
+            if let Some(Value::String(name)) = mirrored.and_then(|p| params.get(p)) {
                 headers::name_matches(h, name)?;
             }
         }
 
         let principal = self.inner.principal.as_ref().and_then(|f| f(headers));
+
+        // A method an extension owns: the client must have declared the extension.
+        if let Some(extension) = extension {
+            let ctx = RequestContext::new(ContextInit {
+                id,
+                method: method.clone(),
+                meta,
+                cancel: exchange.cancel.clone(),
+                outbound: exchange.outbound,
+                logging_enabled: self.inner.config.logging,
+                state: Arc::clone(&self.inner.state),
+                principal,
+                server: self.clone(),
+                answers: Map::new(),
+                carried: None,
+                hold: false,
+            });
+            if !crate::extension::declared(&ctx, extension.id()) {
+                return Err(crate::extension::missing(extension.id()));
+            }
+            let result = extension.handle(&method, params, ctx).await?;
+            return Ok(self.shape(result));
+        }
         let mrtr = MRTR_METHODS.contains(&method.as_str());
         let round = if mrtr {
             self.open_round(&method, &params, principal.as_deref())?
@@ -378,7 +405,12 @@ impl Server {
 
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
     /// serializes it.
-    pub(crate) fn shape(&self, mut result: Map<String, Value>) -> String {
+    pub(crate) fn shape(&self, result: Map<String, Value>) -> String {
+        Value::Object(self.shape_map(result)).to_string()
+    }
+
+    /// Like [`Server::shape`], keeping the object.
+    pub(crate) fn shape_map(&self, mut result: Map<String, Value>) -> Map<String, Value> {
         if !result.contains_key("resultType") {
             result.insert("resultType".into(), Value::from("complete"));
         }
@@ -391,7 +423,7 @@ impl Server {
                     .or_insert_with(|| self.inner.server_info.clone());
             }
         }
-        Value::Object(result).to_string()
+        result
     }
 }
 

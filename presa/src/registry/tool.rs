@@ -200,6 +200,8 @@ pub struct Tool {
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
     pub(crate) live_notifications: bool,
+    #[cfg(feature = "tasks")]
+    pub(crate) task: crate::tasks::TaskPolicy,
 }
 
 impl Tool {
@@ -219,6 +221,8 @@ impl Tool {
             location: None,
             states: Vec::new(),
             live_notifications: false,
+            #[cfg(feature = "tasks")]
+            task: crate::tasks::TaskPolicy::Default,
         }
     }
 
@@ -275,6 +279,23 @@ impl Tool {
     /// asks the client for input it did not declare.
     pub fn live_notifications(mut self, live: bool) -> Self {
         self.live_notifications = live;
+        self
+    }
+
+    /// Sets how the tool relates to the Tasks extension (default: always synchronous).
+    #[cfg(feature = "tasks")]
+    pub fn task(mut self, mode: crate::tasks::TaskMode) -> Self {
+        self.task = crate::tasks::TaskPolicy::Fixed(mode);
+        self
+    }
+
+    /// Chooses the tool's task mode per call, from the call's params.
+    #[cfg(feature = "tasks")]
+    pub fn task_per_call(
+        mut self,
+        choose: impl Fn(&Map<String, Value>) -> crate::tasks::TaskMode + Send + Sync + 'static,
+    ) -> Self {
+        self.task = crate::tasks::TaskPolicy::PerCall(Arc::new(choose));
         self
     }
 

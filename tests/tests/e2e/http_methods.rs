@@ -34,7 +34,8 @@ async fn discover_result_shape() {
     assert_eq!(res["supportedVersions"], json!([VERSION]));
     assert_eq!(
         res["capabilities"],
-        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}, "logging": {}})
+        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}, "logging": {},
+               "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(res["ttlMs"], json!(0));
     assert_eq!(res["cacheScope"], json!("private"));
@@ -338,7 +339,7 @@ async fn tools_list_is_sorted_and_complete() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     assert_eq!(names.first(), Some(&"a_header_probe"));
-    assert_eq!(names.len(), 23, "{names:?}");
+    assert_eq!(names.len(), 30, "{names:?}");
     assert!(result(&r).get("nextCursor").is_none());
     for t in &tools {
         assert!(t["description"].is_string(), "{t}");

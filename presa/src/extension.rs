@@ -1,0 +1,163 @@
+//! Extensions: protocol additions negotiated through `capabilities.extensions`, plugged
+//! into the one pipeline through a few hooks rather than special cases. An extension can
+//! own methods (gated by the client's declaration of the extension), mirror a param into
+//! `Mcp-Name` on HTTP, take over `tools/call`, and add a filter to
+//! `subscriptions/listen`. The Tasks extension (`presa::tasks`) is built on these hooks.
+
+use crate::context::RequestContext;
+use crate::error::Error;
+use crate::registry::BoxFuture;
+use crate::registry::tool::{Tool, ToolCall, ToolEntry};
+use crate::server::Server;
+use serde_json::{Map, Value, json};
+use std::sync::Arc;
+
+/// A protocol extension.
+pub trait Extension: Send + Sync + 'static {
+    /// The extension's identifier, a prefixed `_meta`-style key such as
+    /// `io.modelcontextprotocol/tasks`.
+    fn id(&self) -> &'static str;
+
+    /// The settings advertised under `capabilities.extensions` (default `{}`).
+    fn settings(&self) -> Value {
+        json!({})
+    }
+
+    /// The methods the extension serves. A request for one from a client that did not
+    /// declare the extension is -32021.
+    fn methods(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// For an HTTP request of `method`, the param mirrored in `Mcp-Name` (for example
+    /// `taskId`), if the extension defines one.
+    fn routing_param(&self, _method: &str) -> Option<&'static str> {
+        None
+    }
+
+    /// Serves one of [`Extension::methods`], after admission and the declaration check.
+    fn handle(
+        &self,
+        method: &str,
+        _params: Map<String, Value>,
+        _ctx: RequestContext,
+    ) -> BoxFuture<Result<Map<String, Value>, Error>> {
+        let error = Error::method_not_found(method);
+        Box::pin(async move { Err(error) })
+    }
+
+    /// Sees every `tools/call` after its arguments are validated, and may answer it
+    /// itself instead of running the tool in the request.
+    fn intercept_tool_call(&self, call: ToolInvocation) -> Result<Intercepted, Error> {
+        Ok(Intercepted::Continue(call))
+    }
+
+    /// Reads this extension's part of a `subscriptions/listen` filter. Returns the
+    /// accepted topics under a key of the acknowledged filter (such as `taskIds`), or
+    /// `None` when the request asked for none.
+    fn listen_filter(
+        &self,
+        _notifications: &Map<String, Value>,
+        _ctx: &RequestContext,
+    ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
+        Ok(None)
+    }
+}
+
+/// What an extension made of a `tools/call`.
+pub enum Intercepted {
+    /// Run the tool in the request, as usual.
+    Continue(ToolInvocation),
+    /// Answer with this result instead (its `resultType` included).
+    Result(Map<String, Value>),
+}
+
+/// A validated `tools/call`, ready to run.
+pub struct ToolInvocation {
+    pub(crate) entry: Arc<ToolEntry>,
+    pub(crate) arguments: Map<String, Value>,
+    pub(crate) params: Map<String, Value>,
+    pub(crate) ctx: RequestContext,
+    pub(crate) server: Server,
+}
+
+impl ToolInvocation {
+    /// The tool.
+    pub fn tool(&self) -> &Tool {
+        &self.entry.tool
+    }
+
+    /// The validated arguments.
+    pub fn arguments(&self) -> &Map<String, Value> {
+        &self.arguments
+    }
+
+    /// The request's params as sent.
+    pub fn params(&self) -> &Map<String, Value> {
+        &self.params
+    }
+
+    /// The request context.
+    pub fn ctx(&self) -> &RequestContext {
+        &self.ctx
+    }
+
+    /// The server.
+    pub fn server(&self) -> &Server {
+        &self.server
+    }
+
+    /// Runs the tool with `ctx` (the request's own context, or a detached one), checking
+    /// its structured result against its output schema, and returns the shaped result.
+    pub fn run_with(&self, ctx: RequestContext) -> BoxFuture<Result<Map<String, Value>, Error>> {
+        let entry = Arc::clone(&self.entry);
+        let arguments = self.arguments.clone();
+        let server = self.server.clone();
+        Box::pin(async move { run_tool(&server, &entry, arguments, ctx).await })
+    }
+}
+
+/// Runs a tool and shapes its result (the direct path and detached runs share it).
+pub(crate) async fn run_tool(
+    server: &Server,
+    entry: &ToolEntry,
+    arguments: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<Map<String, Value>, Error> {
+    let name = entry.tool.name.clone();
+    let result = (entry.handler)(ToolCall {
+        name: name.clone(),
+        arguments,
+        ctx,
+    })
+    .await?;
+    if let (Some(output), false) = (&entry.output, result.is_error) {
+        let structured = result.structured_content.as_ref().ok_or_else(|| {
+            tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");
+            Error::internal()
+        })?;
+        if let Err(problems) = output.validate(structured) {
+            tracing::error!(tool = %name, %problems, "structured result does not match the tool's outputSchema");
+            return Err(Error::internal());
+        }
+    }
+    match serde_json::to_value(result) {
+        Ok(Value::Object(m)) => Ok(server.shape_map(m)),
+        _ => Err(Error::internal()),
+    }
+}
+
+/// Whether the request declared extension `id` in its client capabilities.
+pub fn declared(ctx: &RequestContext, id: &str) -> bool {
+    ctx.client_capabilities()
+        .get("extensions")
+        .and_then(|e| e.get(id))
+        .is_some_and(Value::is_object)
+}
+
+/// The -32021 for a request that needs extension `id` without declaring it.
+pub fn missing(id: &str) -> Error {
+    let mut ext = Map::new();
+    ext.insert(id.to_owned(), json!({}));
+    Error::missing_client_capability(json!({ "extensions": ext }))
+}

@@ -1,0 +1,717 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`): long-running `tools/call`s that
+//! answer at once with a task, run detached from the request, and are polled with
+//! `tasks/get`, answered with `tasks/update` and cancelled with `tasks/cancel`.
+//!
+//! Built on the core's extension hooks: it owns the three methods, takes over `tools/call`
+//! for tools whose [`TaskMode`] asks for it, mirrors `taskId` into `Mcp-Name`, and adds a
+//! `taskIds` filter to `subscriptions/listen` (delivering `notifications/tasks`).
+//!
+//! | mode | client declared Tasks | client did not |
+//! | --- | --- | --- |
+//! | `Sync` (default) | runs in the request | runs in the request |
+//! | `Optional` | a task | runs in the request |
+//! | `Required` | a task | -32021 |
+
+mod store;
+mod time;
+
+pub use store::{
+    Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
+};
+
+use crate::context::{ContextInit, Outbound, RequestContext};
+use crate::error::{Error, code};
+use crate::extension::{Extension, Intercepted, ToolInvocation, declared, missing};
+use crate::mrtr;
+use crate::registry::BoxFuture;
+use crate::subscriptions::Event;
+use crate::wire::jsonrpc::RequestId;
+use futures_util::FutureExt;
+use serde_json::{Map, Value, json};
+use std::collections::HashMap;
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+
+/// The extension's identifier.
+pub const ID: &str = "io.modelcontextprotocol/tasks";
+/// Longest task id accepted, in bytes.
+pub const MAX_TASK_ID_BYTES: usize = 256;
+/// Most task ids one listen request may follow.
+pub const MAX_LISTEN_TASK_IDS: usize = 100;
+
+/// How a tool relates to tasks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum TaskMode {
+    /// Always runs in the request (the default).
+    #[default]
+    Sync,
+    /// A task when the client declared Tasks, in the request otherwise.
+    Optional,
+    /// Always a task; a client that did not declare Tasks gets -32021.
+    Required,
+}
+
+/// A per-call choice of [`TaskMode`], from the call's params.
+pub type TaskModeFn = dyn Fn(&Map<String, Value>) -> TaskMode + Send + Sync;
+
+/// A tool's task policy: one mode, or a choice per call.
+#[derive(Clone, Default)]
+pub enum TaskPolicy {
+    /// The same mode for every call.
+    Fixed(TaskMode),
+    /// A mode chosen per call (for example: ask for input synchronously first, then
+    /// become a task on the final round).
+    PerCall(Arc<TaskModeFn>),
+    /// [`TaskMode::Sync`].
+    #[default]
+    Default,
+}
+
+impl TaskPolicy {
+    fn mode(&self, params: &Map<String, Value>) -> TaskMode {
+        match self {
+            TaskPolicy::Fixed(m) => *m,
+            TaskPolicy::PerCall(f) => f(params),
+            TaskPolicy::Default => TaskMode::Sync,
+        }
+    }
+}
+
+impl std::fmt::Debug for TaskPolicy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            TaskPolicy::Fixed(m) => write!(f, "Fixed({m:?})"),
+            TaskPolicy::PerCall(_) => f.write_str("PerCall(..)"),
+            TaskPolicy::Default => f.write_str("Default"),
+        }
+    }
+}
+
+/// The Tasks extension. Install it with `ServerBuilder::extension(Tasks::new())`.
+#[derive(Clone)]
+pub struct Tasks {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Arc<dyn TaskStore>,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: u64,
+    max_workers: usize,
+    max_tasks: usize,
+    max_tasks_per_scope: usize,
+    reap_every: Duration,
+    workers: Mutex<HashMap<String, Worker>>,
+    reaper: AtomicBool,
+}
+
+#[derive(Clone)]
+struct Worker {
+    cancel: CancellationToken,
+    wake: Arc<Notify>,
+}
+
+/// The knobs of [`Tasks`], with their defaults.
+#[derive(Clone)]
+#[must_use]
+pub struct TasksBuilder {
+    store: Arc<dyn TaskStore>,
+    ttl_ms: Option<u64>,
+    poll_interval_ms: u64,
+    max_workers: usize,
+    max_tasks: usize,
+    max_tasks_per_scope: usize,
+    reap_every: Duration,
+}
+
+impl Default for TasksBuilder {
+    fn default() -> Self {
+        TasksBuilder {
+            store: Arc::new(MemoryStore::default()),
+            ttl_ms: Some(3_600_000),
+            poll_interval_ms: 250,
+            max_workers: 64,
+            max_tasks: 10_000,
+            max_tasks_per_scope: 1_000,
+            reap_every: Duration::from_secs(60),
+        }
+    }
+}
+
+impl TasksBuilder {
+    /// How long a task is kept after creation (default one hour; `None`: forever).
+    pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
+        self.ttl_ms = ttl.map(|t| t.as_millis().max(1) as u64);
+        self
+    }
+
+    /// The poll interval suggested to clients (default 250 ms).
+    pub fn poll_interval(mut self, every: Duration) -> Self {
+        self.poll_interval_ms = every.as_millis().max(1) as u64;
+        self
+    }
+
+    /// Most tasks running at once (default 64).
+    pub fn max_workers(mut self, n: usize) -> Self {
+        self.max_workers = n;
+        self
+    }
+
+    /// Most tasks kept at once (default 10 000).
+    pub fn max_tasks(mut self, n: usize) -> Self {
+        self.max_tasks = n;
+        self
+    }
+
+    /// Most tasks kept at once for one principal (default 1 000).
+    pub fn max_tasks_per_scope(mut self, n: usize) -> Self {
+        self.max_tasks_per_scope = n;
+        self
+    }
+
+    /// Where tasks are kept (default: [`MemoryStore`]).
+    pub fn store(mut self, store: impl TaskStore) -> Self {
+        self.store = Arc::new(store);
+        self
+    }
+
+    /// How often expired tasks are deleted (default 60 s).
+    pub fn reap_every(mut self, every: Duration) -> Self {
+        self.reap_every = every.max(Duration::from_millis(10));
+        self
+    }
+
+    /// The extension.
+    pub fn build(self) -> Tasks {
+        Tasks {
+            inner: Arc::new(Inner {
+                store: self.store,
+                ttl_ms: self.ttl_ms,
+                poll_interval_ms: self.poll_interval_ms,
+                max_workers: self.max_workers,
+                max_tasks: self.max_tasks,
+                max_tasks_per_scope: self.max_tasks_per_scope,
+                reap_every: self.reap_every,
+                workers: Mutex::default(),
+                reaper: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+impl Default for Tasks {
+    fn default() -> Self {
+        Tasks::builder().build()
+    }
+}
+
+impl Tasks {
+    /// The extension with its defaults.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// A builder for the knobs.
+    pub fn builder() -> TasksBuilder {
+        TasksBuilder::default()
+    }
+
+    /// The store.
+    pub fn store(&self) -> &Arc<dyn TaskStore> {
+        &self.inner.store
+    }
+
+    fn scope(ctx: &RequestContext) -> String {
+        ctx.principal().unwrap_or_default().to_owned()
+    }
+
+    /// The task `id` as `ctx`'s principal may see it: unknown, expired and other scopes'
+    /// tasks are all the same -32602.
+    fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
+        let unknown = || Error::invalid_params("Unknown or inaccessible taskId");
+        let record = self.inner.store.get(id).ok_or_else(unknown)?;
+        if record.scope != Self::scope(ctx) || record.expired(time::now_ms()) {
+            return Err(unknown());
+        }
+        Ok(record)
+    }
+
+    /// Applies `change` with compare-and-set until it sticks; `None` from `change` means
+    /// nothing to do. Terminal tasks never change. Publishes the new state.
+    fn update(
+        &self,
+        server: &crate::Server,
+        id: &str,
+        mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
+    ) -> Option<TaskRecord> {
+        loop {
+            let current = self.inner.store.get(id)?;
+            if current.status.is_terminal() {
+                return None;
+            }
+            let mut next = change(&current)?;
+            next.last_updated_at = time::now_ms();
+            match self.inner.store.compare_and_set(current.revision, next) {
+                Ok(stored) => {
+                    publish(server, &stored);
+                    return Some(stored);
+                }
+                Err(_) => continue,
+            }
+        }
+    }
+
+    fn capacity(&self, scope: &str) -> Result<(), Error> {
+        let now = time::now_ms();
+        let full = |limit: &str| {
+            Error::new(code::INTERNAL_ERROR, "Task capacity exhausted")
+                .with_data(json!({"retryable": true, "limit": limit}))
+        };
+        let running = self
+            .inner
+            .workers
+            .lock()
+            .map(|w| w.len())
+            .unwrap_or(usize::MAX);
+        if running >= self.inner.max_workers {
+            return Err(full("max_workers"));
+        }
+        if self.inner.store.count(None, now) >= self.inner.max_tasks {
+            return Err(full("max_tasks"));
+        }
+        if self.inner.store.count(Some(scope), now) >= self.inner.max_tasks_per_scope {
+            return Err(full("max_tasks_per_scope"));
+        }
+        Ok(())
+    }
+
+    fn start_reaper(&self) {
+        if self.inner.reaper.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let every = match weak.upgrade() {
+                    Some(inner) => inner.reap_every,
+                    None => return,
+                };
+                tokio::time::sleep(every).await;
+                let Some(inner) = weak.upgrade() else { return };
+                let reaped = inner.store.remove_expired(time::now_ms());
+                if reaped > 0 {
+                    tracing::debug!(reaped, "expired tasks deleted");
+                }
+            }
+        });
+    }
+
+    /// Creates a task for a validated call and starts its worker.
+    fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
+        let ctx = invocation.ctx().clone();
+        let scope = Self::scope(&ctx);
+        self.capacity(&scope)?;
+        let now = time::now_ms();
+        let record = TaskRecord {
+            id: mrtr::token::random_id(24),
+            scope,
+            status: TaskStatus::Working,
+            status_message: Some("Task accepted".into()),
+            created_at: now,
+            last_updated_at: now,
+            ttl_ms: self.inner.ttl_ms,
+            poll_interval_ms: self.inner.poll_interval_ms,
+            input_requests: Map::new(),
+            // Answers gathered by synchronous rounds before the task was created.
+            answers: ctx.inputs().all_answers(),
+            result: None,
+            error: None,
+            work: WorkDescriptor {
+                tool: invocation.tool().name().to_owned(),
+                arguments: invocation.arguments().clone(),
+                client_capabilities: ctx.client_capabilities().clone(),
+                protocol_version: ctx.meta().protocol_version.clone(),
+            },
+            revision: 0,
+        };
+        // Stored before the response is written: a tasks/get right after sees it.
+        self.inner.store.insert(record.clone()).map_err(|e| {
+            tracing::error!("the task store refused a task: {e:?}");
+            Error::internal()
+        })?;
+        let worker = Worker {
+            cancel: CancellationToken::new(),
+            wake: Arc::new(Notify::new()),
+        };
+        if let Ok(mut w) = self.inner.workers.lock() {
+            w.insert(record.id.clone(), worker.clone());
+        }
+        self.start_reaper();
+        publish(invocation.server(), &record);
+        tokio::spawn(self.clone().work(invocation, record.id.clone(), worker));
+        let mut result = base(&record);
+        result.insert("resultType".into(), Value::from("task"));
+        Ok(result)
+    }
+
+    /// The worker: runs the tool detached from the request, parks on input, and
+    /// records the outcome. Cancellation drops the tool's future at once.
+    async fn work(self, invocation: ToolInvocation, id: String, worker: Worker) {
+        let server = invocation.server().clone();
+        while let Some(record) = self.inner.store.get(&id) {
+            if record.status.is_terminal() {
+                break;
+            }
+            let ctx = detached(&invocation, &record, worker.cancel.clone());
+            let run = AssertUnwindSafe(invocation.run_with(ctx.clone())).catch_unwind();
+            let outcome = tokio::select! {
+                _ = worker.cancel.cancelled() => break,
+                outcome = run => outcome,
+            };
+            let inputs = ctx.inputs_outcome();
+            if let Some(error) = inputs.failure {
+                self.fail(&server, &id, &error);
+                break;
+            }
+            if inputs.demanded {
+                let mut required = Map::new();
+                for (_, _, needs) in &inputs.missing {
+                    if let Some(n) = needs {
+                        mrtr::inputs::merge(&mut required, n);
+                    }
+                }
+                if !required.is_empty() {
+                    // The task may only park on input kinds its creator declared.
+                    let error = Error::missing_client_capability(Value::Object(required));
+                    self.fail(&server, &id, &error);
+                    break;
+                }
+                let requests: Map<String, Value> = inputs
+                    .missing
+                    .into_iter()
+                    .map(|(k, request, _)| (k, request))
+                    .collect();
+                let accepted = inputs.accepted;
+                let parked = self.update(&server, &id, |r| {
+                    let mut next = r.clone();
+                    next.status = TaskStatus::InputRequired;
+                    next.input_requests = requests.clone();
+                    next.answers.extend(accepted.clone());
+                    Some(next)
+                });
+                if parked.is_none() {
+                    break;
+                }
+                tokio::select! {
+                    _ = worker.cancel.cancelled() => break,
+                    _ = worker.wake.notified() => continue,
+                }
+            }
+            match outcome {
+                Ok(Ok(result)) => {
+                    self.update(&server, &id, |r| {
+                        let mut next = r.clone();
+                        next.status = TaskStatus::Completed;
+                        next.status_message = None;
+                        next.input_requests = Map::new();
+                        next.result = Some(Value::Object(result.clone()));
+                        Some(next)
+                    });
+                }
+                Ok(Err(error)) => self.fail(&server, &id, &error),
+                Err(_panic) => {
+                    tracing::error!(task = %id, "a task's tool panicked");
+                    self.fail(&server, &id, &Error::internal());
+                }
+            }
+            break;
+        }
+        if let Ok(mut w) = self.inner.workers.lock() {
+            w.remove(&id);
+        }
+    }
+
+    fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
+        self.update(server, id, |r| {
+            let mut next = r.clone();
+            next.status = TaskStatus::Failed;
+            next.status_message = Some(error.message().to_owned());
+            next.input_requests = Map::new();
+            next.error = Some(error.to_object());
+            Some(next)
+        });
+    }
+
+    fn task_id(params: &Map<String, Value>) -> Result<String, Error> {
+        match params.get("taskId") {
+            Some(Value::String(s)) if s.len() > MAX_TASK_ID_BYTES => {
+                Err(Error::invalid_params("taskId is longer than 256 bytes"))
+            }
+            Some(Value::String(s)) if !s.is_empty() => Ok(s.clone()),
+            _ => Err(Error::invalid_params("A non-empty taskId is required")),
+        }
+    }
+
+    fn get(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Map<String, Value>, Error> {
+        let id = Self::task_id(params)?;
+        Ok(detailed(&self.lookup(&id, ctx)?))
+    }
+
+    fn answer(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Map<String, Value>, Error> {
+        let id = Self::task_id(params)?;
+        let responses = match params.get("inputResponses") {
+            Some(Value::Object(r)) => r.clone(),
+            _ => {
+                return Err(Error::invalid_params(
+                    "tasks/update requires an inputResponses object",
+                ));
+            }
+        };
+        if responses
+            .iter()
+            .any(|(k, v)| k.is_empty() || !v.is_object())
+        {
+            return Err(Error::invalid_params("inputResponses is invalid"));
+        }
+        let record = self.lookup(&id, ctx)?;
+        let mut matched = false;
+        self.update(ctx.server(), &record.id, |r| {
+            // Only answers to pending requests are taken; others are ignored.
+            let taken: Vec<(&String, &Value)> = responses
+                .iter()
+                .filter(|(k, _)| r.input_requests.contains_key(*k))
+                .collect();
+            if taken.is_empty() {
+                return None;
+            }
+            let mut next = r.clone();
+            for (k, v) in taken {
+                next.input_requests.remove(k);
+                next.answers.insert(k.clone(), v.clone());
+            }
+            if next.input_requests.is_empty() {
+                next.status = TaskStatus::Working;
+            }
+            matched = true;
+            Some(next)
+        });
+        if matched {
+            self.wake(&record.id);
+        }
+        Ok(Map::new())
+    }
+
+    fn wake(&self, id: &str) {
+        let worker = self
+            .inner
+            .workers
+            .lock()
+            .ok()
+            .and_then(|w| w.get(id).cloned());
+        if let Some(w) = worker {
+            w.wake.notify_one();
+        }
+    }
+
+    fn cancel(
+        &self,
+        params: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Map<String, Value>, Error> {
+        let id = Self::task_id(params)?;
+        let record = self.lookup(&id, ctx)?;
+        // Record the status first, then stop the work: a worker finishing at the same
+        // moment cannot overwrite a terminal status. The acknowledgement does not wait.
+        self.update(ctx.server(), &record.id, |r| {
+            let mut next = r.clone();
+            next.status = TaskStatus::Cancelled;
+            next.status_message = Some("Cancellation requested".into());
+            next.input_requests = Map::new();
+            Some(next)
+        });
+        let worker = self
+            .inner
+            .workers
+            .lock()
+            .ok()
+            .and_then(|w| w.get(&record.id).cloned());
+        if let Some(w) = worker {
+            w.cancel.cancel();
+        }
+        Ok(Map::new())
+    }
+}
+
+impl Extension for Tasks {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn methods(&self) -> &'static [&'static str] {
+        &["tasks/get", "tasks/update", "tasks/cancel"]
+    }
+
+    fn routing_param(&self, method: &str) -> Option<&'static str> {
+        self.methods().contains(&method).then_some("taskId")
+    }
+
+    fn handle(
+        &self,
+        method: &str,
+        params: Map<String, Value>,
+        ctx: RequestContext,
+    ) -> BoxFuture<Result<Map<String, Value>, Error>> {
+        let result = match method {
+            "tasks/get" => self.get(&params, &ctx),
+            "tasks/update" => self.answer(&params, &ctx),
+            "tasks/cancel" => self.cancel(&params, &ctx),
+            other => Err(Error::method_not_found(other)),
+        };
+        Box::pin(async move { result })
+    }
+
+    fn intercept_tool_call(&self, call: ToolInvocation) -> Result<Intercepted, Error> {
+        let mode = call.tool().task.mode(call.params());
+        match (mode, declared(call.ctx(), ID)) {
+            (TaskMode::Sync, _) | (TaskMode::Optional, false) => Ok(Intercepted::Continue(call)),
+            (TaskMode::Required, false) => Err(missing(ID)),
+            (TaskMode::Optional | TaskMode::Required, true) => {
+                self.create(call).map(Intercepted::Result)
+            }
+        }
+    }
+
+    fn listen_filter(
+        &self,
+        notifications: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
+        let Some(ids) = notifications.get("taskIds") else {
+            return Ok(None);
+        };
+        if !declared(ctx, ID) {
+            return Err(missing(ID));
+        }
+        let invalid = || {
+            Error::invalid_params(format!(
+                "subscriptions/listen taskIds must be at most {MAX_LISTEN_TASK_IDS} non-empty task ids"
+            ))
+        };
+        let ids = ids.as_array().ok_or_else(invalid)?;
+        if ids.len() > MAX_LISTEN_TASK_IDS {
+            return Err(invalid());
+        }
+        let mut accepted = Vec::new();
+        for id in ids {
+            let id = id
+                .as_str()
+                .filter(|s| !s.is_empty() && s.len() <= MAX_TASK_ID_BYTES)
+                .ok_or_else(invalid)?;
+            // Unknown or inaccessible ids are dropped without saying which.
+            if self.lookup(id, ctx).is_ok() && !accepted.iter().any(|a| a == id) {
+                accepted.push(id.to_owned());
+            }
+        }
+        Ok(Some(("taskIds", accepted)))
+    }
+}
+
+/// A context for the worker: the creating request's capabilities and principal, none of
+/// its transport, id, progress token or cancellation.
+fn detached(
+    invocation: &ToolInvocation,
+    record: &TaskRecord,
+    cancel: CancellationToken,
+) -> RequestContext {
+    let origin = invocation.ctx();
+    let mut meta = origin.meta().clone();
+    meta.progress_token = None;
+    meta.log_level = None;
+    RequestContext::new(ContextInit {
+        id: RequestId::Str(record.id.clone()),
+        method: "tools/call".into(),
+        meta,
+        cancel,
+        outbound: Arc::new(Nowhere),
+        logging_enabled: false,
+        state: origin.state_map(),
+        principal: origin.principal().map(str::to_owned),
+        server: invocation.server().clone(),
+        answers: record.answers.clone(),
+        carried: None,
+        hold: false,
+    })
+}
+
+/// Tasks send no progress or log notifications.
+struct Nowhere;
+
+impl Outbound for Nowhere {
+    fn send(&self, _frame: String) -> bool {
+        false
+    }
+}
+
+/// The fields every task shape shares.
+fn base(r: &TaskRecord) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("taskId".into(), Value::from(r.id.as_str()));
+    m.insert("status".into(), Value::from(r.status.as_str()));
+    if let Some(s) = &r.status_message {
+        m.insert("statusMessage".into(), Value::from(s.as_str()));
+    }
+    m.insert("createdAt".into(), Value::from(time::iso(r.created_at)));
+    m.insert(
+        "lastUpdatedAt".into(),
+        Value::from(time::iso(r.last_updated_at)),
+    );
+    m.insert("ttlMs".into(), r.ttl_ms.map_or(Value::Null, Value::from));
+    m.insert("pollIntervalMs".into(), Value::from(r.poll_interval_ms));
+    m
+}
+
+/// The DetailedTask of `tasks/get` (and of notifications, without `resultType`).
+fn detailed(r: &TaskRecord) -> Map<String, Value> {
+    let mut m = base(r);
+    match r.status {
+        TaskStatus::Completed => {
+            if let Some(result) = &r.result {
+                m.insert("result".into(), result.clone());
+            }
+        }
+        TaskStatus::Failed => {
+            if let Some(error) = &r.error {
+                m.insert("error".into(), error.clone());
+            }
+        }
+        TaskStatus::InputRequired => {
+            m.insert(
+                "inputRequests".into(),
+                Value::Object(r.input_requests.clone()),
+            );
+        }
+        TaskStatus::Working | TaskStatus::Cancelled => {}
+    }
+    m
+}
+
+fn publish(server: &crate::Server, r: &TaskRecord) {
+    server.publish(Event::Topic {
+        key: "taskIds",
+        id: r.id.clone(),
+        method: "notifications/tasks",
+        params: detailed(r),
+    });
+}
