@@ -261,29 +261,7 @@ impl Server {
 
         let principal = self.inner.principal.as_ref().and_then(|f| f(headers));
 
-        // A method an extension owns: the client must have declared the extension.
-        if let Some(extension) = extension {
-            let ctx = RequestContext::new(ContextInit {
-                id,
-                method: method.clone(),
-                meta,
-                cancel: exchange.cancel.clone(),
-                outbound: exchange.outbound,
-                logging_enabled: self.inner.config.logging,
-                state: Arc::clone(&self.inner.state),
-                principal,
-                server: self.clone(),
-                answers: Map::new(),
-                carried: None,
-                hold: false,
-            });
-            if !crate::extension::declared(&ctx, extension.id()) {
-                return Err(crate::extension::missing(extension.id()));
-            }
-            let result = extension.handle(&method, params, ctx).await?;
-            return Ok(self.shape(result));
-        }
-        let mrtr = MRTR_METHODS.contains(&method.as_str());
+        let mrtr = extension.is_none() && MRTR_METHODS.contains(&method.as_str());
         let round = if mrtr {
             self.open_round(&method, &params, principal.as_deref())?
         } else {
@@ -306,6 +284,14 @@ impl Server {
             carried: round.carried,
             hold,
         });
+        // A method an extension owns: the client must have declared the extension.
+        if let Some(extension) = extension {
+            if !crate::extension::declared(&ctx, extension.id()) {
+                return Err(crate::extension::missing(extension.id()));
+            }
+            let result = extension.handle(&method, params, ctx).await?;
+            return Ok(self.shape(result));
+        }
         let bind = mrtr.then(|| token::binding(&method, &params, principal.as_deref()));
         let result = methods::dispatch(
             &self,
