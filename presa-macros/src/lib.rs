@@ -10,6 +10,7 @@
 //! these attributes through `presa` (`presa::tool` and so on), never directly.
 
 mod common;
+mod form;
 mod prompt;
 mod resource;
 mod tool;
@@ -32,4 +33,11 @@ pub fn prompt(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
     resource::entry(attr.into(), item.into()).into()
+}
+
+/// Checks at compile time that a struct is a flat elicitation form, or makes a unit-only
+/// enum a form field. See `presa::mrtr::ElicitForm`.
+#[proc_macro_derive(ElicitForm)]
+pub fn elicit_form(input: TokenStream) -> TokenStream {
+    form::derive(input.into()).into()
 }

@@ -368,6 +368,9 @@ pub trait SendFuture: Future + Send {}
 
 impl<F: Future + Send> SendFuture for F {}
 
+/// Checks one field of a `#[derive(ElicitForm)]` struct, at the field's span.
+pub fn form_field<T: crate::mrtr::inputs::FormField>() {}
+
 /// Passes a handler's future through, requiring it to be `Send`.
 pub fn require_send<F: SendFuture>(f: F) -> F {
     f

@@ -52,6 +52,34 @@ impl From<InputRequired> for crate::registry::resource::ResourceError {
     }
 }
 
+/// A type that can be an elicitation form: a struct of flat primitive fields. Derive it
+/// with `#[derive(presa::ElicitForm)]` (beside `Deserialize` and `JsonSchema`), which
+/// checks every field at compile time.
+pub trait ElicitForm: DeserializeOwned + JsonSchema {}
+
+/// A field type an elicitation form may hold: a string, a number, an integer, a boolean,
+/// a string enum (a unit-only enum deriving `ElicitForm`), a list of such an enum (a
+/// multi-select), or an `Option` of any of these.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a field of an elicitation form",
+    label = "not a flat primitive",
+    note = "form fields are strings, numbers, integers, booleans, string enums (unit-only enums deriving `presa::ElicitForm`), lists of such an enum, or `Option`s of these"
+)]
+pub trait FormField {}
+
+/// A unit-only enum usable as a form field (a string enum); derive it with
+/// `#[derive(presa::ElicitForm)]`.
+pub trait FormEnum {}
+
+macro_rules! form_fields {
+    ($($t:ty),*) => {$(impl FormField for $t {})*};
+}
+form_fields!(String, bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+
+impl<T: FormField> FormField for Option<T> {}
+impl<T: FormEnum> FormField for Vec<T> {}
+impl<T: FormEnum> FormField for T {}
+
 /// One input asked of the client.
 #[must_use = "call `get()?` to require the answer (or `try_get()` for an optional one)"]
 pub struct Ask<T> {

@@ -9,7 +9,7 @@ pub mod inputs;
 pub mod token;
 
 pub use inputs::{
-    Ask, Elicitation, InputRequired, Root, SamplingMessage, SamplingRequest, SamplingResponse,
+    Ask, ElicitForm, Elicitation, FormEnum, FormField, InputRequired, Root, SamplingMessage, SamplingRequest, SamplingResponse,
     UrlElicitation,
 };
 pub use token::{Keyring, MemoryReplayStore, ReplayStore, StateKey};
