@@ -28,25 +28,25 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<input_required_preview>()
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct UserName {
     /// Your name.
     name: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct Color {
     /// Your favourite colour.
     color: String,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct Confirm {
     /// Whether to go on.
     ok: bool,
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct UserContext {
     /// Some context for the request.
     context: String,

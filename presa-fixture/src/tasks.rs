@@ -48,7 +48,7 @@ async fn protocol_error_job() -> Result<String, presa::Error> {
     Err(presa::Error::internal())
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct ConfirmDelete {
     /// Whether to delete.
     confirm: bool,
@@ -67,7 +67,7 @@ async fn confirm_delete(filename: String, ctx: RequestContext) -> Result<String,
     Ok(format!("Delete confirmed: {confirmed}"))
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct NameAndConfirm {
     /// A name.
     name: Option<String>,
@@ -99,7 +99,7 @@ async fn multi_input(ctx: RequestContext) -> Result<String, InputRequired> {
     Ok(format!("Inputs received: {first}, {second}"))
 }
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct Name {
     /// Your name.
     name: String,

@@ -32,6 +32,51 @@ pub const NOTIFICATION_RATE_PER_SECOND: f64 = 200.0;
 pub(crate) trait Outbound: Send + Sync {
     /// Queues one serialized notification. Returns false when it was not queued.
     fn send(&self, frame: String) -> bool;
+
+    /// How many queued frames the transport has not yet taken, when it tracks that
+    /// (subscription streams wait for it to drain before sending more).
+    fn backlog(&self) -> Option<Arc<Backlog>> {
+        None
+    }
+}
+
+/// Frames a transport has queued but not yet written: long-lived streams wait on it, so
+/// a slow client makes them coalesce instead of growing a queue.
+#[derive(Default)]
+pub(crate) struct Backlog {
+    queued: std::sync::atomic::AtomicUsize,
+    drained: tokio::sync::Notify,
+}
+
+/// One queued frame's place in a [`Backlog`]; dropping it (once written) frees it.
+pub(crate) struct Queued(Arc<Backlog>);
+
+impl Backlog {
+    pub(crate) fn enqueue(self: &Arc<Self>) -> Queued {
+        self.queued
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Queued(Arc::clone(self))
+    }
+
+    /// Waits until nothing is queued.
+    pub(crate) async fn drained(&self) {
+        loop {
+            let notified = self.drained.notified();
+            if self.queued.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                return;
+            }
+            notified.await;
+        }
+    }
+}
+
+impl Drop for Queued {
+    fn drop(&mut self) {
+        self.0
+            .queued
+            .fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.drained.notify_waiters();
+    }
 }
 
 /// The context of one request. Cheap to clone.
@@ -379,6 +424,13 @@ impl RequestContext {
     /// Sends a notification of this request as is (subscription streams).
     pub(crate) fn notify(&self, method: &str, params: Value) -> bool {
         self.send(method, params)
+    }
+
+    /// Waits until the transport has taken everything queued for this request.
+    pub(crate) async fn backlog_drained(&self) {
+        if let Some(b) = self.inner.outbound.backlog() {
+            b.drained().await;
+        }
     }
 
     fn send(&self, method: &str, params: Value) -> bool {

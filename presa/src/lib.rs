@@ -49,15 +49,15 @@ pub mod wire;
 
 pub use context::RequestContext;
 pub use error::{BuildError, Error, ReservedCode, code};
+/// Derives [`mrtr::ElicitForm`] for a struct of flat primitive fields (checked at compile
+/// time), or [`mrtr::FormEnum`] for a unit-only enum.
+pub use presa_macros::ElicitForm;
 #[doc = include_str!("../docs/prompt.md")]
 pub use presa_macros::prompt;
 #[doc = include_str!("../docs/resource.md")]
 pub use presa_macros::resource;
 #[doc = include_str!("../docs/tool.md")]
 pub use presa_macros::tool;
-/// Derives [`mrtr::ElicitForm`] for a struct of flat primitive fields (checked at compile
-/// time), or [`mrtr::FormEnum`] for a unit-only enum.
-pub use presa_macros::ElicitForm;
 pub use registry::completion::CompletionRequest;
 pub use registry::prompt::{IntoGetPromptResult, Prompt, PromptArgument, PromptGet};
 pub use registry::resource::{

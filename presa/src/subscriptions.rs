@@ -120,7 +120,8 @@ struct Listener {
 pub(crate) struct Hub {
     listeners: Mutex<HashMap<u64, Arc<Listener>>>,
     next: AtomicU64,
-    closed: CancellationToken,
+    /// Cancelled to end the streams open now; replaced, so later streams are unaffected.
+    closed: Mutex<CancellationToken>,
 }
 
 /// Removes a listener from the hub when its stream ends, however it ends.
@@ -170,9 +171,21 @@ impl Hub {
         }
     }
 
-    /// Ends every open stream gracefully (server shutdown).
+    /// Ends every stream open now gracefully (server shutdown); later streams are not
+    /// affected.
     pub(crate) fn close(&self) {
-        self.closed.cancel();
+        if let Ok(mut token) = self.closed.lock() {
+            token.cancel();
+            *token = CancellationToken::new();
+        }
+    }
+
+    fn closed_token(&self) -> CancellationToken {
+        self.closed.lock().map(|t| t.clone()).unwrap_or_else(|_| {
+            let t = CancellationToken::new();
+            t.cancel();
+            t
+        })
     }
 
     /// The number of open streams.
@@ -271,14 +284,22 @@ fn tagged(params: Map<String, Value>, id: &Value) -> Value {
 /// graceful end result (its `_meta` carries the subscription id).
 pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> Map<String, Value> {
     let id = ctx.request_id().to_value();
+    // Taken before registering, so a close racing with this listen still ends it.
+    let closed = hub.closed_token();
     let (_registration, listener) = hub.register(filter.clone());
     let mut ack = Map::new();
     ack.insert("notifications".into(), filter.to_json());
     ctx.notify("notifications/subscriptions/acknowledged", tagged(ack, &id));
     loop {
         tokio::select! {
-            _ = hub.closed.cancelled() => break,
+            _ = closed.cancelled() => break,
             _ = listener.wake.notified() => {}
+        }
+        // Let the transport take what was sent before: meanwhile new events coalesce in
+        // the mailbox instead of queueing up behind a slow client.
+        tokio::select! {
+            _ = closed.cancelled() => break,
+            () = ctx.backlog_drained() => {}
         }
         let pending = match listener.pending.lock() {
             Ok(mut p) => std::mem::take(&mut *p),

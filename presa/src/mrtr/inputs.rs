@@ -74,7 +74,9 @@ pub trait FormEnum {}
 macro_rules! form_fields {
     ($($t:ty),*) => {$(impl FormField for $t {})*};
 }
-form_fields!(String, bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64);
+form_fields!(
+    String, bool, i8, i16, i32, i64, isize, u8, u16, u32, u64, usize, f32, f64
+);
 
 impl<T: FormField> FormField for Option<T> {}
 impl<T: FormEnum> FormField for Vec<T> {}
@@ -428,14 +430,12 @@ pub(crate) fn form_schema<T: JsonSchema>() -> Result<Value, String> {
 }
 
 impl RequestContext {
-    /// Asks the user to fill in a form whose fields are `T`'s (flat primitives only:
-    /// strings, numbers, integers, booleans, enums). The answer is checked against the
-    /// schema and deserialized. Needs the client's `elicitation` (form) capability.
-    pub fn elicit<T: DeserializeOwned + JsonSchema>(
-        &self,
-        key: &str,
-        message: &str,
-    ) -> Ask<Elicitation<T>> {
+    /// Asks the user to fill in a form whose fields are `T`'s. `T` derives
+    /// `Deserialize`, `JsonSchema` and [`presa::ElicitForm`](crate::ElicitForm), which
+    /// checks at compile time that its fields are flat primitives. The answer is checked
+    /// against the requested schema and deserialized. Needs the client's `elicitation`
+    /// (form) capability.
+    pub fn elicit<T: ElicitForm>(&self, key: &str, message: &str) -> Ask<Elicitation<T>> {
         let schema = match form_schema::<T>() {
             Ok(s) => s,
             Err(why) => {

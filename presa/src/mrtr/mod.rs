@@ -9,7 +9,7 @@ pub mod inputs;
 pub mod token;
 
 pub use inputs::{
-    Ask, ElicitForm, Elicitation, FormEnum, FormField, InputRequired, Root, SamplingMessage, SamplingRequest, SamplingResponse,
-    UrlElicitation,
+    Ask, ElicitForm, Elicitation, FormEnum, FormField, InputRequired, Root, SamplingMessage,
+    SamplingRequest, SamplingResponse, UrlElicitation,
 };
 pub use token::{Keyring, MemoryReplayStore, ReplayStore, StateKey};

@@ -106,6 +106,9 @@ struct Inner {
     max_tasks_per_scope: usize,
     reap_every: Duration,
     workers: Mutex<HashMap<String, Worker>>,
+    /// Held while a task is checked against the limits and stored, so concurrent
+    /// creations cannot both pass the same last slot.
+    creating: Mutex<()>,
     reaper: AtomicBool,
 }
 
@@ -197,6 +200,7 @@ impl TasksBuilder {
                 max_tasks_per_scope: self.max_tasks_per_scope,
                 reap_every: self.reap_every,
                 workers: Mutex::default(),
+                creating: Mutex::new(()),
                 reaper: AtomicBool::new(false),
             }),
         }
@@ -314,6 +318,7 @@ impl Tasks {
     fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
         let ctx = invocation.ctx().clone();
         let scope = Self::scope(&ctx);
+        let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
         self.capacity(&scope)?;
         let now = time::now_ms();
         let record = TaskRecord {
@@ -398,13 +403,25 @@ impl Tasks {
                 let accepted = inputs.accepted;
                 let parked = self.update(&server, &id, |r| {
                     let mut next = r.clone();
-                    next.status = TaskStatus::InputRequired;
-                    next.input_requests = requests.clone();
                     next.answers.extend(accepted.clone());
+                    // A key answered while this round ran is never requested again: the
+                    // next round uses the answer.
+                    next.input_requests = requests
+                        .iter()
+                        .filter(|(k, _)| !next.answers.contains_key(*k))
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect();
+                    next.status = if next.input_requests.is_empty() {
+                        TaskStatus::Working
+                    } else {
+                        TaskStatus::InputRequired
+                    };
                     Some(next)
                 });
-                if parked.is_none() {
-                    break;
+                match parked {
+                    None => break,
+                    Some(r) if r.status == TaskStatus::Working => continue,
+                    Some(_) => {}
                 }
                 tokio::select! {
                     _ = worker.cancel.cancelled() => break,

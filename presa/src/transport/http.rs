@@ -6,7 +6,7 @@
 //! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
 //! run in the pipeline.
 
-use crate::context::Outbound;
+use crate::context::{Backlog, Outbound, Queued};
 use crate::error::Error;
 use crate::pipeline::{Exchange, Reply};
 use crate::server::Server;
@@ -258,7 +258,10 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             let cancel = CancellationToken::new();
             let exchange = Exchange {
                 headers: Some(parts.headers),
-                outbound: Arc::new(ChannelOutbound(tx)),
+                outbound: Arc::new(ChannelOutbound {
+                    tx,
+                    backlog: Arc::default(),
+                }),
                 cancel: cancel.clone(),
             };
             // Dropping this handler (the client went away) drops the guard, which cancels
@@ -274,15 +277,15 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
 /// notification first switches the response to SSE.
 async fn respond(
     mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
-    mut rx: mpsc::UnboundedReceiver<String>,
+    mut rx: mpsc::UnboundedReceiver<(String, Queued)>,
     guard: tokio_util::sync::DropGuard,
     stream: Option<(OwnedSemaphorePermit, Duration)>,
 ) -> Response {
     tokio::select! {
         biased;
-        Some(first) = rx.recv() => sse(first, fut, rx, guard, stream),
+        Some((first, _taken)) = rx.recv() => sse(first, fut, rx, guard, stream),
         reply = &mut fut => {
-            if let Ok(first) = rx.try_recv() {
+            if let Ok((first, _taken)) = rx.try_recv() {
                 // Notifications were produced just before the reply.
                 let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
                     Box::pin(async move { reply });
@@ -300,7 +303,7 @@ async fn respond(
 
 struct SseState {
     fut: Option<std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>>,
-    rx: mpsc::UnboundedReceiver<String>,
+    rx: mpsc::UnboundedReceiver<(String, Queued)>,
     pending: Option<String>,
     guard: Option<tokio_util::sync::DropGuard>,
     /// For subscription streams: the cap's permit, and the keepalive timer.
@@ -310,7 +313,7 @@ struct SseState {
 fn sse(
     first: String,
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
-    rx: mpsc::UnboundedReceiver<String>,
+    rx: mpsc::UnboundedReceiver<(String, Queued)>,
     guard: tokio_util::sync::DropGuard,
     stream: Option<(OwnedSemaphorePermit, Duration)>,
 ) -> Response {
@@ -342,7 +345,8 @@ fn sse(
         };
         tokio::select! {
             biased;
-            Some(frame) = s.rx.recv() => Some((Ok(event(&frame)), s)),
+            // The frame leaves the backlog once the body takes it.
+            Some((frame, _taken)) = s.rx.recv() => Some((Ok(event(&frame)), s)),
             () = tick => Some((Ok(": keepalive\n\n".to_owned()), s)),
             reply = fut => {
                 s.fut = None;
@@ -351,7 +355,7 @@ fn sse(
                 }
                 // Notifications always precede the final response.
                 let mut out = String::new();
-                while let Ok(frame) = s.rx.try_recv() {
+                while let Ok((frame, _taken)) = s.rx.try_recv() {
                     out.push_str(&event(&frame));
                 }
                 match reply {
@@ -385,11 +389,20 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-struct ChannelOutbound(mpsc::UnboundedSender<String>);
+/// A request's notifications on their way to the response body; each carries its place
+/// in the backlog until the body takes it.
+struct ChannelOutbound {
+    tx: mpsc::UnboundedSender<(String, Queued)>,
+    backlog: Arc<Backlog>,
+}
 
 impl Outbound for ChannelOutbound {
     fn send(&self, frame: String) -> bool {
-        self.0.send(frame).is_ok()
+        self.tx.send((frame, self.backlog.enqueue())).is_ok()
+    }
+
+    fn backlog(&self) -> Option<Arc<Backlog>> {
+        Some(Arc::clone(&self.backlog))
     }
 }
 

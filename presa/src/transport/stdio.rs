@@ -12,7 +12,7 @@
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
 //! bound, when clients pipeline more than it.
 
-use crate::context::Outbound;
+use crate::context::{Backlog, Outbound, Queued};
 use crate::pipeline::{Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
@@ -71,6 +71,7 @@ impl StdioConfig {
 struct Frame {
     text: String,
     _permit: Option<OwnedSemaphorePermit>,
+    _queued: Option<Queued>,
 }
 
 /// The gate of one in-flight request: once closed (on cancellation), nothing more is
@@ -81,6 +82,8 @@ struct Gate {
     tx: mpsc::UnboundedSender<Frame>,
     /// Whether this is a subscription stream (ended at once when stdin closes).
     listen: bool,
+    /// This request's frames not yet written.
+    backlog: Arc<Backlog>,
 }
 
 impl Gate {
@@ -94,6 +97,7 @@ impl Gate {
                 .send(Frame {
                     text,
                     _permit: None,
+                    _queued: Some(self.backlog.enqueue()),
                 })
                 .is_ok()
     }
@@ -108,6 +112,7 @@ impl Gate {
             let _ = self.tx.send(Frame {
                 text,
                 _permit: Some(permit),
+                _queued: None,
             });
             *open = false;
         }
@@ -124,6 +129,10 @@ impl Gate {
 impl Outbound for Gate {
     fn send(&self, frame: String) -> bool {
         Gate::send(self, frame)
+    }
+
+    fn backlog(&self) -> Option<Arc<Backlog>> {
+        Some(Arc::clone(&self.backlog))
     }
 }
 
@@ -168,6 +177,7 @@ impl Server {
                     let _ = tx.send(Frame {
                         text: jsonrpc::encode_error(None, &error),
                         _permit: None,
+                        _queued: None,
                     });
                 }
                 Line::Complete => {
@@ -179,6 +189,7 @@ impl Server {
                             let _ = tx.send(Frame {
                                 text: rejection.to_response(),
                                 _permit: None,
+                                _queued: None,
                             });
                         }
                         Err(_) | Ok(Inbound::Response) => {}
@@ -203,6 +214,7 @@ impl Server {
                                 cancel: CancellationToken::new(),
                                 tx: tx.clone(),
                                 listen: request.method == "subscriptions/listen",
+                                backlog: Arc::default(),
                             });
                             let id = request.id.clone();
                             let duplicate = match in_flight.lock() {
@@ -223,6 +235,7 @@ impl Server {
                                 let _ = tx.send(Frame {
                                     text: jsonrpc::encode_error(Some(&id.to_value()), &error),
                                     _permit: Some(permit),
+                                    _queued: None,
                                 });
                                 continue;
                             }

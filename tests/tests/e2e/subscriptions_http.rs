@@ -1,0 +1,255 @@
+//! `subscriptions/listen` over Streamable HTTP (wire sections 11, 13.3; errata W-2, W-7):
+//! the listen response is always SSE with the acknowledgement first, idle streams send
+//! keepalive comments, open streams are capped (503 past the cap), a client closing its
+//! connection ends its stream, and the server's graceful end (`close_streams`, shutdown)
+//! is the empty listen result with the subscription id, then the end of the body.
+
+use crate::subscriptions::{
+    Frame, Next, PATIENCE, QUIET, SUB_ID, Sse, assert_ack, full_server, listen_params, method,
+    sub_id,
+};
+use presa::HttpConfig;
+use presa_tests::http::Harness;
+use presa_tests::request;
+use presa_tests::schema::check_response;
+use serde_json::{Value, json};
+use std::time::{Duration, Instant};
+
+fn listen(id: Value, notifications: Value) -> Value {
+    request(id, "subscriptions/listen", listen_params(notifications))
+}
+
+/// Opens a listen stream and reads its acknowledgement.
+async fn open(h: &Harness, id: Value) -> Sse {
+    let mut sse = Sse::open(h, &listen(id.clone(), json!({"toolsListChanged": true}))).await;
+    assert_eq!(sse.status, 200, "listen {id}");
+    let ack = sse.next(PATIENCE).await.msg("the acknowledgement");
+    assert_ack(&ack, &id);
+    sse
+}
+
+/// Polls `f` every 20 ms for up to `within`.
+async fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    f()
+}
+
+#[tokio::test]
+async fn a_listen_response_is_sse_with_the_acknowledgement_first() {
+    let h = Harness::start(full_server()).await;
+    let mut sse = Sse::open(&h, &listen(json!(9), json!({"toolsListChanged": true}))).await;
+    assert_eq!(sse.status, 200);
+    assert!(
+        sse.header("content-type")
+            .is_some_and(|c| c.starts_with("text/event-stream")),
+        "{:?}",
+        sse.header("content-type")
+    );
+    assert_eq!(sse.header("cache-control"), Some("no-cache"));
+    assert_eq!(sse.header("x-accel-buffering"), Some("no"));
+    // The very first frame is the acknowledgement (not a comment, not anything else).
+    match sse.frame(PATIENCE).await {
+        Some(Frame::Data(m)) => {
+            assert_ack(&m, &json!(9));
+            assert_eq!(
+                m["params"]["notifications"],
+                json!({"toolsListChanged": true})
+            );
+        }
+        other => panic!("expected the acknowledgement first, got {other:?}"),
+    }
+    assert!(sse.raw.starts_with("data: "), "{:?}", sse.raw);
+    // No event ids: resumable streams are gone in this revision.
+    assert!(
+        !sse.raw.lines().any(|l| l.starts_with("id:")),
+        "{:?}",
+        sse.raw
+    );
+    // The listen stream stays open, with no result.
+    assert!(matches!(sse.next(QUIET).await, Next::Timeout));
+}
+
+#[tokio::test]
+async fn idle_listen_streams_send_keepalive_comments() {
+    let server = full_server();
+    let h = Harness::start_with(
+        server.clone(),
+        HttpConfig::default().keepalive(Duration::from_millis(100)),
+    )
+    .await;
+    let mut sse = open(&h, json!("idle")).await;
+    let mut comments = 0;
+    let deadline = Instant::now() + Duration::from_millis(1000);
+    while Instant::now() < deadline {
+        match sse
+            .frame(deadline.saturating_duration_since(Instant::now()))
+            .await
+        {
+            Some(Frame::Comment(text)) => {
+                assert_eq!(text, "keepalive");
+                comments += 1;
+            }
+            Some(Frame::Data(m)) => panic!("nothing happened, yet the stream sent {m}"),
+            None => break,
+        }
+    }
+    assert!(
+        (3..=15).contains(&comments),
+        "about one keepalive every 100 ms over 1 s, got {comments}"
+    );
+    assert!(sse.raw.contains(": keepalive\n\n"), "{:?}", sse.raw);
+    // Between keepalives the stream still carries events.
+    server
+        .add_tool(crate::subscriptions::plain_tool("later"))
+        .expect("adds");
+    let m = sse.next(PATIENCE).await.msg("the list change");
+    assert_eq!(method(&m), "notifications/tools/list_changed");
+    assert_eq!(sub_id(&m), Some(&json!("idle")));
+}
+
+#[tokio::test]
+async fn open_streams_are_capped_with_503_past_max_streams() {
+    let server = full_server();
+    let h = Harness::start_with(
+        server.clone(),
+        HttpConfig::default()
+            .max_streams(2)
+            .keepalive(Duration::from_millis(50)),
+    )
+    .await;
+    let first = open(&h, json!(1)).await;
+    let _second = open(&h, json!(2)).await;
+    assert_eq!(server.open_streams(), 2);
+
+    let reply = h
+        .post(&listen(json!(3), json!({"toolsListChanged": true})), &[])
+        .await;
+    assert_eq!(reply.status, 503, "{}", reply.body);
+    let response = reply.response();
+    check_response("subscriptions/listen", response);
+    assert_eq!(response["id"], json!(3), "{response}");
+    assert!(
+        response["error"]["code"].is_i64(),
+        "a JSON-RPC error body: {response}"
+    );
+    assert_eq!(
+        server.open_streams(),
+        2,
+        "the refused stream was not opened"
+    );
+
+    // Other requests are not capped.
+    let tools = h.call(4, "tools/list", json!({})).await;
+    assert_eq!(tools.status, 200);
+
+    // Once a client goes away, its place is free again.
+    drop(first);
+    let deadline = Instant::now() + Duration::from_secs(3);
+    let mut reopened = None;
+    while Instant::now() < deadline {
+        let sse = Sse::open(&h, &listen(json!(5), json!({"toolsListChanged": true}))).await;
+        if sse.status == 200 {
+            reopened = Some(sse);
+            break;
+        }
+        assert_eq!(sse.status, 503);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let mut reopened = reopened.expect("a stream slot frees once its client disconnects");
+    assert_ack(&reopened.next(PATIENCE).await.msg("ack"), &json!(5));
+}
+
+#[tokio::test]
+async fn a_client_closing_its_connection_ends_its_stream() {
+    let server = full_server();
+    let h = Harness::start_with(
+        server.clone(),
+        HttpConfig::default().keepalive(Duration::from_millis(50)),
+    )
+    .await;
+    let sse = open(&h, json!("gone")).await;
+    assert_eq!(server.open_streams(), 1);
+    drop(sse);
+    assert!(
+        eventually(Duration::from_secs(3), || server.open_streams() == 0).await,
+        "the stream of a disconnected client is dropped (errata W-7)"
+    );
+}
+
+/// Asserts `m` is the graceful end of listen `id`: the empty listen result, with the
+/// subscription id and serverInfo in `_meta`.
+#[track_caller]
+fn assert_graceful_end(m: &Value, id: &Value) {
+    assert!(
+        m.get("method").is_none(),
+        "expected the listen result, got {m}"
+    );
+    assert_eq!(m["id"], *id, "{m}");
+    let result = &m["result"];
+    assert_eq!(result["resultType"], "complete", "{m}");
+    assert_eq!(result["_meta"][SUB_ID], *id, "{m}");
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"],
+        json!({"name": "subs", "version": "1"}),
+        "{m}"
+    );
+    let keys: Vec<&String> = result
+        .as_object()
+        .map(|r| r.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(keys.len(), 2, "the result body is otherwise empty: {m}");
+}
+
+/// Reads `sse` to its graceful end: the listen result of `id`, then the end of the body.
+async fn read_to_graceful_end(sse: &mut Sse, id: &Value) {
+    loop {
+        let m = sse.next(PATIENCE).await.msg("the graceful end");
+        if m.get("method").is_some() {
+            // Errata W-2 leaves open whether HTTP also gets notifications/cancelled; if it
+            // is sent, it names this listen request.
+            assert_eq!(method(&m), "notifications/cancelled", "{m}");
+            assert_eq!(m["params"]["requestId"], *id, "{m}");
+            continue;
+        }
+        assert_graceful_end(&m, id);
+        break;
+    }
+    assert!(
+        matches!(sse.next(PATIENCE).await, Next::End),
+        "the stream closes after the listen result"
+    );
+}
+
+#[tokio::test]
+async fn close_streams_sends_the_empty_listen_result_then_closes() {
+    let server = full_server();
+    let h = Harness::start(server.clone()).await;
+    let ids = [json!("end-a"), json!(17)];
+    let mut streams = Vec::new();
+    for id in &ids {
+        streams.push(open(&h, id.clone()).await);
+    }
+    server.close_streams();
+    for (sse, id) in streams.iter_mut().zip(&ids) {
+        read_to_graceful_end(sse, id).await;
+    }
+    assert!(eventually(Duration::from_secs(2), || server.open_streams() == 0).await);
+    // The server itself still serves requests.
+    assert_eq!(h.call(1, "tools/list", json!({})).await.status, 200);
+}
+
+#[tokio::test]
+async fn shutting_the_server_down_ends_streams_with_the_listen_result() {
+    let server = full_server();
+    let h = Harness::start(server.clone()).await;
+    let id = json!("shutdown");
+    let mut sse = open(&h, id.clone()).await;
+    drop(h);
+    read_to_graceful_end(&mut sse, &id).await;
+}

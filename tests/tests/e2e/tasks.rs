@@ -1,0 +1,1711 @@
+//! The Tasks extension (`io.modelcontextprotocol/tasks`, Tasks reference sections 2 and 3;
+//! errata T-1 to T-5 and section 4): capability advertisement, the per-request decision
+//! table, and the CreateTaskResult. This module also holds what the other `tasks_*`
+//! modules share: a client over either real transport ([`Wire`]: Streamable HTTP on a
+//! loopback port, stdio through the fixture binary or an in-process pipe) that checks
+//! every message against the official schema, the shape assertions of the task results,
+//! and a small server of task tools whose progress a test can observe and steer ([`Lab`]).
+//!
+//! The core schema defines nothing for Tasks (reference section 1): a CreateTaskResult
+//! and every `tasks/*` result validate only as a generic `JSONRPCResultResponse`, and a
+//! `notifications/tasks` only as a `JSONRPCNotification`; the rest of their shape is
+//! asserted here field by field.
+
+use presa::tasks::{TaskMode, TaskStatus, Tasks, TasksBuilder};
+use presa::{Error, Implementation, Server, ServerBuilder, StdioConfig, Tool, ToolCall};
+use presa_tests::http::{Harness, standard_headers};
+use presa_tests::schema::{assert_valid, check_notification, check_response};
+use presa_tests::stdio::Session;
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use tokio::sync::Semaphore;
+
+pub(crate) const TASKS: &str = "io.modelcontextprotocol/tasks";
+pub(crate) const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
+pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+pub(crate) const UNKNOWN_TASK: &str = "Unknown or inaccessible taskId";
+pub(crate) const MISSING_CAPABILITY: &str = "Missing required client capability";
+/// As a header value in [`Wire::send_with`]: leave that header out.
+pub(crate) const OMIT: &str = "\u{0}omit";
+/// How long a polling loop waits for a task to reach a status.
+pub(crate) const PATIENCE: Duration = Duration::from_secs(5);
+/// The pause between two polls.
+pub(crate) const POLL: Duration = Duration::from_millis(10);
+
+// ---- client capabilities ----
+
+/// Client capabilities declaring Tasks (and form elicitation, which the fixture's
+/// input-taking tools need).
+pub(crate) fn tasks_caps() -> Value {
+    json!({"elicitation": {}, "extensions": {TASKS: {}}})
+}
+
+/// Client capabilities without Tasks.
+pub(crate) fn plain_caps() -> Value {
+    json!({"elicitation": {}})
+}
+
+/// `params` with `_meta` client capabilities `caps` (the other `_meta` members are the
+/// harness defaults).
+pub(crate) fn with_caps(params: Value, caps: Value) -> Value {
+    let mut params = params;
+    params["_meta"][CAPS] = caps;
+    params
+}
+
+/// `params` from a client that declared Tasks.
+pub(crate) fn declared(params: Value) -> Value {
+    with_caps(params, tasks_caps())
+}
+
+/// `params` from a client that did not declare Tasks.
+pub(crate) fn undeclared(params: Value) -> Value {
+    with_caps(params, plain_caps())
+}
+
+/// `tools/call` params.
+pub(crate) fn tool(name: &str, arguments: Value) -> Value {
+    json!({"name": name, "arguments": arguments})
+}
+
+/// `{"taskId": id}`.
+pub(crate) fn task_id(id: &str) -> Value {
+    json!({"taskId": id})
+}
+
+/// A form answer.
+pub(crate) fn accept(content: Value) -> Value {
+    json!({"action": "accept", "content": content})
+}
+
+// ---- the two transports ----
+
+/// A transport to run a rule over.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Http,
+    Stdio,
+}
+
+/// Both transports, for `for kind in KINDS`.
+pub(crate) const KINDS: [Kind; 2] = [Kind::Http, Kind::Stdio];
+
+/// A client of one server over one real transport.
+pub(crate) struct Wire {
+    pub(crate) kind: Kind,
+    http: Option<Harness>,
+    stdio: Option<Session>,
+    /// stdio lines read while waiting for something else (listen notifications).
+    stray: VecDeque<Value>,
+    next: i64,
+}
+
+/// What one request got back: every message of the HTTP body, or the response line on
+/// stdio, each checked against the official schema.
+#[derive(Debug)]
+pub(crate) struct Got {
+    pub(crate) kind: Kind,
+    /// The HTTP status; `None` on stdio.
+    pub(crate) status: Option<u16>,
+    /// Whether the HTTP body was an event stream.
+    pub(crate) sse: bool,
+    pub(crate) messages: Vec<Value>,
+}
+
+impl Got {
+    /// The response (the last message).
+    #[track_caller]
+    pub(crate) fn response(&self) -> &Value {
+        self.messages
+            .last()
+            .unwrap_or_else(|| panic!("{:?}: no message", self.kind))
+    }
+
+    /// The result of a successful response, which must be a plain JSON body with HTTP 200
+    /// (nothing on a tasks request streams).
+    #[track_caller]
+    pub(crate) fn result(&self) -> &Value {
+        let r = self.response();
+        assert!(
+            r.get("error").is_none(),
+            "{:?}: expected a result, got {r}",
+            self.kind
+        );
+        if let Some(status) = self.status {
+            assert_eq!(status, 200, "{:?}: HTTP status of a result: {r}", self.kind);
+        }
+        &r["result"]
+    }
+
+    /// Asserts an error with `code`, and `http` as the status on HTTP; returns the error.
+    #[track_caller]
+    pub(crate) fn error(&self, code: i64, http: u16) -> &Value {
+        let r = self.response();
+        assert_eq!(
+            r["error"]["code"],
+            json!(code),
+            "{:?}: expected error {code}, got {r}",
+            self.kind
+        );
+        if let Some(status) = self.status {
+            assert_eq!(
+                status, http,
+                "{:?}: HTTP status of error {code}: {r}",
+                self.kind
+            );
+            assert!(!self.sse, "{:?}: an error is plain JSON: {r}", self.kind);
+        }
+        &r["error"]
+    }
+
+    /// Asserts -32602 with exactly `message`.
+    #[track_caller]
+    pub(crate) fn invalid_params(&self, message: &str) {
+        let e = self.error(-32602, 400);
+        assert_eq!(e["message"], json!(message), "{:?}: {e}", self.kind);
+    }
+
+    /// Asserts the -32021 of a missing Tasks declaration, with the full data shape of
+    /// reference 2.3 (the core schema requires `data.requiredCapabilities`).
+    #[track_caller]
+    pub(crate) fn missing_tasks(&self) {
+        let e = self.error(-32021, 400);
+        assert_eq!(
+            e["message"],
+            json!(MISSING_CAPABILITY),
+            "{:?}: {e}",
+            self.kind
+        );
+        assert_eq!(
+            e["data"]["requiredCapabilities"]["extensions"][TASKS],
+            json!({}),
+            "{:?}: data.requiredCapabilities names the Tasks extension: {e}",
+            self.kind
+        );
+    }
+
+    /// Asserts -32601 (HTTP 404).
+    #[track_caller]
+    pub(crate) fn method_not_found(&self) {
+        self.error(-32601, 404);
+    }
+}
+
+/// Checks one message the server sent in answer to `method`: a CreateTaskResult (only
+/// ever for `tools/call`) as a generic result, any other response with the schema
+/// harness, and notifications by method.
+#[track_caller]
+pub(crate) fn check(method: &str, message: &Value) {
+    if message.get("method").is_some() {
+        check_note(message);
+        return;
+    }
+    if method.starts_with("tasks/") && message.get("result").is_some() {
+        // No definition for the tasks/* results: a generic result (resultType a string).
+        assert_valid("JSONRPCResultResponse", message);
+        return;
+    }
+    if message["result"]["resultType"] == "task" {
+        assert_eq!(
+            method, "tools/call",
+            "only tools/call may create a task (errata section 4): {message}"
+        );
+        assert_valid("JSONRPCResultResponse", message);
+        return;
+    }
+    check_response(method, message);
+}
+
+/// Checks a notification: `notifications/tasks` has no schema definition of its own.
+#[track_caller]
+pub(crate) fn check_note(message: &Value) {
+    if message["method"] == "notifications/tasks" {
+        assert_valid("JSONRPCNotification", message);
+    } else {
+        check_notification(message);
+    }
+}
+
+/// The headers a correct client sends for `message` (for the three task methods also
+/// `Mcp-Name` from `params.taskId`, reference section 7), with `extra` replacing them by
+/// name ([`OMIT`] leaves one out).
+pub(crate) fn headers_for(message: &Value, extra: &[(&str, &str)]) -> Vec<(String, String)> {
+    let mut headers = standard_headers(message);
+    let method = message["method"].as_str().unwrap_or("");
+    if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
+        && let Some(id) = message["params"]["taskId"].as_str()
+    {
+        // A value that is not printable ASCII goes base64-wrapped (wire 13.5).
+        let value = if id.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+            id.to_owned()
+        } else {
+            format!("=?base64?{}?=", base64_of(id))
+        };
+        headers.push(("Mcp-Name".to_owned(), value));
+    }
+    for (k, v) in extra {
+        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
+        if *v != OMIT {
+            headers.push(((*k).to_owned(), (*v).to_owned()));
+        }
+    }
+    headers
+}
+
+impl Wire {
+    fn new(kind: Kind, http: Option<Harness>, stdio: Option<Session>) -> Wire {
+        Wire {
+            kind,
+            http,
+            stdio,
+            stray: VecDeque::new(),
+            next: 1,
+        }
+    }
+
+    /// The fixture over `kind`: in process on HTTP, the fixture binary on stdio.
+    pub(crate) async fn fixture(kind: Kind) -> Wire {
+        match kind {
+            Kind::Http => Wire::new(
+                kind,
+                Some(Harness::start(presa_tests::fixture()).await),
+                None,
+            ),
+            Kind::Stdio => Wire::new(
+                kind,
+                None,
+                Some(Session::fixture(env!("CARGO_BIN_EXE_fixture")).await),
+            ),
+        }
+    }
+
+    /// `server` over `kind` (stdio: an in-process pipe).
+    pub(crate) async fn start(kind: Kind, server: &Server) -> Wire {
+        match kind {
+            Kind::Http => Wire::new(kind, Some(Harness::start(server.clone()).await), None),
+            Kind::Stdio => Wire::new(
+                kind,
+                None,
+                Some(Session::in_process(server.clone(), StdioConfig::default())),
+            ),
+        }
+    }
+
+    /// The HTTP harness (HTTP only).
+    #[track_caller]
+    pub(crate) fn harness(&self) -> &Harness {
+        self.http.as_ref().expect("an HTTP wire")
+    }
+
+    fn session(&mut self) -> &mut Session {
+        self.stdio.as_mut().expect("a stdio wire")
+    }
+
+    /// A fresh request id.
+    pub(crate) fn next_id(&mut self) -> i64 {
+        self.next += 1;
+        self.next
+    }
+
+    /// Sends a request (full `_meta`; members of `params._meta` win) and reads its reply.
+    pub(crate) async fn send(&mut self, method: &str, params: Value) -> Got {
+        self.send_with(method, params, &[]).await
+    }
+
+    /// Like [`Wire::send`], with HTTP headers replaced or left out (ignored on stdio).
+    pub(crate) async fn send_with(
+        &mut self,
+        method: &str,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> Got {
+        let id = self.next_id();
+        let message = presa_tests::request(id, method, params);
+        self.exchange(id, method, &message, headers).await
+    }
+
+    /// Sends a request with id `id` and reads its reply.
+    pub(crate) async fn exchange(
+        &mut self,
+        id: i64,
+        method: &str,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> Got {
+        let kind = self.kind;
+        if let Some(h) = &self.http {
+            let headers = headers_for(message, extra);
+            let refs: Vec<(&str, &str)> = headers
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let reply = h.post_raw(message.to_string(), &refs).await;
+            for m in &reply.messages {
+                check(method, m);
+            }
+            return Got {
+                kind,
+                status: Some(reply.status),
+                sse: reply.is_sse(),
+                messages: reply.messages,
+            };
+        }
+        self.session().send(message).await;
+        loop {
+            let m = self
+                .session()
+                .recv()
+                .await
+                .expect("a response before end of output");
+            if m.get("id") == Some(&Value::from(id)) && m.get("method").is_none() {
+                check(method, &m);
+                return Got {
+                    kind,
+                    status: None,
+                    sse: false,
+                    messages: vec![m],
+                };
+            }
+            if m.get("method").is_some() {
+                check_note(&m);
+            }
+            self.stray.push_back(m);
+        }
+    }
+
+    /// Sends a notification (on HTTP a POST that must be accepted with 202).
+    pub(crate) async fn notify(&mut self, method: &str, params: Value) {
+        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if let Some(h) = &self.http {
+            let reply = h.post(&message, &[]).await;
+            assert_eq!(
+                reply.status, 202,
+                "a notification is accepted: {}",
+                reply.body
+            );
+            return;
+        }
+        self.session().send(&message).await;
+    }
+
+    /// The stdio messages that arrived while waiting for other responses, taken.
+    pub(crate) fn take_stray(&mut self) -> Vec<Value> {
+        self.stray.drain(..).collect()
+    }
+
+    // ---- the task methods ----
+
+    /// Calls `name` as a client declaring Tasks, asserts a CreateTaskResult, and returns
+    /// the task id.
+    pub(crate) async fn create(&mut self, name: &str, arguments: Value) -> String {
+        let got = self
+            .send("tools/call", declared(tool(name, arguments)))
+            .await;
+        assert_created(&got)
+    }
+
+    /// `tasks/get` as a client declaring Tasks; the DetailedTask, checked for its status.
+    pub(crate) async fn get(&mut self, id: &str) -> Value {
+        let got = self.send("tasks/get", declared(task_id(id))).await;
+        let r = got.result().clone();
+        assert_eq!(
+            r["taskId"],
+            json!(id),
+            "{:?}: the task asked for: {r}",
+            self.kind
+        );
+        let status = r["status"].as_str().unwrap_or("").to_owned();
+        assert_detailed(&r, &status);
+        r
+    }
+
+    /// `tasks/update` as a client declaring Tasks; asserts the empty acknowledgement.
+    pub(crate) async fn update(&mut self, id: &str, responses: Value) {
+        let got = self
+            .send(
+                "tasks/update",
+                declared(json!({"taskId": id, "inputResponses": responses})),
+            )
+            .await;
+        assert_ack(got.result());
+    }
+
+    /// `tasks/cancel` as a client declaring Tasks; asserts the empty acknowledgement.
+    pub(crate) async fn cancel(&mut self, id: &str) {
+        let got = self.send("tasks/cancel", declared(task_id(id))).await;
+        assert_ack(got.result());
+    }
+
+    /// Polls `tasks/get` until the status is one of `statuses` (failing when the task
+    /// reaches another terminal status or [`PATIENCE`] runs out); the DetailedTask.
+    pub(crate) async fn wait_for(&mut self, id: &str, statuses: &[&str]) -> Value {
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            let task = self.get(id).await;
+            let status = task["status"].as_str().unwrap_or("");
+            if statuses.contains(&status) {
+                return task;
+            }
+            assert!(
+                !is_terminal(status),
+                "{:?}: task {id} ended {status}, expected one of {statuses:?}: {task}",
+                self.kind
+            );
+            assert!(
+                Instant::now() < deadline,
+                "{:?}: task {id} did not reach {statuses:?} within {PATIENCE:?}: {task}",
+                self.kind
+            );
+            tokio::time::sleep(POLL).await;
+        }
+    }
+
+    /// Polls until the task is terminal; the DetailedTask.
+    pub(crate) async fn wait_terminal(&mut self, id: &str) -> Value {
+        self.wait_for(id, &["completed", "failed", "cancelled"])
+            .await
+    }
+
+    // ---- subscriptions/listen ----
+
+    /// Opens a `subscriptions/listen` stream with `params`; the stream and its
+    /// acknowledgement, or the error reply.
+    pub(crate) async fn listen(&mut self, params: Value) -> Result<Listening, Got> {
+        self.listen_with(params, &[]).await
+    }
+
+    /// Like [`Wire::listen`], with HTTP headers replaced or added (ignored on stdio).
+    pub(crate) async fn listen_with(
+        &mut self,
+        params: Value,
+        extra: &[(&str, &str)],
+    ) -> Result<Listening, Got> {
+        let id = self.next_id();
+        let message = presa_tests::request(id, "subscriptions/listen", params);
+        let kind = self.kind;
+        if let Some(h) = &self.http {
+            let mut req = h.client().post(&h.url).body(message.to_string());
+            for (k, v) in headers_for(&message, extra) {
+                req = req.header(k, v);
+            }
+            let resp = req.send().await.expect("the listen request is sent");
+            let status = resp.status().as_u16();
+            let sse = resp
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|c| c.starts_with("text/event-stream"));
+            if !sse {
+                let body = resp.text().await.expect("the body is read");
+                let m: Value = serde_json::from_str(&body)
+                    .unwrap_or_else(|e| panic!("body {body:?} is not JSON: {e}"));
+                check("subscriptions/listen", &m);
+                return Err(Got {
+                    kind,
+                    status: Some(status),
+                    sse: false,
+                    messages: vec![m],
+                });
+            }
+            assert_eq!(status, 200, "a listen stream opens with 200");
+            let mut listening = Listening {
+                id,
+                ack: Value::Null,
+                stream: Some(SseStream {
+                    resp,
+                    buf: String::new(),
+                    queue: VecDeque::new(),
+                }),
+            };
+            let ack = self
+                .event(&mut listening, PATIENCE)
+                .await
+                .expect("the acknowledgement arrives first");
+            listening.ack = checked_ack(&ack, id);
+            return Ok(listening);
+        }
+        self.session().send(&message).await;
+        loop {
+            let m = self
+                .session()
+                .recv()
+                .await
+                .expect("an acknowledgement or an error before end of output");
+            if m.get("id") == Some(&Value::from(id)) && m.get("method").is_none() {
+                check("subscriptions/listen", &m);
+                return Err(Got {
+                    kind,
+                    status: None,
+                    sse: false,
+                    messages: vec![m],
+                });
+            }
+            if m.get("method").is_some() {
+                check_note(&m);
+            }
+            if m["params"]["_meta"][SUBSCRIPTION_ID] == json!(id) {
+                let ack = checked_ack(&m, id);
+                return Ok(Listening {
+                    id,
+                    ack,
+                    stream: None,
+                });
+            }
+            self.stray.push_back(m);
+        }
+    }
+
+    /// The next message of a listen stream within `within`, or `None`.
+    pub(crate) async fn event(&mut self, l: &mut Listening, within: Duration) -> Option<Value> {
+        let deadline = Instant::now() + within;
+        if let Some(stream) = l.stream.as_mut() {
+            let m = stream.next(deadline).await?;
+            check_note(&m);
+            return Some(m);
+        }
+        let tag = json!(l.id);
+        if let Some(pos) = self
+            .stray
+            .iter()
+            .position(|m| m["params"]["_meta"][SUBSCRIPTION_ID] == tag)
+        {
+            return self.stray.remove(pos);
+        }
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self.session().recv_within(left).await?;
+            if m.get("method").is_some() {
+                check_note(&m);
+            }
+            if m["params"]["_meta"][SUBSCRIPTION_ID] == tag {
+                return Some(m);
+            }
+            self.stray.push_back(m);
+        }
+    }
+
+    /// Reads `notifications/tasks` events for task `id` until one has `status`; every
+    /// event is checked as a full DetailedTask (errata T-2) tagged with the stream's
+    /// subscription id. Returns the events read, the last one with `status`.
+    pub(crate) async fn task_events_until(
+        &mut self,
+        l: &mut Listening,
+        id: &str,
+        status: &str,
+    ) -> Vec<Value> {
+        let deadline = Instant::now() + PATIENCE;
+        let mut seen = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let m = self.event(l, left).await.unwrap_or_else(|| {
+                panic!(
+                    "{:?}: no notifications/tasks with status {status} for {id}; saw {seen:#?}",
+                    self.kind
+                )
+            });
+            assert_eq!(m["method"], "notifications/tasks", "{:?}: {m}", self.kind);
+            assert_task_note(&m, l.id);
+            assert_eq!(m["params"]["taskId"], json!(id), "{:?}: {m}", self.kind);
+            let done = m["params"]["status"] == status;
+            seen.push(m);
+            if done {
+                return seen;
+            }
+        }
+    }
+}
+
+/// An open listen stream.
+pub(crate) struct Listening {
+    /// The listen request's id (the subscription id).
+    pub(crate) id: i64,
+    /// The acknowledged filter (`params.notifications` of the acknowledgement).
+    pub(crate) ack: Value,
+    stream: Option<SseStream>,
+}
+
+/// An HTTP event stream read as it arrives.
+struct SseStream {
+    resp: reqwest::Response,
+    buf: String,
+    queue: VecDeque<Value>,
+}
+
+impl SseStream {
+    async fn next(&mut self, deadline: Instant) -> Option<Value> {
+        loop {
+            if let Some(m) = self.queue.pop_front() {
+                return Some(m);
+            }
+            let left = deadline.saturating_duration_since(Instant::now());
+            let chunk = tokio::time::timeout(left, self.resp.chunk()).await.ok()?;
+            let bytes = chunk.expect("the stream reads")?;
+            self.buf.push_str(&String::from_utf8_lossy(&bytes));
+            while let Some(end) = self.buf.find("\n\n") {
+                let event: String = self.buf.drain(..end + 2).collect();
+                let data: Vec<&str> = event
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("data:"))
+                    .map(str::trim_start)
+                    .collect();
+                if !data.is_empty() {
+                    let text = data.join("\n");
+                    self.queue.push_back(
+                        serde_json::from_str(&text)
+                            .unwrap_or_else(|e| panic!("SSE data {text:?} is not JSON: {e}")),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Checks a listen acknowledgement for stream `id`; its `notifications`.
+#[track_caller]
+fn checked_ack(m: &Value, id: i64) -> Value {
+    assert_eq!(
+        m["method"], "notifications/subscriptions/acknowledged",
+        "the acknowledgement comes first: {m}"
+    );
+    check_notification(m);
+    assert_eq!(m["params"]["_meta"][SUBSCRIPTION_ID], json!(id), "{m}");
+    m["params"]["notifications"].clone()
+}
+
+// ---- shapes ----
+
+fn is_terminal(status: &str) -> bool {
+    matches!(status, "completed" | "failed" | "cancelled")
+}
+
+/// The keys of an object.
+pub(crate) fn keys(v: &Value) -> BTreeSet<&str> {
+    v.as_object()
+        .map(|m| m.keys().map(String::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Unix milliseconds of a `YYYY-MM-DDTHH:MM:SS.mmmZ` timestamp (UTC at millisecond
+/// precision, as presa writes them), or `None` for any other form.
+pub(crate) fn iso_ms(s: &str) -> Option<u64> {
+    let b = s.as_bytes();
+    if b.len() != 24 {
+        return None;
+    }
+    for (i, c) in [
+        (4, b'-'),
+        (7, b'-'),
+        (10, b'T'),
+        (13, b':'),
+        (16, b':'),
+        (19, b'.'),
+        (23, b'Z'),
+    ] {
+        if b[i] != c {
+            return None;
+        }
+    }
+    let num = |from: usize, to: usize| -> Option<i64> {
+        let part = s.get(from..to)?;
+        part.bytes()
+            .all(|c| c.is_ascii_digit())
+            .then(|| part.parse().ok())?
+    };
+    let (y, m, d) = (num(0, 4)?, num(5, 7)?, num(8, 10)?);
+    let (hh, mm, ss, ms) = (num(11, 13)?, num(14, 16)?, num(17, 19)?, num(20, 23)?);
+    if !(1..=12).contains(&m) || !(1..=31).contains(&d) || hh > 23 || mm > 59 || ss > 59 {
+        return None;
+    }
+    // Days from 1970-01-01 to a civil date (Howard Hinnant's days_from_civil).
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    u64::try_from(((days * 24 + hh) * 60 + mm) * 60 * 1000 + ss * 1000 + ms).ok()
+}
+
+/// Unix milliseconds now.
+pub(crate) fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0)
+}
+
+/// The fields every task shape shares (reference 3.3): a task id, a known status, UTC
+/// ISO timestamps at millisecond precision close to now, `ttlMs` present (null or a
+/// positive integer), a positive integer `pollIntervalMs`, and none of the v1 or MRTR
+/// fields.
+#[track_caller]
+pub(crate) fn assert_task_fields(t: &Value) {
+    let id = t["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("taskId is a string at the top level: {t}"));
+    assert!(
+        !id.is_empty() && id.len() <= 256,
+        "taskId is 1 to 256 bytes: {t}"
+    );
+    let status = t["status"].as_str().unwrap_or("");
+    assert!(
+        matches!(
+            status,
+            "working" | "input_required" | "completed" | "failed" | "cancelled"
+        ),
+        "a known status: {t}"
+    );
+    if let Some(m) = t.get("statusMessage") {
+        assert!(m.is_string(), "statusMessage is a string: {t}");
+    }
+    let created = iso_ms(t["createdAt"].as_str().unwrap_or(""))
+        .unwrap_or_else(|| panic!("createdAt is UTC ISO 8601 with milliseconds: {t}"));
+    let updated = iso_ms(t["lastUpdatedAt"].as_str().unwrap_or(""))
+        .unwrap_or_else(|| panic!("lastUpdatedAt is UTC ISO 8601 with milliseconds: {t}"));
+    let now = now_ms();
+    assert!(
+        created <= now + 1000 && now < created + 120_000,
+        "createdAt is the creation time ({now} ms now): {t}"
+    );
+    assert!(
+        updated >= created,
+        "lastUpdatedAt is not before createdAt: {t}"
+    );
+    assert!(
+        updated <= now + 1000,
+        "lastUpdatedAt is not in the future: {t}"
+    );
+    match t.get("ttlMs") {
+        Some(Value::Null) => {}
+        Some(v) => assert!(
+            v.as_u64().is_some_and(|n| n > 0),
+            "ttlMs is null or a positive integer: {t}"
+        ),
+        None => panic!("the ttlMs key is present: {t}"),
+    }
+    assert!(
+        t["pollIntervalMs"].as_u64().is_some_and(|n| n > 0),
+        "pollIntervalMs is a positive integer: {t}"
+    );
+    for absent in ["ttl", "pollInterval", "requestState", "task"] {
+        assert!(t.get(absent).is_none(), "no {absent}: {t}");
+    }
+}
+
+/// Asserts the status-specific payload of a DetailedTask (reference 4.2; errata T-2 for
+/// notifications): exactly the one field its status carries.
+#[track_caller]
+pub(crate) fn assert_payload(t: &Value, status: &str) {
+    assert_eq!(t["status"], json!(status), "{t}");
+    let has = |k: &str| t.get(k).is_some();
+    match status {
+        "working" | "cancelled" => {
+            for k in ["result", "error", "inputRequests"] {
+                assert!(!has(k), "a {status} task has no {k}: {t}");
+            }
+        }
+        "input_required" => {
+            assert!(!has("result") && !has("error"), "{t}");
+            let requests = t["inputRequests"]
+                .as_object()
+                .unwrap_or_else(|| panic!("inputRequests is an object: {t}"));
+            assert!(!requests.is_empty(), "inputRequests is not empty: {t}");
+            assert_valid("InputRequests", &t["inputRequests"]);
+            for (key, r) in requests {
+                assert_eq!(
+                    keys(r),
+                    BTreeSet::from(["method", "params"]),
+                    "input request {key} is a bare {{method, params}}: {t}"
+                );
+            }
+        }
+        "completed" => {
+            assert!(!has("error") && !has("inputRequests"), "{t}");
+            let result = &t["result"];
+            assert!(
+                result.is_object(),
+                "a completed task inlines its result: {t}"
+            );
+            assert_valid("CallToolResult", result);
+            assert!(
+                result["content"].as_array().is_some_and(|c| !c.is_empty()),
+                "the inlined result has non-empty content: {t}"
+            );
+            assert!(
+                result["_meta"]
+                    .get("io.modelcontextprotocol/related-task")
+                    .is_none(),
+                "no v1 related-task _meta on the inlined result: {t}"
+            );
+            assert_ne!(result["resultType"], "task", "{t}");
+        }
+        "failed" => {
+            assert!(!has("result") && !has("inputRequests"), "{t}");
+            assert!(t["error"]["code"].is_i64(), "error.code is an integer: {t}");
+            assert!(
+                t["error"]["message"].is_string(),
+                "error.message is a string: {t}"
+            );
+            assert!(
+                t["statusMessage"].is_string(),
+                "a failed task says why in statusMessage (errata section 3): {t}"
+            );
+        }
+        other => panic!("unknown status {other}: {t}"),
+    }
+}
+
+/// Asserts a `tasks/get` result: a DetailedTask with `resultType: "complete"` and
+/// serverInfo `_meta`.
+#[track_caller]
+pub(crate) fn assert_detailed(t: &Value, status: &str) {
+    assert_eq!(t["resultType"], "complete", "tasks/get is complete: {t}");
+    assert_task_fields(t);
+    assert_payload(t, status);
+    assert!(
+        t["_meta"][SERVER_INFO]["name"].is_string(),
+        "serverInfo in _meta: {t}"
+    );
+}
+
+/// Asserts a CreateTaskResult (reference 3.3) and returns the task id.
+#[track_caller]
+pub(crate) fn assert_created(got: &Got) -> String {
+    let r = got.result();
+    assert_eq!(
+        r["resultType"], "task",
+        "{:?}: expected a CreateTaskResult: {r}",
+        got.kind
+    );
+    assert_task_fields(r);
+    assert_eq!(r["status"], "working", "{:?}: {r}", got.kind);
+    for absent in [
+        "result",
+        "error",
+        "inputRequests",
+        "content",
+        "isError",
+        "structuredContent",
+    ] {
+        assert!(r.get(absent).is_none(), "{:?}: no {absent}: {r}", got.kind);
+    }
+    assert!(
+        r["_meta"][SERVER_INFO]["name"].is_string(),
+        "{:?}: serverInfo in _meta: {r}",
+        got.kind
+    );
+    r["taskId"].as_str().unwrap_or_default().to_owned()
+}
+
+/// Asserts the empty acknowledgement of `tasks/update` and `tasks/cancel`.
+#[track_caller]
+pub(crate) fn assert_ack(r: &Value) {
+    assert_eq!(
+        keys(r),
+        BTreeSet::from(["_meta", "resultType"]),
+        "an empty acknowledgement: {r}"
+    );
+    assert_eq!(r["resultType"], "complete", "{r}");
+    assert!(r["_meta"][SERVER_INFO]["name"].is_string(), "{r}");
+}
+
+/// Asserts a synchronous `tools/call` result (no task) and returns its text.
+#[track_caller]
+pub(crate) fn assert_sync(got: &Got) -> String {
+    let r = got.result();
+    assert_eq!(
+        r["resultType"], "complete",
+        "{:?}: not a task: {r}",
+        got.kind
+    );
+    assert!(r.get("taskId").is_none(), "{:?}: no taskId: {r}", got.kind);
+    assert!(r.get("task").is_none(), "{:?}: no task: {r}", got.kind);
+    text(r)
+}
+
+/// The text blocks of a `tools/call` result, joined.
+pub(crate) fn text(result: &Value) -> String {
+    result["content"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c["text"].as_str())
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Asserts a `notifications/tasks`: a full DetailedTask without `resultType`, tagged with
+/// the subscription id `sub` (reference section 8, errata T-2).
+#[track_caller]
+pub(crate) fn assert_task_note(m: &Value, sub: i64) {
+    let p = &m["params"];
+    assert!(p.get("resultType").is_none(), "no resultType: {m}");
+    assert_task_fields(p);
+    let status = p["status"].as_str().unwrap_or("");
+    assert_payload(p, status);
+    assert_eq!(p["_meta"][SUBSCRIPTION_ID], json!(sub), "{m}");
+}
+
+/// A DetailedTask without `resultType` and `_meta`, to compare a notification with
+/// `tasks/get`.
+pub(crate) fn bare(t: &Value) -> Value {
+    let mut t = t.clone();
+    if let Some(m) = t.as_object_mut() {
+        m.remove("resultType");
+        m.remove("_meta");
+    }
+    t
+}
+
+// ---- a server of observable task tools ----
+
+/// Counters a [`Lab`]'s tools bump.
+#[derive(Default)]
+pub(crate) struct Probe {
+    /// Runs of `gate` and `sleeper` that began.
+    pub(crate) started: AtomicUsize,
+    /// Runs that returned normally.
+    pub(crate) finished: AtomicUsize,
+    /// Drop guards dropped (at the end of a run, or when its future was dropped).
+    pub(crate) dropped: AtomicUsize,
+    /// Runs whose context saw cancellation.
+    pub(crate) saw_cancel: AtomicUsize,
+    /// Runs of `quick`.
+    pub(crate) quick_runs: AtomicUsize,
+    /// Runs of `pair`.
+    pub(crate) pair_runs: AtomicUsize,
+}
+
+impl Probe {
+    pub(crate) fn get(counter: &AtomicUsize) -> usize {
+        counter.load(Ordering::SeqCst)
+    }
+}
+
+struct DropGuard(Arc<Probe>);
+
+impl Drop for DropGuard {
+    fn drop(&mut self) {
+        self.0.dropped.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+/// A server of task tools, with the [`Tasks`] value installed in it.
+pub(crate) struct Lab {
+    pub(crate) server: Server,
+    pub(crate) tasks: Tasks,
+    /// `gate` and `ask` wait for a permit of this before going on.
+    pub(crate) gate: Arc<Semaphore>,
+    pub(crate) probe: Arc<Probe>,
+}
+
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+struct Proceed {
+    /// Whether to go on.
+    proceed: bool,
+}
+
+/// `builder` deriving each HTTP request's principal from its `X-Principal` header.
+pub(crate) fn by_principal(builder: ServerBuilder) -> ServerBuilder {
+    builder.principal(|headers| {
+        headers
+            .and_then(|h| h.get("x-principal"))
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    })
+}
+
+impl Lab {
+    /// A lab with these Tasks knobs.
+    pub(crate) fn new(knobs: TasksBuilder) -> Lab {
+        Lab::with(knobs, |b| b)
+    }
+
+    /// A lab with these Tasks knobs and more builder settings.
+    pub(crate) fn with(
+        knobs: TasksBuilder,
+        more: impl FnOnce(ServerBuilder) -> ServerBuilder,
+    ) -> Lab {
+        let tasks = knobs.build();
+        let gate = Arc::new(Semaphore::new(0));
+        let probe = Arc::new(Probe::default());
+        let builder = Server::builder(Implementation::new("presa-tasks-tests", "0.0.1"))
+            .tool(gate_tool(&gate, &probe))
+            .tool(sleeper_tool(&probe))
+            .tool(quick_tool(&probe))
+            .tool(ask_tool(&gate))
+            .tool(gate_fail_tool(&gate))
+            .tool(pair_tool(&gate, &probe))
+            .tool(
+                Tool::new("panicky")
+                    .description("Panics")
+                    .task(TaskMode::Required)
+                    .handler(|_: ToolCall| async move {
+                        if std::hint::black_box(true) {
+                            panic!("secret panic detail 7f3a");
+                        }
+                        "unreachable"
+                    }),
+            )
+            .tool(
+                Tool::new("chatty")
+                    .description("Tries to send progress and a log message")
+                    .task(TaskMode::Required)
+                    .handler(|call: ToolCall| async move {
+                        let progress = call.ctx.progress(0.5, Some(1.0), Some("half"));
+                        let log = call.ctx.log(presa::LogLevel::Error, "from a task");
+                        format!("progress sent: {progress}, log sent: {log}")
+                    }),
+            )
+            .extension(tasks.clone());
+        let server = more(builder).build().expect("the lab server builds");
+        Lab {
+            server,
+            tasks,
+            gate,
+            probe,
+        }
+    }
+
+    /// How many tasks the store holds, expired or not.
+    pub(crate) fn stored(&self) -> usize {
+        self.tasks.store().count(None, 0)
+    }
+
+    /// The stored status of task `id`.
+    pub(crate) fn stored_status(&self, id: &str) -> Option<TaskStatus> {
+        self.tasks.store().get(id).map(|r| r.status)
+    }
+
+    /// Takes every permit left on the gate.
+    pub(crate) fn drain_gate(&self) {
+        while let Ok(p) = self.gate.try_acquire() {
+            p.forget();
+        }
+    }
+
+    /// Waits until `counter` reaches `n` (bounded by [`PATIENCE`]).
+    pub(crate) async fn wait_count(&self, counter: &AtomicUsize, n: usize, what: &str) {
+        let deadline = Instant::now() + PATIENCE;
+        while counter.load(Ordering::SeqCst) < n {
+            assert!(Instant::now() < deadline, "{what} did not reach {n}");
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    }
+}
+
+/// `gate` (always a task): waits for a permit of the gate, then answers `released`. It
+/// bumps `started`, `finished`, `dropped` (a guard held across the wait) and `saw_cancel`
+/// (a watcher of its context's cancellation).
+fn gate_tool(gate: &Arc<Semaphore>, probe: &Arc<Probe>) -> Tool {
+    let gate = Arc::clone(gate);
+    let probe = Arc::clone(probe);
+    Tool::new("gate")
+        .description("Waits for the test to open the gate")
+        .task(TaskMode::Required)
+        .handler(move |call: ToolCall| {
+            let gate = Arc::clone(&gate);
+            let probe = Arc::clone(&probe);
+            async move {
+                probe.started.fetch_add(1, Ordering::SeqCst);
+                let _guard = DropGuard(Arc::clone(&probe));
+                let token = call.ctx.cancellation_token();
+                let watcher = Arc::clone(&probe);
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    watcher.saw_cancel.fetch_add(1, Ordering::SeqCst);
+                });
+                if let Ok(p) = gate.acquire().await {
+                    p.forget();
+                }
+                probe.finished.fetch_add(1, Ordering::SeqCst);
+                "released"
+            }
+        })
+}
+
+/// `sleeper` (a task when declared): sleeps `ms` milliseconds, then answers `slept <ms>`.
+fn sleeper_tool(probe: &Arc<Probe>) -> Tool {
+    let probe = Arc::clone(probe);
+    Tool::new("sleeper")
+        .description("Sleeps")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"ms": {"type": "integer", "minimum": 0}},
+            "required": ["ms"]
+        }))
+        .task(TaskMode::Optional)
+        .handler(move |call: ToolCall| {
+            let probe = Arc::clone(&probe);
+            async move {
+                probe.started.fetch_add(1, Ordering::SeqCst);
+                let _guard = DropGuard(Arc::clone(&probe));
+                let ms = call
+                    .arguments
+                    .get("ms")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(0);
+                tokio::time::sleep(Duration::from_millis(ms)).await;
+                probe.finished.fetch_add(1, Ordering::SeqCst);
+                format!("slept {ms}")
+            }
+        })
+}
+
+/// `quick` (always a task): answers `quick <n>` at once.
+fn quick_tool(probe: &Arc<Probe>) -> Tool {
+    let probe = Arc::clone(probe);
+    Tool::new("quick")
+        .description("Answers at once")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {"n": {"type": "integer"}},
+            "additionalProperties": false
+        }))
+        .task(TaskMode::Required)
+        .handler(move |call: ToolCall| {
+            let probe = Arc::clone(&probe);
+            async move {
+                probe.quick_runs.fetch_add(1, Ordering::SeqCst);
+                format!(
+                    "quick {}",
+                    call.arguments.get("n").and_then(Value::as_i64).unwrap_or(0)
+                )
+            }
+        })
+}
+
+/// `gate_fail` (always a task): waits for a gate permit, then fails with a protocol
+/// error.
+fn gate_fail_tool(gate: &Arc<Semaphore>) -> Tool {
+    let gate = Arc::clone(gate);
+    Tool::new("gate_fail")
+        .description("Waits for the gate, then fails")
+        .task(TaskMode::Required)
+        .handler(move |_: ToolCall| {
+            let gate = Arc::clone(&gate);
+            async move {
+                if let Ok(p) = gate.acquire().await {
+                    p.forget();
+                }
+                Err::<String, _>(Error::internal())
+            }
+        })
+}
+
+/// `pair` (always a task): asks `a` and `b` at once; every run after the first waits for
+/// a gate permit before asking (slow work between rounds). Bumps `pair_runs`.
+fn pair_tool(gate: &Arc<Semaphore>, probe: &Arc<Probe>) -> Tool {
+    let gate = Arc::clone(gate);
+    let probe = Arc::clone(probe);
+    Tool::new("pair")
+        .description("Asks two questions, slowly")
+        .task(TaskMode::Required)
+        .handler(move |call: ToolCall| {
+            let gate = Arc::clone(&gate);
+            let probe = Arc::clone(&probe);
+            async move {
+                if probe.pair_runs.fetch_add(1, Ordering::SeqCst) > 0
+                    && let Ok(p) = gate.acquire().await
+                {
+                    p.forget();
+                }
+                let a = call.ctx.elicit::<Proceed>("a", "A?");
+                let b = call.ctx.elicit::<Proceed>("b", "B?");
+                let yes = |e: presa::mrtr::Elicitation<Proceed>| {
+                    matches!(
+                        e,
+                        presa::mrtr::Elicitation::Accepted(Proceed { proceed: true })
+                    )
+                };
+                let (a, b) = (yes(a.get()?), yes(b.get()?));
+                Ok::<_, Error>(format!("a: {a}, b: {b}"))
+            }
+        })
+}
+
+/// `ask` (always a task): waits for a gate permit, then asks `proceed` with a form.
+fn ask_tool(gate: &Arc<Semaphore>) -> Tool {
+    let gate = Arc::clone(gate);
+    Tool::new("ask")
+        .description("Waits for the gate, then asks whether to proceed")
+        .task(TaskMode::Required)
+        .handler(move |call: ToolCall| {
+            let gate = Arc::clone(&gate);
+            async move {
+                if let Ok(p) = gate.acquire().await {
+                    p.forget();
+                }
+                let answer = call.ctx.elicit::<Proceed>("proceed", "Proceed?").get()?;
+                let go = matches!(
+                    answer,
+                    presa::mrtr::Elicitation::Accepted(Proceed { proceed: true })
+                );
+                Ok::<_, Error>(format!("proceed: {go}"))
+            }
+        })
+}
+
+/// A server with the fixture-like tools but no Tasks extension.
+pub(crate) fn without_tasks() -> Server {
+    Server::builder(Implementation::new("presa-no-tasks", "0.0.1"))
+        .tool(
+            Tool::new("optional_tool")
+                .description("Would be a task if Tasks were installed")
+                .task(TaskMode::Optional)
+                .handler(|_: ToolCall| async move { "ran in the request" }),
+        )
+        .build()
+        .expect("the server builds")
+}
+
+/// The keys a tool listing may have: no task decoration (reference 2.1).
+pub(crate) const LISTING_KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "inputSchema",
+    "outputSchema",
+    "annotations",
+    "icons",
+    "_meta",
+];
+
+/// Asserts a tools/list result carries no task decoration.
+#[track_caller]
+pub(crate) fn assert_no_task_decoration(list: &Value) {
+    for t in list["tools"].as_array().expect("a tools list") {
+        for k in keys(t) {
+            assert!(LISTING_KEYS.contains(&k), "no task decoration ({k}) in {t}");
+        }
+        for k in keys(&t["_meta"]) {
+            assert!(!k.contains("task"), "no task decoration in _meta: {t}");
+        }
+    }
+}
+
+/// The standard base64 of a string (for the `=?base64?…?=` header form).
+pub(crate) fn base64_of(s: &str) -> String {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = String::new();
+    for chunk in s.as_bytes().chunks(3) {
+        let b = [
+            chunk[0],
+            chunk.get(1).copied().unwrap_or(0),
+            chunk.get(2).copied().unwrap_or(0),
+        ];
+        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
+        for i in 0..4 {
+            if i <= chunk.len() {
+                out.push(char::from(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize]));
+            } else {
+                out.push('=');
+            }
+        }
+    }
+    out
+}
+
+// ---- section 2: capability negotiation ----
+
+/// 2.1: `server/discover` advertises the extension with empty settings, no v1
+/// `capabilities.tasks`, and `tools/list` carries no task decoration.
+#[tokio::test]
+async fn discover_advertises_tasks_with_empty_settings_and_no_legacy_key() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        for caps in [tasks_caps(), plain_caps()] {
+            let got = w.send("server/discover", with_caps(json!({}), caps)).await;
+            let caps = &got.result()["capabilities"];
+            assert_eq!(caps["extensions"][TASKS], json!({}), "{kind:?}: {caps}");
+            assert!(
+                caps.get("tasks").is_none(),
+                "{kind:?}: no v1 tasks key: {caps}"
+            );
+            assert_eq!(
+                caps["tools"],
+                json!({"listChanged": true}),
+                "{kind:?}: {caps}"
+            );
+        }
+        let list = w.send("tools/list", declared(json!({}))).await;
+        assert_no_task_decoration(list.result());
+    }
+}
+
+/// A server without the extension advertises no `extensions` and has no task methods.
+#[tokio::test]
+async fn without_the_extension_nothing_is_advertised_and_task_methods_are_32601() {
+    let server = without_tasks();
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        let got = w.send("server/discover", declared(json!({}))).await;
+        let caps = &got.result()["capabilities"];
+        assert!(caps.get("extensions").is_none(), "{kind:?}: {caps}");
+        for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
+            w.send(
+                method,
+                declared(json!({"taskId": "t", "inputResponses": {}})),
+            )
+            .await
+            .method_not_found();
+        }
+        let got = w
+            .send("tools/call", declared(tool("optional_tool", json!({}))))
+            .await;
+        assert_eq!(assert_sync(&got), "ran in the request", "{kind:?}");
+    }
+}
+
+// ---- section 3.2: the decision table ----
+
+/// A sync tool runs in the request whether or not the client declared Tasks.
+#[tokio::test]
+async fn sync_tool_runs_in_the_request_either_way() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        for caps in [tasks_caps(), plain_caps(), json!({})] {
+            let got = w
+                .send(
+                    "tools/call",
+                    with_caps(tool("greet", json!({"name": "World"})), caps),
+                )
+                .await;
+            assert_eq!(assert_sync(&got), "Hello, World!", "{kind:?}");
+        }
+    }
+}
+
+/// An optional tool is a task only when the request declared Tasks; the declaration is
+/// read per request, so one session can do both (reference 2.2).
+#[tokio::test]
+async fn optional_tool_is_a_task_only_for_a_declaring_request() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let args = json!({"seconds": 0, "label": "opt"});
+        let got = w
+            .send("tools/call", undeclared(tool("slow_compute", args.clone())))
+            .await;
+        assert_eq!(assert_sync(&got), "Completed opt", "{kind:?}");
+        let id = w.create("slow_compute", args.clone()).await;
+        let got = w
+            .send(
+                "tools/call",
+                with_caps(tool("slow_compute", args.clone()), json!({})),
+            )
+            .await;
+        assert_eq!(assert_sync(&got), "Completed opt", "{kind:?}");
+        let done = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(text(&done["result"]), "Completed opt", "{kind:?}");
+    }
+}
+
+/// A required tool without the declaration is -32021 (HTTP 400) with the full data
+/// shape, and its handler never runs; with the declaration it is a task.
+#[tokio::test]
+async fn required_tool_without_the_declaration_is_32021_and_does_not_run() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        for caps in [plain_caps(), json!({})] {
+            w.send(
+                "tools/call",
+                with_caps(tool("failing_job", json!({})), caps),
+            )
+            .await
+            .missing_tasks();
+        }
+        let id = w.create("failing_job", json!({})).await;
+        w.wait_terminal(&id).await;
+
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        w.send("tools/call", undeclared(tool("quick", json!({"n": 1}))))
+            .await
+            .missing_tasks();
+        assert_eq!(
+            Probe::get(&lab.probe.quick_runs),
+            0,
+            "{kind:?}: the handler did not run"
+        );
+        assert_eq!(lab.stored(), 0, "{kind:?}: no task stored");
+    }
+}
+
+/// SEP-2663 backward compatibility: a client declaring only the v1 `tasks` capability
+/// is a non-declaring client.
+#[tokio::test]
+async fn legacy_tasks_client_capability_counts_as_undeclared() {
+    let legacy = json!({
+        "elicitation": {},
+        "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+    });
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        w.send(
+            "tools/call",
+            with_caps(tool("failing_job", json!({})), legacy.clone()),
+        )
+        .await
+        .missing_tasks();
+        let got = w
+            .send(
+                "tools/call",
+                with_caps(tool("slow_compute", json!({"label": "v1"})), legacy.clone()),
+            )
+            .await;
+        assert_eq!(assert_sync(&got), "Completed v1", "{kind:?}");
+        for method in ["tasks/get", "tasks/cancel"] {
+            w.send(method, with_caps(task_id("gate-test"), legacy.clone()))
+                .await
+                .missing_tasks();
+        }
+    }
+}
+
+/// 3.1: a v1 `params.task` is accepted and ignored: it neither makes a sync tool a task
+/// nor an undeclared call a task, nor sets a task's TTL or poll interval.
+#[tokio::test]
+async fn legacy_task_param_is_accepted_and_ignored() {
+    let hint = json!({"ttl": 60000, "pollInterval": 5000});
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        for caps in [tasks_caps(), plain_caps()] {
+            let mut params = tool("greet", json!({"name": "legacy-hint"}));
+            params["task"] = hint.clone();
+            let got = w.send("tools/call", with_caps(params, caps)).await;
+            assert_eq!(assert_sync(&got), "Hello, legacy-hint!", "{kind:?}");
+        }
+        let mut params = tool("slow_compute", json!({"label": "hinted"}));
+        params["task"] = hint.clone();
+        let got = w.send("tools/call", undeclared(params.clone())).await;
+        assert_eq!(assert_sync(&got), "Completed hinted", "{kind:?}");
+        let got = w.send("tools/call", declared(params)).await;
+        assert_created(&got);
+        let r = got.result();
+        assert_eq!(
+            r["ttlMs"],
+            json!(3_600_000),
+            "{kind:?}: the server's TTL: {r}"
+        );
+        assert_eq!(
+            r["pollIntervalMs"],
+            json!(100),
+            "{kind:?}: the server's interval: {r}"
+        );
+    }
+}
+
+/// 3.2 step 4: invalid arguments get the direct call's `isError` result synchronously,
+/// and no task is created.
+#[tokio::test]
+async fn invalid_arguments_answer_is_error_synchronously_and_create_no_task() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let bad = tool("slow_compute", json!({"seconds": "soon"}));
+        let direct = w.send("tools/call", undeclared(bad.clone())).await;
+        let as_task = w.send("tools/call", declared(bad)).await;
+        for got in [&direct, &as_task] {
+            let r = got.result();
+            assert_eq!(r["resultType"], "complete", "{kind:?}: {r}");
+            assert_eq!(r["isError"], json!(true), "{kind:?}: {r}");
+            assert!(r.get("taskId").is_none(), "{kind:?}: {r}");
+        }
+        assert_eq!(
+            direct.result()["content"],
+            as_task.result()["content"],
+            "{kind:?}: the same result as the direct call"
+        );
+
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        for args in [json!({"n": "one"}), json!({"n": 1, "extra": true})] {
+            let got = w.send("tools/call", declared(tool("quick", args))).await;
+            assert_eq!(got.result()["isError"], json!(true), "{kind:?}");
+            assert!(got.result().get("taskId").is_none(), "{kind:?}");
+        }
+        assert_eq!(lab.stored(), 0, "{kind:?}: no task stored");
+        assert_eq!(Probe::get(&lab.probe.quick_runs), 0, "{kind:?}");
+    }
+}
+
+/// 3.2 step 4: an unknown tool is -32602 `Unknown tool: <name>` before any task exists;
+/// malformed arguments are the core -32602.
+#[tokio::test]
+async fn unknown_tool_is_32602_before_task_creation() {
+    let lab = Lab::new(Tasks::builder());
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        w.send("tools/call", declared(tool("no_such_tool", json!({}))))
+            .await
+            .invalid_params("Unknown tool: no_such_tool");
+        w.send(
+            "tools/call",
+            declared(json!({"name": "quick", "arguments": [1]})),
+        )
+        .await
+        .error(-32602, 400);
+        assert_eq!(lab.stored(), 0, "{kind:?}: no task stored");
+    }
+}
+
+/// Errata section 4: only `tools/call` creates tasks; other methods answer as usual for a
+/// client declaring Tasks.
+#[tokio::test]
+async fn only_tools_call_creates_tasks() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let got = w
+            .send(
+                "prompts/get",
+                declared(json!({"name": "test_simple_prompt"})),
+            )
+            .await;
+        assert_eq!(got.result()["resultType"], "complete", "{kind:?}");
+        let got = w
+            .send(
+                "resources/read",
+                declared(json!({"uri": "test://static-text"})),
+            )
+            .await;
+        assert_eq!(got.result()["resultType"], "complete", "{kind:?}");
+    }
+}
+
+// ---- section 3.3: the CreateTaskResult ----
+
+/// The CreateTaskResult is flat: resultType `task`, a top-level taskId, status
+/// `working`, ISO timestamps with milliseconds, ttlMs and pollIntervalMs as integers,
+/// serverInfo `_meta`; no task wrapper, result, error, inputRequests, requestState, ttl
+/// or pollInterval. It is a single plain JSON response with no notifications before it.
+#[tokio::test]
+async fn create_task_result_is_flat() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let got = w
+            .send(
+                "tools/call",
+                declared(tool("slow_compute", json!({"seconds": 60}))),
+            )
+            .await;
+        let id = assert_created(&got);
+        let r = got.result();
+        assert_eq!(
+            got.messages.len(),
+            1,
+            "{kind:?}: no notifications: {:?}",
+            got.messages
+        );
+        assert!(!got.sse, "{kind:?}: plain JSON");
+        assert!(w.take_stray().is_empty(), "{kind:?}: nothing else was sent");
+        assert_eq!(r["ttlMs"], json!(3_600_000), "{kind:?}: {r}");
+        assert_eq!(r["pollIntervalMs"], json!(100), "{kind:?}: {r}");
+        assert_eq!(r["createdAt"], r["lastUpdatedAt"], "{kind:?}: {r}");
+        assert_eq!(
+            r["_meta"][SERVER_INFO]["name"], "presa-conformance",
+            "{kind:?}: {r}"
+        );
+        w.cancel(&id).await;
+    }
+}
+
+/// Errata section 4: task ids are unguessable: long random url-safe strings, distinct.
+#[tokio::test]
+async fn task_ids_are_distinct_and_unguessable() {
+    let lab = Lab::new(Tasks::builder());
+    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let mut ids = BTreeSet::new();
+    for n in 0..8 {
+        let id = w.create("quick", json!({"n": n})).await;
+        assert!(id.len() >= 22, "at least 128 bits of base64url: {id}");
+        assert!(
+            id.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
+            "url-safe: {id}"
+        );
+        ids.insert(id);
+    }
+    assert_eq!(ids.len(), 8, "distinct ids: {ids:?}");
+}
+
+/// 3.3: creation is strongly consistent: the task is stored before the response is
+/// written, and a `tasks/get` sent right after finds it as created.
+#[tokio::test]
+async fn creation_is_strongly_consistent() {
+    let lab = Lab::new(Tasks::builder());
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        let got = w
+            .send(
+                "tools/call",
+                declared(tool("sleeper", json!({"ms": 60_000}))),
+            )
+            .await;
+        let id = assert_created(&got);
+        assert!(
+            lab.tasks.store().get(&id).is_some(),
+            "{kind:?}: stored when the response arrived"
+        );
+        let task = w.get(&id).await;
+        assert_eq!(task["status"], "working", "{kind:?}: {task}");
+        assert_eq!(task["createdAt"], got.result()["createdAt"], "{kind:?}");
+        w.cancel(&id).await;
+    }
+    let mut w = Wire::fixture(Kind::Stdio).await;
+    let id = w.create("slow_compute", json!({"seconds": 60})).await;
+    assert_eq!(w.get(&id).await["status"], "working");
+    w.cancel(&id).await;
+}
+
+/// `ttlMs` and `pollIntervalMs` follow the builder: `ttl(None)` is `"ttlMs": null`
+/// (never reaped), on the CreateTaskResult and on `tasks/get`.
+#[tokio::test]
+async fn ttl_and_poll_interval_follow_the_builder() {
+    let cases = [
+        (
+            Tasks::builder()
+                .ttl(None)
+                .poll_interval(Duration::from_millis(40)),
+            json!(null),
+            40,
+        ),
+        (
+            Tasks::builder().ttl(Some(Duration::from_secs(90))),
+            json!(90_000),
+            250,
+        ),
+    ];
+    for (knobs, ttl, poll) in cases {
+        let lab = Lab::new(knobs);
+        for kind in KINDS {
+            let mut w = Wire::start(kind, &lab.server).await;
+            let got = w
+                .send("tools/call", declared(tool("quick", json!({}))))
+                .await;
+            let id = assert_created(&got);
+            let done = w.wait_terminal(&id).await;
+            for r in [got.result(), &done] {
+                assert_eq!(r["ttlMs"], ttl, "{kind:?}: {r}");
+                assert_eq!(r["pollIntervalMs"], json!(poll), "{kind:?}: {r}");
+            }
+            assert_eq!(done["createdAt"], got.result()["createdAt"], "{kind:?}");
+        }
+    }
+}
+
+/// The timestamp reader itself.
+#[test]
+fn iso_ms_reads_utc_millisecond_timestamps() {
+    assert_eq!(iso_ms("1970-01-01T00:00:00.000Z"), Some(0));
+    assert_eq!(iso_ms("2026-11-29T08:05:01.123Z"), Some(1_795_939_501_123));
+    assert_eq!(iso_ms("2000-02-29T00:00:00.000Z"), Some(951_782_400_000));
+    assert_eq!(iso_ms("2026-11-29T08:05:01Z"), None);
+    assert_eq!(iso_ms("2026-11-29T08:05:01.123+00:00"), None);
+    assert_eq!(iso_ms("2026-11-29 08:05:01.123Z"), None);
+}

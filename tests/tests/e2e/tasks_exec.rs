@@ -1,0 +1,793 @@
+//! How tasks run (Tasks reference sections 3.2, 5 and 6; errata T-1, T-5 and section 4):
+//! cancellation drops the worker's future and never loses to a finishing worker,
+//! `notifications/cancelled` never cancels a task, workers run detached from the
+//! creating request, panics fail the task without detail, capacity limits answer -32603
+//! and store nothing, tasks are scoped to their principal, expired tasks become unknown
+//! and are reaped, synchronous MRTR rounds precede task creation, and a task parks only
+//! on input kinds its creating request declared.
+
+use crate::tasks::{
+    KINDS, Kind, Lab, Probe, UNKNOWN_TASK, Wire, accept, assert_created, assert_sync, by_principal,
+    declared, keys, plain_caps, task_id, text, tool, undeclared, with_caps,
+};
+use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, Tasks};
+use serde_json::json;
+use std::collections::BTreeSet;
+use std::time::{Duration, Instant};
+
+// ---- cancellation (4.4, errata T-1) ----
+
+/// Cancelling a running task drops its tool's future at once (a guard held across the
+/// tool's wait is dropped, and the tool never finishes); the tool's context sees the
+/// cancellation; the acknowledgement does not wait for any of it.
+#[tokio::test]
+async fn cancel_drops_the_running_tool_future() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("gate", json!({})).await;
+        lab.wait_count(&lab.probe.started, 1, "gate runs").await;
+        assert_eq!(Probe::get(&lab.probe.dropped), 0, "{kind:?}");
+        let started = Instant::now();
+        w.cancel(&id).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{kind:?}: the ack does not wait"
+        );
+        assert_eq!(w.get(&id).await["status"], "cancelled", "{kind:?}");
+        lab.wait_count(&lab.probe.dropped, 1, "the tool's future dropped")
+            .await;
+        lab.wait_count(&lab.probe.saw_cancel, 1, "the context saw the cancellation")
+            .await;
+        lab.gate.add_permits(1);
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(
+            Probe::get(&lab.probe.finished),
+            0,
+            "{kind:?}: the tool never went on"
+        );
+        assert_eq!(
+            lab.stored_status(&id),
+            Some(TaskStatus::Cancelled),
+            "{kind:?}"
+        );
+        let record = lab.tasks.store().get(&id).expect("stored");
+        assert!(
+            record.result.is_none() && record.error.is_none(),
+            "{kind:?}: {record:?}"
+        );
+    }
+}
+
+/// A sleeping tool is stopped by cancel (not left to run out its sleep).
+#[tokio::test]
+async fn cancel_stops_a_sleeping_tool_at_once() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("sleeper", json!({"ms": 60_000})).await;
+        lab.wait_count(&lab.probe.started, 1, "sleeper runs").await;
+        w.cancel(&id).await;
+        lab.wait_count(&lab.probe.dropped, 1, "the sleep dropped")
+            .await;
+        assert_eq!(Probe::get(&lab.probe.finished), 0, "{kind:?}");
+        assert_eq!(w.get(&id).await["status"], "cancelled", "{kind:?}");
+    }
+}
+
+/// The cancellation race (reference 4.1): a task cancelled while its worker is about to
+/// finish stays cancelled: the gate opens right after the cancel is acknowledged, and
+/// every later read says cancelled, with no result.
+#[tokio::test]
+async fn a_task_cancelled_while_its_worker_finishes_stays_cancelled() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        for round in 0..10 {
+            lab.drain_gate();
+            let id = w.create("gate", json!({})).await;
+            lab.wait_count(&lab.probe.started, round + 1, "gate runs")
+                .await;
+            w.cancel(&id).await;
+            lab.gate.add_permits(1);
+            for _ in 0..5 {
+                let task = w.get(&id).await;
+                assert_eq!(
+                    task["status"], "cancelled",
+                    "{kind:?} round {round}: {task}"
+                );
+                tokio::time::sleep(Duration::from_millis(3)).await;
+            }
+            let record = lab.tasks.store().get(&id).expect("stored");
+            assert_eq!(
+                record.status,
+                TaskStatus::Cancelled,
+                "{kind:?} round {round}"
+            );
+            assert!(
+                record.result.is_none(),
+                "{kind:?} round {round}: {record:?}"
+            );
+        }
+    }
+}
+
+/// The other side of the race: when the gate opens just before the cancel, the task
+/// ends either completed (the cancel came late and was a no-op) or cancelled (with no
+/// result), and a terminal status never changes afterwards.
+#[tokio::test]
+async fn a_terminal_status_never_changes_when_cancel_and_completion_race() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        for round in 0..10 {
+            lab.drain_gate();
+            let id = w.create("gate", json!({})).await;
+            lab.wait_count(&lab.probe.started, round + 1, "gate runs")
+                .await;
+            lab.gate.add_permits(1);
+            w.cancel(&id).await;
+            let first = w.wait_terminal(&id).await;
+            assert!(
+                first["status"] == "completed" || first["status"] == "cancelled",
+                "{kind:?} round {round}: {first}"
+            );
+            if first["status"] == "completed" {
+                assert_eq!(text(&first["result"]), "released", "{kind:?}");
+            }
+            for _ in 0..3 {
+                tokio::time::sleep(Duration::from_millis(3)).await;
+                assert_eq!(w.get(&id).await, first, "{kind:?} round {round}: immutable");
+            }
+        }
+    }
+}
+
+/// Errata T-1 and section 4: `notifications/cancelled` never cancels a task, neither
+/// for the id of the `tools/call` that created it nor for the task id; the task runs on
+/// and completes. (On HTTP the POSTed notification is accepted with 202.)
+#[tokio::test]
+async fn notifications_cancelled_never_cancels_a_task() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        let call = w.next_id();
+        let message = presa_tests::request(call, "tools/call", declared(tool("gate", json!({}))));
+        let got = w.exchange(call, "tools/call", &message, &[]).await;
+        let id = assert_created(&got);
+        lab.wait_count(&lab.probe.started, 1, "gate runs").await;
+        for request_id in [json!(call), json!(id)] {
+            w.notify(
+                "notifications/cancelled",
+                json!({"requestId": request_id, "reason": "user gave up"}),
+            )
+            .await;
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        assert_eq!(w.get(&id).await["status"], "working", "{kind:?}");
+        assert_eq!(Probe::get(&lab.probe.dropped), 0, "{kind:?}: still running");
+        assert_eq!(Probe::get(&lab.probe.saw_cancel), 0, "{kind:?}");
+        lab.gate.add_permits(1);
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(text(&task["result"]), "released", "{kind:?}");
+    }
+}
+
+/// The same rule against the fixture binary over real stdio: `notifications/cancelled`
+/// for the creating call's id, sent after the CreateTaskResult, leaves slow_compute
+/// running to completion.
+#[tokio::test]
+async fn notifications_cancelled_after_creation_leaves_the_fixture_task_running() {
+    let mut w = Wire::fixture(Kind::Stdio).await;
+    let call = w.next_id();
+    let message = presa_tests::request(
+        call,
+        "tools/call",
+        declared(tool(
+            "slow_compute",
+            json!({"seconds": 0.3, "label": "kept"}),
+        )),
+    );
+    let got = w.exchange(call, "tools/call", &message, &[]).await;
+    let id = assert_created(&got);
+    w.notify("notifications/cancelled", json!({"requestId": call}))
+        .await;
+    // Not cancelled: wait_for fails if the task ends any other way than completed.
+    let task = w.wait_for(&id, &["completed"]).await;
+    assert_eq!(text(&task["result"]), "Completed kept");
+}
+
+// ---- execution (5.1, 5.3) ----
+
+/// A panicking task tool ends `failed` with -32603 and no trace of the panic message.
+#[tokio::test]
+async fn a_panicking_task_fails_with_32603_and_no_detail() {
+    let lab = Lab::new(Tasks::builder());
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("panicky", json!({})).await;
+        let task = w.wait_terminal(&id).await;
+        assert_eq!(task["status"], "failed", "{kind:?}: {task}");
+        assert_eq!(task["error"]["code"], json!(-32603), "{kind:?}: {task}");
+        assert!(
+            !task.to_string().contains("secret"),
+            "{kind:?}: no leaked detail: {task}"
+        );
+        // The server is still up.
+        let got = w
+            .send("tools/call", undeclared(tool("sleeper", json!({"ms": 0}))))
+            .await;
+        assert_eq!(assert_sync(&got), "slept 0", "{kind:?}");
+    }
+}
+
+/// 5.3: the worker runs detached from the creating request: a progress token and a log
+/// level on that request give the task no channel (nothing is sent, on the creating
+/// response or anywhere), and the task outlives the request.
+#[tokio::test]
+async fn tasks_run_detached_without_progress_or_logs() {
+    let lab = Lab::new(Tasks::builder());
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        let mut params = declared(tool("chatty", json!({})));
+        params["_meta"]["progressToken"] = json!("p-1");
+        params["_meta"]["io.modelcontextprotocol/logLevel"] = json!("debug");
+        let got = w.send("tools/call", params).await;
+        let id = assert_created(&got);
+        assert_eq!(got.messages.len(), 1, "{kind:?}: {:?}", got.messages);
+        assert!(!got.sse, "{kind:?}");
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(
+            text(&task["result"]),
+            "progress sent: false, log sent: false",
+            "{kind:?}"
+        );
+        assert!(w.take_stray().is_empty(), "{kind:?}: nothing else was sent");
+    }
+}
+
+// ---- capacity (3.2 step 6) ----
+
+/// Asserts the capacity error of reference 3.2 step 6 for `limit`.
+#[track_caller]
+fn assert_capacity(got: &crate::tasks::Got, limit: &str) {
+    let e = got.error(-32603, 500);
+    assert_eq!(
+        e["message"], "Task capacity exhausted",
+        "{:?}: {e}",
+        got.kind
+    );
+    assert_eq!(
+        e["data"],
+        json!({"retryable": true, "limit": limit}),
+        "{:?}: {e}",
+        got.kind
+    );
+}
+
+/// `max_workers(1)`: while one task runs, the next creation is -32603 with
+/// `{retryable: true, limit: "max_workers"}` and stores nothing; a synchronous call still
+/// runs; once the running task ends, creation works again.
+#[tokio::test]
+async fn max_workers_refuses_a_creation_and_stores_nothing() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder().max_workers(1));
+        let mut w = Wire::start(kind, &lab.server).await;
+        let first = w.create("gate", json!({})).await;
+        lab.wait_count(&lab.probe.started, 1, "gate runs").await;
+        for name in ["quick", "gate"] {
+            let got = w.send("tools/call", declared(tool(name, json!({})))).await;
+            assert_capacity(&got, "max_workers");
+        }
+        assert_eq!(lab.stored(), 1, "{kind:?}: nothing stored");
+        assert_eq!(Probe::get(&lab.probe.quick_runs), 0, "{kind:?}");
+        let got = w
+            .send("tools/call", undeclared(tool("sleeper", json!({"ms": 0}))))
+            .await;
+        assert_eq!(
+            assert_sync(&got),
+            "slept 0",
+            "{kind:?}: sync calls still run"
+        );
+        lab.gate.add_permits(1);
+        w.wait_for(&first, &["completed"]).await;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        let second = loop {
+            let got = w
+                .send("tools/call", declared(tool("quick", json!({"n": 2}))))
+                .await;
+            if got.response().get("result").is_some() {
+                break assert_created(&got);
+            }
+            assert_capacity(&got, "max_workers");
+            assert!(
+                Instant::now() < deadline,
+                "{kind:?}: the worker slot frees up"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        let task = w.wait_for(&second, &["completed"]).await;
+        assert_eq!(text(&task["result"]), "quick 2", "{kind:?}");
+    }
+}
+
+/// A cancelled task frees its worker slot.
+#[tokio::test]
+async fn a_cancelled_task_frees_its_worker_slot() {
+    let lab = Lab::new(Tasks::builder().max_workers(1));
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("sleeper", json!({"ms": 60_000})).await;
+        w.cancel(&id).await;
+        let deadline = Instant::now() + Duration::from_secs(2);
+        loop {
+            let got = w
+                .send("tools/call", declared(tool("quick", json!({}))))
+                .await;
+            if got.response().get("result").is_some() {
+                let id = assert_created(&got);
+                w.wait_for(&id, &["completed"]).await;
+                break;
+            }
+            assert_capacity(&got, "max_workers");
+            assert!(Instant::now() < deadline, "{kind:?}: the slot frees up");
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    }
+}
+
+/// A [`TaskStore`] whose `insert` takes a few milliseconds, as a durable store's does
+/// (the trait is synchronous, so a SQLite or PostgreSQL store blocks for its write).
+struct SlowStore {
+    inner: MemoryStore,
+    delay: Duration,
+}
+
+impl TaskStore for SlowStore {
+    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
+        std::thread::sleep(self.delay);
+        self.inner.insert(record)
+    }
+
+    fn get(&self, id: &str) -> Option<TaskRecord> {
+        self.inner.get(id)
+    }
+
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+        self.inner.compare_and_set(expected, record)
+    }
+
+    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+        self.inner.count(scope, now_ms)
+    }
+
+    fn remove_expired(&self, now_ms: u64) -> usize {
+        self.inner.remove_expired(now_ms)
+    }
+}
+
+/// A lab whose store takes 5 ms per insert.
+fn slow_lab(knobs: presa::tasks::TasksBuilder) -> Lab {
+    Lab::new(knobs.store(SlowStore {
+        inner: MemoryStore::default(),
+        delay: Duration::from_millis(5),
+    }))
+}
+
+/// Posts `n` task creations of `name` at once over HTTP; the ids created, after checking
+/// that every refusal is the capacity error for `limit`.
+async fn create_at_once(w: &Wire, name: &str, n: i64, limit: &str) -> Vec<String> {
+    let h = w.harness();
+    let posts = (0..n).map(|i| {
+        let m = presa_tests::request(i, "tools/call", declared(tool(name, json!({}))));
+        async move { h.post(&m, &[]).await }
+    });
+    let replies = futures_util::future::join_all(posts).await;
+    let mut created = Vec::new();
+    for r in &replies {
+        match r.response()["result"]["taskId"].as_str() {
+            Some(id) => created.push(id.to_owned()),
+            None => {
+                assert_eq!(r.status, 500, "{}", r.body);
+                assert_eq!(r.response()["error"]["data"]["limit"], limit, "{}", r.body);
+            }
+        }
+    }
+    created
+}
+
+/// Creation is atomic with its capacity check (reference 3.2 step 6): of 8 simultaneous
+/// creations with one worker slot, exactly one succeeds and only it is stored, even with
+/// a store whose writes take time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simultaneous_creations_respect_max_workers() {
+    let lab = slow_lab(Tasks::builder().max_workers(1));
+    let w = Wire::start(Kind::Http, &lab.server).await;
+    let created = create_at_once(&w, "gate", 8, "max_workers").await;
+    let running = created
+        .iter()
+        .filter(|id| lab.stored_status(id) == Some(TaskStatus::Working))
+        .count();
+    lab.gate.add_permits(created.len());
+    assert_eq!(
+        created.len(),
+        1,
+        "{} of 8 simultaneous creations got past max_workers(1), {running} running at once",
+        created.len()
+    );
+    assert_eq!(lab.stored(), 1, "only the created task is stored");
+}
+
+/// Likewise for `max_tasks(1)`: exactly one of 8 simultaneous creations is stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn simultaneous_creations_respect_max_tasks() {
+    let lab = slow_lab(Tasks::builder().max_tasks(1));
+    let w = Wire::start(Kind::Http, &lab.server).await;
+    let created = create_at_once(&w, "quick", 8, "max_tasks").await;
+    assert_eq!(
+        created.len(),
+        1,
+        "{} of 8 simultaneous creations got past max_tasks(1); {} stored",
+        created.len(),
+        lab.stored()
+    );
+    assert_eq!(lab.stored(), 1, "only the created task is stored");
+}
+
+/// `max_tasks(2)`: with two tasks kept (finished ones count until they expire), the
+/// next creation is -32603 with `limit: "max_tasks"` and stores nothing.
+#[tokio::test]
+async fn max_tasks_refuses_a_creation_and_stores_nothing() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder().max_tasks(2));
+        let mut w = Wire::start(kind, &lab.server).await;
+        for n in 0..2 {
+            let id = w.create("quick", json!({"n": n})).await;
+            w.wait_for(&id, &["completed"]).await;
+        }
+        let got = w
+            .send("tools/call", declared(tool("quick", json!({}))))
+            .await;
+        assert_capacity(&got, "max_tasks");
+        assert_eq!(lab.stored(), 2, "{kind:?}: nothing stored");
+        assert_eq!(Probe::get(&lab.probe.quick_runs), 2, "{kind:?}");
+    }
+}
+
+/// `max_tasks_per_scope(1)`: a principal with one task gets -32603 with `limit:
+/// "max_tasks_per_scope"` and nothing stored, while another principal can still create.
+/// On stdio (no principal) every request shares one scope.
+#[tokio::test]
+async fn max_tasks_per_scope_limits_each_principal() {
+    let lab = Lab::with(Tasks::builder().max_tasks_per_scope(1), by_principal);
+    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let params = declared(tool("quick", json!({})));
+    let alice = [("X-Principal", "alice")];
+    let bob = [("X-Principal", "bob")];
+    let got = w.send_with("tools/call", params.clone(), &alice).await;
+    assert_created(&got);
+    let got = w.send_with("tools/call", params.clone(), &alice).await;
+    assert_capacity(&got, "max_tasks_per_scope");
+    assert_eq!(lab.stored(), 1, "nothing stored");
+    let got = w.send_with("tools/call", params.clone(), &bob).await;
+    assert_created(&got);
+    assert_eq!(lab.stored(), 2);
+
+    let lab = Lab::new(Tasks::builder().max_tasks_per_scope(1));
+    let mut w = Wire::start(Kind::Stdio, &lab.server).await;
+    w.create("quick", json!({})).await;
+    let got = w.send("tools/call", params).await;
+    assert_capacity(&got, "max_tasks_per_scope");
+    assert_eq!(lab.stored(), 1, "nothing stored");
+}
+
+// ---- scope (errata section 4: authorization on every task request) ----
+
+/// A task created by principal A is unknown to principal B and to a request without a
+/// principal, for get, update, cancel and the listen filter; B's attempts change nothing.
+#[tokio::test]
+async fn another_principals_task_is_unknown() {
+    let lab = Lab::with(Tasks::builder(), by_principal);
+    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let alice = [("X-Principal", "alice")];
+    let got = w
+        .send_with("tools/call", declared(tool("gate", json!({}))), &alice)
+        .await;
+    let id = assert_created(&got);
+    lab.wait_count(&lab.probe.started, 1, "gate runs").await;
+    for who in [
+        vec![("X-Principal", "bob")],
+        vec![("X-Principal", "ALICE")],
+        vec![],
+    ] {
+        for (method, params) in [
+            ("tasks/get", task_id(&id)),
+            ("tasks/cancel", task_id(&id)),
+            (
+                "tasks/update",
+                json!({"taskId": id, "inputResponses": {"proceed": accept(json!({"proceed": true}))}}),
+            ),
+        ] {
+            w.send_with(method, declared(params), &who)
+                .await
+                .invalid_params(UNKNOWN_TASK);
+        }
+    }
+    assert_eq!(
+        Probe::get(&lab.probe.dropped),
+        0,
+        "bob's cancel did nothing"
+    );
+    let got = w
+        .send_with("tasks/get", declared(task_id(&id)), &alice)
+        .await;
+    assert_eq!(got.result()["status"], "working");
+    // A task created without a principal is not alice's either.
+    let got = w
+        .send("tools/call", declared(tool("quick", json!({}))))
+        .await;
+    let anonymous = assert_created(&got);
+    w.send_with("tasks/get", declared(task_id(&anonymous)), &alice)
+        .await
+        .invalid_params(UNKNOWN_TASK);
+    let got = w
+        .send_with("tasks/cancel", declared(task_id(&id)), &alice)
+        .await;
+    crate::tasks::assert_ack(got.result());
+    let got = w
+        .send_with("tasks/get", declared(task_id(&id)), &alice)
+        .await;
+    assert_eq!(got.result()["status"], "cancelled");
+}
+
+// ---- TTL and reaping (5.2) ----
+
+/// With a 300 ms TTL and a 50 ms reaper: the task is readable before its TTL, unknown
+/// (-32602) after it, and then gone from the store.
+#[tokio::test]
+async fn expired_tasks_become_unknown_and_are_reaped() {
+    for kind in KINDS {
+        let lab = Lab::new(
+            Tasks::builder()
+                .ttl(Some(Duration::from_millis(300)))
+                .reap_every(Duration::from_millis(50)),
+        );
+        let mut w = Wire::start(kind, &lab.server).await;
+        let created = Instant::now();
+        let got = w
+            .send("tools/call", declared(tool("quick", json!({}))))
+            .await;
+        let id = assert_created(&got);
+        assert_eq!(got.result()["ttlMs"], json!(300), "{kind:?}");
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(task["ttlMs"], json!(300), "{kind:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let at = created.elapsed();
+        let got = w.send("tasks/get", declared(task_id(&id))).await;
+        if at < Duration::from_millis(280) {
+            assert_eq!(
+                got.result()["status"],
+                "completed",
+                "{kind:?}: readable at {at:?}"
+            );
+        }
+        let deadline = created + Duration::from_secs(2);
+        loop {
+            let got = w.send("tasks/get", declared(task_id(&id))).await;
+            if got.response().get("error").is_some() {
+                got.invalid_params(UNKNOWN_TASK);
+                break;
+            }
+            assert_eq!(got.result()["status"], "completed", "{kind:?}");
+            assert!(Instant::now() < deadline, "{kind:?}: the task expires");
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(
+            created.elapsed() >= Duration::from_millis(290),
+            "{kind:?}: not expired early ({:?})",
+            created.elapsed()
+        );
+        for (method, params) in [
+            ("tasks/cancel", task_id(&id)),
+            ("tasks/update", json!({"taskId": id, "inputResponses": {}})),
+        ] {
+            w.send(method, declared(params))
+                .await
+                .invalid_params(UNKNOWN_TASK);
+        }
+        let deadline = Instant::now() + Duration::from_secs(1);
+        while lab.tasks.store().get(&id).is_some() {
+            assert!(
+                Instant::now() < deadline,
+                "{kind:?}: the reaper deletes the task"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert_eq!(lab.stored(), 0, "{kind:?}");
+    }
+}
+
+/// An expired task is unknown at once, before the reaper runs, and no longer counts
+/// toward `max_tasks`.
+#[tokio::test]
+async fn expired_tasks_are_unknown_before_the_reaper_runs() {
+    for kind in KINDS {
+        let lab = Lab::new(
+            Tasks::builder()
+                .ttl(Some(Duration::from_millis(100)))
+                .reap_every(Duration::from_secs(60))
+                .max_tasks(1),
+        );
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("quick", json!({})).await;
+        w.wait_for(&id, &["completed"]).await;
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        w.send("tasks/get", declared(task_id(&id)))
+            .await
+            .invalid_params(UNKNOWN_TASK);
+        assert!(
+            lab.tasks.store().get(&id).is_some(),
+            "{kind:?}: not reaped yet"
+        );
+        let next = w.create("quick", json!({})).await;
+        w.wait_for(&next, &["completed"]).await;
+    }
+}
+
+// ---- MRTR and tasks (6.2, errata T-5) ----
+
+/// Reference 6.2: a tool gathers input with ordinary MRTR first (round 1 is an
+/// InputRequiredResult, no task), and the final round creates the task (no requestState,
+/// no inputRequests), which completes with the answer.
+#[tokio::test]
+async fn mrtr_rounds_come_before_task_creation() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let params = with_caps(
+            tool("test_tool_with_task", json!({})),
+            json!({"elicitation": {}, "extensions": {crate::tasks::TASKS: {}}}),
+        );
+        let round1 = w.send("tools/call", params.clone()).await;
+        let r = round1.result();
+        assert_eq!(r["resultType"], "input_required", "{kind:?}: {r}");
+        assert!(r.get("taskId").is_none(), "{kind:?}: {r}");
+        assert_eq!(
+            keys(&r["inputRequests"]),
+            BTreeSet::from(["user_name"]),
+            "{kind:?}"
+        );
+        let state = r["requestState"]
+            .as_str()
+            .expect("a requestState")
+            .to_owned();
+        let mut retry = params.clone();
+        retry["inputResponses"] = json!({"user_name": accept(json!({"name": "Alice"}))});
+        retry["requestState"] = json!(state);
+        let round2 = w.send("tools/call", retry.clone()).await;
+        let id = assert_created(&round2);
+        for absent in ["requestState", "inputRequests"] {
+            assert!(
+                round2.result().get(absent).is_none(),
+                "{kind:?}: no {absent}"
+            );
+        }
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert!(text(&task["result"]).contains("Alice"), "{kind:?}: {task}");
+        assert_eq!(text(&task["result"]), "Hello, Alice", "{kind:?}");
+
+        // The final round from a client without Tasks: the tool is required then.
+        let mut undeclared_retry = retry;
+        undeclared_retry["_meta"][crate::tasks::CAPS] = plain_caps();
+        let round1 = w
+            .send(
+                "tools/call",
+                undeclared(tool("test_tool_with_task", json!({}))),
+            )
+            .await;
+        let state = round1.result()["requestState"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        undeclared_retry["requestState"] = json!(state);
+        w.send("tools/call", undeclared_retry).await.missing_tasks();
+    }
+}
+
+/// Errata T-5: a task may park only on input kinds its creating request declared; the
+/// fixture's confirm_delete asks for an elicitation, so created by a request that
+/// declared Tasks but not elicitation, the task ends failed with -32021.
+#[tokio::test]
+async fn a_task_asking_for_an_undeclared_input_kind_fails_with_32021() {
+    for kind in KINDS {
+        let mut w = Wire::fixture(kind).await;
+        let got = w
+            .send(
+                "tools/call",
+                with_caps(
+                    tool("confirm_delete", json!({"filename": "t5.txt"})),
+                    json!({"extensions": {crate::tasks::TASKS: {}}}),
+                ),
+            )
+            .await;
+        let id = assert_created(&got);
+        let task = w.wait_terminal(&id).await;
+        assert_eq!(task["status"], "failed", "{kind:?}: {task}");
+        assert_eq!(task["error"]["code"], json!(-32021), "{kind:?}: {task}");
+        assert!(
+            task["error"]["data"]["requiredCapabilities"]["elicitation"].is_object(),
+            "{kind:?}: names what was missing: {task}"
+        );
+        assert!(task.get("inputRequests").is_none(), "{kind:?}: {task}");
+    }
+}
+
+/// A task that asked for input keeps its creating request's capabilities: answered
+/// through `tasks/update` on a later request (declaring Tasks only), it still resumes.
+#[tokio::test]
+async fn a_parked_task_resumes_with_its_creators_capabilities() {
+    let lab = Lab::new(Tasks::builder());
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        lab.gate.add_permits(2);
+        let id = w.create("ask", json!({})).await;
+        let task = w.wait_for(&id, &["input_required"]).await;
+        assert_eq!(
+            keys(&task["inputRequests"]),
+            BTreeSet::from(["proceed"]),
+            "{kind:?}"
+        );
+        let got = w
+            .send(
+                "tasks/update",
+                with_caps(
+                    json!({"taskId": id, "inputResponses": {"proceed": accept(json!({"proceed": true}))}}),
+                    json!({"extensions": {crate::tasks::TASKS: {}}}),
+                ),
+            )
+            .await;
+        crate::tasks::assert_ack(got.result());
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(text(&task["result"]), "proceed: true", "{kind:?}");
+    }
+}
+
+/// Errata section 4: an input key is never requested again once answered. Here `b` is
+/// answered while the worker is still busy with the round that got `a`; when that round
+/// ends asking for `b` (it started before the answer), the task must not go back to
+/// listing `b` as pending: it goes on with the answer it has.
+#[tokio::test]
+async fn an_answered_key_is_never_requested_again() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder());
+        let mut w = Wire::start(kind, &lab.server).await;
+        let id = w.create("pair", json!({})).await;
+        let task = w.wait_for(&id, &["input_required"]).await;
+        assert_eq!(
+            keys(&task["inputRequests"]),
+            BTreeSet::from(["a", "b"]),
+            "{kind:?}"
+        );
+        let yes = accept(json!({"proceed": true}));
+        w.update(&id, json!({"a": yes.clone()})).await;
+        lab.wait_count(&lab.probe.pair_runs, 2, "the round with a")
+            .await;
+        w.update(&id, json!({"b": yes})).await;
+        lab.gate.add_permits(1);
+        lab.wait_count(&lab.probe.pair_runs, 3, "the round with both")
+            .await;
+        let task = w.get(&id).await;
+        assert!(
+            task["status"] != "input_required",
+            "{kind:?}: the answered key b is requested again: {task}"
+        );
+        let record = lab.tasks.store().get(&id).expect("stored");
+        assert!(record.answers.contains_key("b"), "{kind:?}: {record:?}");
+        assert!(
+            !record.input_requests.contains_key("b"),
+            "{kind:?}: b is answered and pending at once: {record:?}"
+        );
+        lab.gate.add_permits(1);
+        let task = w.wait_for(&id, &["completed"]).await;
+        assert_eq!(text(&task["result"]), "a: true, b: true", "{kind:?}");
+    }
+}
