@@ -1,5 +1,5 @@
-//! The getting-started server of the book: two tools, served over stdio by default or
-//! over Streamable HTTP with `--http`.
+//! Tools built without the attributes (the book's "Without the attribute"): two tools,
+//! served over stdio by default or over Streamable HTTP with `--http`.
 //!
 //! ```sh
 //! cargo run -p presa --example getting_started            # stdio

@@ -3,10 +3,11 @@
 //! `presa` alone.
 //!
 //! Parameters are classified by type, never by spelling: each generated call site asks a
-//! [`Probe`] of the parameter's concrete type for `describe`/`extract`, and method
+//! `Probe` of the parameter's concrete type for `describe`/`extract`, and method
 //! resolution picks the most specific trait that type implements (autoref
 //! specialization): [`Args<T>`](crate::extract::Args) first, then any
-//! [`FromContext`] type (injected), then an argument (`Deserialize + JsonSchema`).
+//! [`FromContext`](crate::extract::FromContext) type (injected), then an argument
+//! (`Deserialize + JsonSchema`).
 
 pub use linkme;
 pub use schemars;

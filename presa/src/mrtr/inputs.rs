@@ -7,7 +7,7 @@
 //!
 //! ```no_run
 //! # async fn f(ctx: presa::RequestContext) -> Result<String, presa::mrtr::InputRequired> {
-//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Name { name: String }
+//! # #[derive(serde::Deserialize, schemars::JsonSchema, presa::ElicitForm)] struct Name { name: String }
 //! let name = ctx.elicit::<Name>("user_name", "What is your name?");
 //! let roots = ctx.roots("client_roots");
 //! let name = name.get()?;   // a missing answer: the call is answered input_required,

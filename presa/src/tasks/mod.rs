@@ -40,6 +40,9 @@ use tokio_util::sync::CancellationToken;
 pub const ID: &str = "io.modelcontextprotocol/tasks";
 /// Longest task id accepted, in bytes.
 pub const MAX_TASK_ID_BYTES: usize = 256;
+/// How often a worker looks at the store for changes made through another replica.
+pub const REMOTE_CHECK: Duration = Duration::from_millis(500);
+
 /// Most task ids one listen request may follow.
 pub const MAX_LISTEN_TASK_IDS: usize = 100;
 
@@ -375,6 +378,7 @@ impl Tasks {
             let run = AssertUnwindSafe(invocation.run_with(ctx.clone())).catch_unwind();
             let outcome = tokio::select! {
                 _ = worker.cancel.cancelled() => break,
+                () = self.cancelled_elsewhere(&id) => break,
                 outcome = run => outcome,
             };
             let inputs = ctx.inputs_outcome();
@@ -411,10 +415,10 @@ impl Tasks {
                         .filter(|(k, _)| !next.answers.contains_key(*k))
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect();
-                    next.status = if next.input_requests.is_empty() {
-                        TaskStatus::Working
+                    (next.status, next.status_message) = if next.input_requests.is_empty() {
+                        (TaskStatus::Working, Some("Working".into()))
                     } else {
-                        TaskStatus::InputRequired
+                        (TaskStatus::InputRequired, Some("Waiting for input".into()))
                     };
                     Some(next)
                 });
@@ -426,6 +430,8 @@ impl Tasks {
                 tokio::select! {
                     _ = worker.cancel.cancelled() => break,
                     _ = worker.wake.notified() => continue,
+                    // Answered or cancelled through another replica sharing the store.
+                    () = self.changed_elsewhere(&id, TaskStatus::InputRequired) => continue,
                 }
             }
             match outcome {
@@ -452,7 +458,40 @@ impl Tasks {
         }
     }
 
+    /// Ends a task `failed`. The inlined error is -32603 (the task's params were valid
+    /// when it was created, so a protocol error inside it is a failure of the work),
+    /// keeping the handler's own message; -32021 keeps its code and data (errata T-5).
+    /// Completes when the stored task is cancelled by someone else (another replica
+    /// sharing the store), checked every [`REMOTE_CHECK`].
+    async fn cancelled_elsewhere(&self, id: &str) {
+        loop {
+            tokio::time::sleep(REMOTE_CHECK).await;
+            match self.inner.store.get(id) {
+                Some(r) if r.status != TaskStatus::Cancelled => {}
+                _ => return,
+            }
+        }
+    }
+
+    /// Completes when the stored task's status is no longer `status` (or it is gone),
+    /// checked every [`REMOTE_CHECK`].
+    async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
+        loop {
+            tokio::time::sleep(REMOTE_CHECK).await;
+            match self.inner.store.get(id) {
+                Some(r) if r.status == status => {}
+                _ => return,
+            }
+        }
+    }
+
     fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
+        let error = if error.code() == code::MISSING_CLIENT_CAPABILITY {
+            error.clone()
+        } else {
+            Error::new(code::INTERNAL_ERROR, error.message().to_owned())
+        };
+        let error = &error;
         self.update(server, id, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Failed;
@@ -520,6 +559,7 @@ impl Tasks {
             }
             if next.input_requests.is_empty() {
                 next.status = TaskStatus::Working;
+                next.status_message = Some("Working".into());
             }
             matched = true;
             Some(next)

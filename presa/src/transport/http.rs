@@ -346,7 +346,13 @@ fn sse(
         tokio::select! {
             biased;
             // The frame leaves the backlog once the body takes it.
-            Some((frame, _taken)) = s.rx.recv() => Some((Ok(event(&frame)), s)),
+            Some((frame, _taken)) = s.rx.recv() => {
+                // Keepalives are for idle streams: an event restarts the wait.
+                if let Some((_, timer)) = s.keepalive.as_mut() {
+                    timer.reset();
+                }
+                Some((Ok(event(&frame)), s))
+            }
             () = tick => Some((Ok(": keepalive\n\n".to_owned()), s)),
             reply = fut => {
                 s.fut = None;

@@ -264,7 +264,14 @@ async fn update_with_an_answer_off_the_requested_schema_is_not_accepted() {
             "{kind:?}: an off-schema answer completed the task: {task}"
         );
         if task["status"] == "failed" {
-            assert_eq!(task["error"]["code"], json!(-32602), "{kind:?}: {task}");
+            // A protocol error inside a task fails it with -32603, keeping the message.
+            assert_eq!(task["error"]["code"], json!(-32603), "{kind:?}: {task}");
+            assert!(
+                task["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("Invalid input response")),
+                "{kind:?}: {task}"
+            );
         } else {
             w.cancel(&id).await;
         }
