@@ -117,13 +117,26 @@ impl ToolInvocation {
     }
 }
 
-/// Runs a tool and shapes its result (the direct path and detached runs share it).
+/// Runs a tool and shapes its result (detached runs keep it as an object).
 pub(crate) async fn run_tool(
     server: &Server,
     entry: &ToolEntry,
     arguments: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<Map<String, Value>, Error> {
+    let result = call_checked(entry, arguments, ctx).await?;
+    match serde_json::to_value(result) {
+        Ok(Value::Object(m)) => Ok(server.shape_map(m)),
+        _ => Err(Error::internal()),
+    }
+}
+
+/// Runs a tool's handler and checks its structured result against its output schema.
+pub(crate) async fn call_checked(
+    entry: &ToolEntry,
+    arguments: Map<String, Value>,
+    ctx: RequestContext,
+) -> Result<crate::CallToolResult, Error> {
     let name = entry.tool.name.clone();
     let result = (entry.handler)(ToolCall {
         name: name.clone(),
@@ -141,10 +154,7 @@ pub(crate) async fn run_tool(
             return Err(Error::internal());
         }
     }
-    match serde_json::to_value(result) {
-        Ok(Value::Object(m)) => Ok(server.shape_map(m)),
-        _ => Err(Error::internal()),
-    }
+    Ok(result)
 }
 
 /// Whether the request declared extension `id` in its client capabilities.

@@ -111,6 +111,8 @@ pub(crate) struct Inner {
     pub(crate) principal: Option<Arc<PrincipalFn>>,
     pub(crate) info: Implementation,
     pub(crate) server_info: Value,
+    /// The same, serialized once, for results written without a `Value` tree.
+    pub(crate) server_info_raw: Box<serde_json::value::RawValue>,
     pub(crate) config: Config,
     pub(crate) catalog: RwLock<Arc<Catalog>>,
     pub(crate) state: Arc<StateMap>,
@@ -553,6 +555,8 @@ impl ServerBuilder {
                 state_ttl: self.state_ttl,
                 principal: self.principal,
                 info: self.info,
+                server_info_raw: serde_json::value::to_raw_value(&server_info)
+                    .map_err(|e| BuildError::new(e.to_string()))?,
                 server_info,
                 config: self.config,
                 catalog: RwLock::new(Arc::new(catalog)),

@@ -4,7 +4,7 @@
 use super::headers;
 use crate::context::RequestContext;
 use crate::error::Error;
-use crate::extension::{Intercepted, ToolInvocation, run_tool};
+use crate::extension::{Intercepted, ToolInvocation, call_checked};
 use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
@@ -291,8 +291,8 @@ async fn call_tool(
         ctx,
         ..
     } = invocation;
-    let result = run_tool(server, &entry, arguments, ctx).await?;
-    Ok(Value::Object(result).to_string())
+    let result = call_checked(&entry, arguments, ctx).await?;
+    server.shape_call_result(&result)
 }
 
 fn shape_tool_result(server: &Server, result: crate::wire::types::CallToolResult) -> String {

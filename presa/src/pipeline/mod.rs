@@ -195,7 +195,11 @@ impl Server {
 
     /// Admission, gate, mirror checks, dispatch and shaping: the result JSON or an error.
     async fn serve(self, request: Request, exchange: Exchange) -> Result<String, Error> {
-        let Request { id, method, params } = request;
+        let Request {
+            id,
+            method,
+            mut params,
+        } = request;
         let headers = exchange.headers.as_ref();
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
@@ -214,9 +218,9 @@ impl Server {
             Some(h) => {
                 let header_version = headers::version_present(h)?.to_owned();
                 let mirror = |body: &str| headers::version_matches(&header_version, body);
-                meta::admit_request(&params, Some(&mirror))?
+                meta::admit_request(params.remove("_meta"), Some(&mirror))?
             }
-            None => meta::admit_request(&params, None)?,
+            None => meta::admit_request(params.remove("_meta"), None)?,
         };
         // W3C trace context from `_meta` is carried into the request's span.
         let span = tracing::Span::current();
@@ -292,7 +296,8 @@ impl Server {
             let result = extension.handle(&method, params, ctx).await?;
             return Ok(self.shape(result));
         }
-        let bind = mrtr.then(|| token::binding(&method, &params, principal.as_deref()));
+        // What a request state is bound to: computed only if the handler asks for input.
+        let bound = mrtr.then(|| params.clone());
         let result = methods::dispatch(
             &self,
             &catalog,
@@ -308,7 +313,8 @@ impl Server {
             return Err(failure);
         }
         if outcome.demanded {
-            let Some(bind) = bind else {
+            let Some(bind) = bound.map(|p| token::binding(&method, &p, principal.as_deref()))
+            else {
                 return Err(Error::new(
                     crate::error::code::INTERNAL_ERROR,
                     "Input-required result is not permitted for this operation",
@@ -395,6 +401,34 @@ impl Server {
         Value::Object(self.shape_map(result)).to_string()
     }
 
+    /// A `tools/call` result written straight from its typed form, with `resultType` and
+    /// the serverInfo `_meta`, without building a `Value` tree first.
+    pub(crate) fn shape_call_result(
+        &self,
+        result: &crate::CallToolResult,
+    ) -> Result<String, Error> {
+        let server_info = self
+            .inner
+            .config
+            .server_info_in_results
+            .then_some(&*self.inner.server_info_raw);
+        let meta = (result.meta.is_some() || server_info.is_some()).then_some(ResultMeta {
+            user: result.meta.as_ref(),
+            server_info,
+        });
+        serde_json::to_string(&ShapedCallResult {
+            content: &result.content,
+            structured_content: result.structured_content.as_ref(),
+            is_error: result.is_error,
+            result_type: "complete",
+            meta,
+        })
+        .map_err(|e| {
+            tracing::error!("a tools/call result failed to serialize: {e}");
+            Error::internal()
+        })
+    }
+
     /// Like [`Server::shape`], keeping the object.
     pub(crate) fn shape_map(&self, mut result: Map<String, Value>) -> Map<String, Value> {
         if !result.contains_key("resultType") {
@@ -410,6 +444,41 @@ impl Server {
             }
         }
         result
+    }
+}
+
+#[derive(serde::Serialize)]
+struct ShapedCallResult<'a> {
+    content: &'a [crate::Content],
+    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+    structured_content: Option<&'a Value>,
+    #[serde(rename = "isError")]
+    is_error: bool,
+    #[serde(rename = "resultType")]
+    result_type: &'static str,
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    meta: Option<ResultMeta<'a>>,
+}
+
+/// A result's `_meta`: the handler's entries, then serverInfo unless the handler set it.
+struct ResultMeta<'a> {
+    user: Option<&'a Map<String, Value>>,
+    server_info: Option<&'a serde_json::value::RawValue>,
+}
+
+impl serde::Serialize for ResultMeta<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        let mut has_info = false;
+        for (k, v) in self.user.into_iter().flatten() {
+            has_info |= k == KEY_SERVER_INFO;
+            map.serialize_entry(k, v)?;
+        }
+        if let (Some(info), false) = (self.server_info, has_info) {
+            map.serialize_entry(KEY_SERVER_INFO, info)?;
+        }
+        map.end()
     }
 }
 

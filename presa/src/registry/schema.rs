@@ -31,6 +31,9 @@ impl CompiledSchema {
 
     /// Validates `value`; on failure, a short description of the first few problems.
     pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
+        if self.validator.is_valid(value) {
+            return Ok(());
+        }
         let mut problems = self.validator.iter_errors(value).take(5).peekable();
         if problems.peek().is_none() {
             return Ok(());

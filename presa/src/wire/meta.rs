@@ -164,13 +164,12 @@ pub(crate) type VersionMirror<'a> = &'a dyn Fn(&str) -> Result<(), Error>;
 
 /// Admits the `_meta` of a request, in exactly the order of wire section 2.
 pub(crate) fn admit_request(
-    params: &Map<String, Value>,
+    meta: Option<Value>,
     mirror: Option<VersionMirror<'_>>,
 ) -> Result<RequestMeta, Error> {
     // 1. _meta absent is {}; not an object is -32602.
-    let empty = Map::new();
-    let meta = match params.get("_meta") {
-        None => &empty,
+    let mut meta = match meta {
+        None => Map::new(),
         Some(Value::Object(m)) => m,
         Some(_) => return Err(Error::invalid_params("_meta must be an object")),
     };
@@ -205,7 +204,7 @@ pub(crate) fn admit_request(
                 "Missing required {KEY_PROTOCOL_VERSION} metadata"
             )));
         }
-        Some(Value::String(s)) => s,
+        Some(Value::String(s)) => s.clone(),
         Some(_) => {
             return Err(Error::invalid_params(format!(
                 "{KEY_PROTOCOL_VERSION} must be a string"
@@ -214,11 +213,11 @@ pub(crate) fn admit_request(
     };
     // 6. on HTTP, the MCP-Protocol-Version header must equal it.
     if let Some(mirror) = mirror {
-        mirror(version)?;
+        mirror(&version)?;
     }
     // 7. supported version.
     if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
-        return Err(Error::unsupported_version(version, SUPPORTED_VERSIONS));
+        return Err(Error::unsupported_version(&version, SUPPORTED_VERSIONS));
     }
     // 8. clientInfo.
     let client_info = match meta.get(KEY_CLIENT_INFO) {
@@ -226,15 +225,15 @@ pub(crate) fn admit_request(
         Some(v) => Some(check_client_info(v)?),
     };
     // 9. clientCapabilities.
-    let client_capabilities = match meta.get(KEY_CLIENT_CAPABILITIES) {
+    let client_capabilities = match meta.remove(KEY_CLIENT_CAPABILITIES) {
         None => {
             return Err(Error::invalid_params(
                 "Missing required client capabilities metadata",
             ));
         }
         Some(Value::Object(c)) => {
-            check_client_capabilities(c)?;
-            c.clone()
+            check_client_capabilities(&c)?;
+            c
         }
         Some(_) => {
             return Err(Error::invalid_params(
@@ -244,7 +243,7 @@ pub(crate) fn admit_request(
     };
     let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
     Ok(RequestMeta {
-        protocol_version: version.clone(),
+        protocol_version: version,
         client_capabilities,
         client_info,
         log_level,
