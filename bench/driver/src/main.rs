@@ -1,0 +1,423 @@
+//! The benchmark driver. Each subcommand runs one cell against one server binary and
+//! prints one JSON line; `report` turns the collected lines into the table. `bench/run`
+//! is the script that calls it.
+//!
+//! ```text
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--server-cpu K] -- SERVER...
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS --addr HOST:PORT --pid PID
+//! bench-driver stdio --name N --pipelined COUNT --sequential SECS [--server-cpu K] -- SERVER...
+//! bench-driver cold  --name N --mode http|stdio --runs COUNT [--server-cpu K] -- SERVER...
+//! bench-driver listen --name N --streams COUNT --duration SECS [--server-cpu K] -- SERVER...
+//! bench-driver instructions --iterations N -- INSTRUCTIONS-BINARY
+//! bench-driver size  --name N PATH
+//! bench-driver report [--criterion DIR] RESULTS.jsonl
+//! ```
+//!
+//! `SERVER...` is the server's command line; the driver appends `http 127.0.0.1:PORT` or
+//! `stdio`, pins the server to CPU K when asked (the driver itself is pinned by the
+//! caller, with taskset), and checks every response: a wrong answer ends the run with an
+//! error, never a number.
+
+mod http;
+mod procstat;
+mod proto;
+mod report;
+mod stdio;
+
+use serde_json::{Value, json};
+use std::collections::HashMap;
+use std::net::{SocketAddr, TcpListener};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Args {
+    flags: HashMap<String, String>,
+    rest: Vec<String>,
+}
+
+impl Args {
+    fn parse(args: &[String]) -> Args {
+        let mut flags = HashMap::new();
+        let mut rest = Vec::new();
+        let mut i = 0;
+        while i < args.len() {
+            let a = &args[i];
+            if a == "--" {
+                rest.extend(args[i + 1..].iter().cloned());
+                break;
+            } else if let Some(k) = a.strip_prefix("--") {
+                flags.insert(k.to_owned(), args.get(i + 1).cloned().unwrap_or_default());
+                i += 2;
+            } else {
+                rest.push(a.clone());
+                i += 1;
+            }
+        }
+        Args { flags, rest }
+    }
+
+    fn str(&self, k: &str) -> Result<&str, String> {
+        self.flags
+            .get(k)
+            .map(String::as_str)
+            .ok_or_else(|| format!("missing --{k}"))
+    }
+
+    fn num<T: std::str::FromStr>(&self, k: &str) -> Result<T, String> {
+        self.str(k)?
+            .parse()
+            .map_err(|_| format!("--{k}: not a number"))
+    }
+
+    fn opt_num<T: std::str::FromStr>(&self, k: &str) -> Result<Option<T>, String> {
+        match self.flags.get(k) {
+            None => Ok(None),
+            Some(v) if v.is_empty() || v == "none" => Ok(None),
+            Some(_) => self.num(k).map(Some),
+        }
+    }
+
+    fn secs(&self, k: &str) -> Result<Duration, String> {
+        Ok(Duration::from_secs_f64(self.num::<f64>(k)?))
+    }
+
+    fn server(&self) -> Result<&[String], String> {
+        if self.rest.is_empty() {
+            Err("missing the server command after --".into())
+        } else {
+            Ok(&self.rest)
+        }
+    }
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    let Some(cmd) = argv.first() else {
+        eprintln!("usage: bench-driver (http|stdio|cold|size|report) ... (see the source)");
+        std::process::exit(2);
+    };
+    let args = Args::parse(&argv[1..]);
+    let result = match cmd.as_str() {
+        "http" => http_cell(&args),
+        "stdio" => stdio_cell(&args),
+        "cold" => cold_cell(&args),
+        "listen" => listen_cell(&args),
+        "instructions" => instructions(&args),
+        "size" => size(&args),
+        "report" => report::run(&args.rest, args.flags.get("criterion").map(String::as_str))
+            .map(|()| Value::Null),
+        other => Err(format!("unknown subcommand {other}")),
+    };
+    match result {
+        Ok(Value::Null) => {}
+        Ok(v) => println!("{v}"),
+        Err(e) => {
+            eprintln!("bench-driver {cmd}: {e}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime")
+}
+
+fn free_addr() -> Result<SocketAddr, String> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    l.local_addr().map_err(|e| e.to_string())
+}
+
+/// Starts `server http ADDR`, pinned to `cpu`.
+fn spawn_http(server: &[String], addr: SocketAddr, cpu: Option<usize>) -> Result<Child, String> {
+    let mut command = Command::new(&server[0]);
+    command
+        .args(&server[1..])
+        .arg("http")
+        .arg(addr.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    procstat::pin_command(&mut command, cpu);
+    command.spawn().map_err(|e| format!("{}: {e}", server[0]))
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The `q` quantile of sorted samples, in microseconds.
+fn quantile_us(sorted_ns: &[u64], q: f64) -> f64 {
+    if sorted_ns.is_empty() {
+        return f64::NAN;
+    }
+    let i = ((q * sorted_ns.len() as f64).ceil() as usize).clamp(1, sorted_ns.len()) - 1;
+    sorted_ns[i] as f64 / 1000.0
+}
+
+fn http_cell(a: &Args) -> Result<Value, String> {
+    let connections: usize = a.num("connections")?;
+    let duration = a.secs("duration")?;
+    let warmup = a.secs("warmup")?;
+    let cpu = a.opt_num::<usize>("server-cpu")?;
+    // `--addr HOST:PORT --pid PID` loads a server started elsewhere (under a profiler).
+    let (addr, child, pid) = match a.flags.get("addr") {
+        Some(addr) => {
+            let addr: SocketAddr = addr.parse().map_err(|_| "--addr: not HOST:PORT")?;
+            (addr, None, a.num::<u32>("pid")?)
+        }
+        None => {
+            let addr = free_addr()?;
+            let child = Killed(spawn_http(a.server()?, addr, cpu)?);
+            let pid = child.0.id();
+            (addr, Some(child), pid)
+        }
+    };
+    let rt = runtime();
+    rt.block_on(async {
+        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        if !warmup.is_zero() {
+            http::load(addr, connections, warmup).await?;
+        }
+        let (cpu0, self0) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
+        let mut load = http::load(addr, connections, duration).await?;
+        let (cpu1, self1) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
+        let rss = procstat::peak_rss_kib(pid);
+        drop(child);
+        load.latencies_ns.sort_unstable();
+        let secs = load.elapsed.as_secs_f64();
+        let n = load.requests as f64;
+        Ok(json!({
+            "kind": "http",
+            "server": a.str("name")?,
+            "connections": connections,
+            "requests": load.requests,
+            "secs": secs,
+            "rps": n / secs,
+            "p50_us": quantile_us(&load.latencies_ns, 0.50),
+            "p99_us": quantile_us(&load.latencies_ns, 0.99),
+            "server_cpu_us_per_req": (cpu1 - cpu0) as f64 / 1000.0 / n,
+            "server_util": (cpu1 - cpu0) as f64 / 1e9 / secs,
+            "load_util": (self1 - self0) as f64 / 1e9 / secs,
+            "peak_rss_kib": rss,
+        }))
+    })
+}
+
+fn stdio_cell(a: &Args) -> Result<Value, String> {
+    let server = a.server()?;
+    let n: u64 = a.num("pipelined")?;
+    let seq_for = a.secs("sequential")?;
+    let cpu = a.opt_num::<usize>("server-cpu")?;
+    let mut s = stdio::Server::spawn(server, cpu)?;
+    let pid = s.pid();
+    let run = (|| {
+        s.round_trip(0)?; // started
+        let mut seq = stdio::sequential(&mut s, seq_for, 1_000_000)?;
+        seq.latencies_ns.sort_unstable();
+        let cpu0 = procstat::cpu_ns(pid);
+        let elapsed = stdio::pipelined(&mut s, n, 10_000_000)?;
+        let cpu1 = procstat::cpu_ns(pid);
+        let rss = procstat::peak_rss_kib(pid);
+        let secs = elapsed.as_secs_f64();
+        Ok::<_, String>(json!({
+            "kind": "stdio",
+            "server": a.str("name")?,
+            "pipelined": n,
+            "secs": secs,
+            "rps": n as f64 / secs,
+            "server_cpu_us_per_req": (cpu1 - cpu0) as f64 / 1000.0 / n as f64,
+            "peak_rss_kib": rss,
+            "seq_requests": seq.latencies_ns.len(),
+            "seq_rps": seq.latencies_ns.len() as f64 / seq.elapsed.as_secs_f64(),
+            "seq_p50_us": quantile_us(&seq.latencies_ns, 0.50),
+            "seq_p99_us": quantile_us(&seq.latencies_ns, 0.99),
+        }))
+    })();
+    if run.is_err() {
+        let _ = s.child.kill();
+    }
+    s.finish(Duration::from_secs(10));
+    run
+}
+
+fn cold_cell(a: &Args) -> Result<Value, String> {
+    let server = a.server()?;
+    let runs: usize = a.num("runs")?;
+    let cpu = a.opt_num::<usize>("server-cpu")?;
+    let mode = a.str("mode")?;
+    let mut ms = Vec::with_capacity(runs);
+    let rt = runtime();
+    for _ in 0..runs {
+        let t = match mode {
+            "stdio" => {
+                let start = Instant::now();
+                let mut s = stdio::Server::spawn(server, cpu)?;
+                let r = s.round_trip(1);
+                let t = start.elapsed();
+                if r.is_err() {
+                    let _ = s.child.kill();
+                }
+                s.finish(Duration::from_secs(10));
+                r?;
+                t
+            }
+            "http" => {
+                let addr = free_addr()?;
+                let start = Instant::now();
+                let child = Killed(spawn_http(server, addr, cpu)?);
+                rt.block_on(http::wait_ready(addr, Duration::from_secs(20)))?;
+                let t = start.elapsed();
+                drop(child);
+                t
+            }
+            other => return Err(format!("unknown mode {other}")),
+        };
+        ms.push(t.as_secs_f64() * 1000.0);
+    }
+    ms.sort_by(f64::total_cmp);
+    Ok(json!({
+        "kind": "cold",
+        "server": a.str("name")?,
+        "mode": mode,
+        "runs": runs,
+        "median_ms": ms[ms.len() / 2],
+        "min_ms": ms[0],
+    }))
+}
+
+/// Current resident set size of `pid`, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// Memory per open `subscriptions/listen` stream: RSS with COUNT streams open minus RSS
+/// before, over COUNT; then tools/call throughput (32 connections) with them still open.
+/// The server gets `COUNT` as its stream cap (a third argument after `http ADDR`).
+fn listen_cell(a: &Args) -> Result<Value, String> {
+    let server = a.server()?;
+    let streams: usize = a.num("streams")?;
+    let duration = a.secs("duration")?;
+    let cpu = a.opt_num::<usize>("server-cpu")?;
+    let addr = free_addr()?;
+    let mut argv = server.to_vec();
+    argv.push("http".into());
+    argv.push(addr.to_string());
+    argv.push(streams.to_string());
+    let mut command = Command::new(&argv[0]);
+    command
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::inherit());
+    procstat::pin_command(&mut command, cpu);
+    let child = Killed(command.spawn().map_err(|e| format!("{}: {e}", argv[0]))?);
+    let pid = child.0.id();
+    runtime().block_on(async {
+        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        // Settle the allocator and the connection paths first.
+        http::load(addr, 32, Duration::from_millis(300)).await?;
+        let before = rss_kib(pid);
+        let mut open = Vec::with_capacity(streams);
+        for i in 0..streams {
+            open.push(http::listen(addr, 1_000_000 + i as u64).await?);
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let after = rss_kib(pid);
+        let load = http::load(addr, 32, duration).await?;
+        let still = rss_kib(pid);
+        drop(open);
+        drop(child);
+        Ok(json!({
+            "kind": "listen",
+            "server": a.str("name")?,
+            "streams": streams,
+            "rss_before_kib": before,
+            "rss_open_kib": after,
+            "rss_after_load_kib": still,
+            "kib_per_stream": (after as f64 - before as f64) / streams as f64,
+            "rps_with_streams_open": load.requests as f64 / load.elapsed.as_secs_f64(),
+        }))
+    })
+}
+
+/// Instructions per request of every case of the micro crate's `instructions` binary,
+/// counted by callgrind: each case runs with N and with 10 N iterations, and the
+/// difference is divided by 9 N, so setup cancels out. One JSON line per case.
+fn instructions(a: &Args) -> Result<Value, String> {
+    let bin = a.server()?;
+    let n: u64 = a.num("iterations")?;
+    let list = Command::new(&bin[0])
+        .arg("list")
+        .output()
+        .map_err(|e| format!("{}: {e}", bin[0]))?;
+    let count = |case: &str, iterations: u64| -> Result<f64, String> {
+        let out = Command::new("valgrind")
+            .args(["--tool=callgrind", "--callgrind-out-file=/dev/null"])
+            .arg(&bin[0])
+            .arg(case)
+            .arg(iterations.to_string())
+            .output()
+            .map_err(|e| format!("valgrind: {e}"))?;
+        let text = String::from_utf8_lossy(&out.stderr);
+        if !out.status.success() {
+            return Err(format!("{case}: {text}"));
+        }
+        text.lines()
+            .find_map(|l| l.split("Collected :").nth(1))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .ok_or_else(|| format!("{case}: no instruction count in {text}"))
+    };
+    for case in String::from_utf8_lossy(&list.stdout).lines() {
+        let small = count(case, n)?;
+        let large = count(case, 10 * n)?;
+        println!(
+            "{}",
+            json!({
+                "kind": "instructions",
+                "server": "presa",
+                "case": case,
+                "per_request": (large - small) / (9 * n) as f64,
+            })
+        );
+    }
+    Ok(Value::Null)
+}
+
+fn size(a: &Args) -> Result<Value, String> {
+    let path = a.rest.first().ok_or("missing the binary's path")?;
+    let bytes = std::fs::metadata(path)
+        .map_err(|e| format!("{path}: {e}"))?
+        .len();
+    let stripped_path = std::env::temp_dir().join(format!("bench-size-{}", std::process::id()));
+    let stripped = Command::new("strip")
+        .arg("-o")
+        .arg(&stripped_path)
+        .arg(path)
+        .status()
+        .ok()
+        .filter(|s| s.success())
+        .and_then(|_| std::fs::metadata(&stripped_path).ok())
+        .map(|m| m.len());
+    let _ = std::fs::remove_file(&stripped_path);
+    Ok(json!({
+        "kind": "size",
+        "server": a.str("name")?,
+        "bytes": bytes,
+        "stripped_bytes": stripped,
+    }))
+}

@@ -1,0 +1,491 @@
+//! The table: medians over the repeats of each cell, ratios to bare (and presa to rmcp),
+//! the issue's targets checked against those ratios, and the criterion results.
+
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+
+const SERVERS: [&str; 3] = ["bare", "presa", "rmcp"];
+
+/// Every sample of every metric: (cell, server, metric) -> values over the repeats.
+#[derive(Default)]
+struct Samples(BTreeMap<(String, String, String), Vec<f64>>);
+
+impl Samples {
+    fn median(&self, cell: &str, server: &str, metric: &str) -> Option<f64> {
+        let v = self
+            .0
+            .get(&(cell.to_owned(), server.to_owned(), metric.to_owned()))?;
+        let mut v = v.clone();
+        v.sort_by(f64::total_cmp);
+        let n = v.len();
+        if n == 0 {
+            None
+        } else if n % 2 == 1 {
+            Some(v[n / 2])
+        } else {
+            Some((v[n / 2 - 1] + v[n / 2]) / 2.0)
+        }
+    }
+
+    fn count(&self, cell: &str, server: &str, metric: &str) -> usize {
+        self.0
+            .get(&(cell.to_owned(), server.to_owned(), metric.to_owned()))
+            .map_or(0, Vec::len)
+    }
+}
+
+fn cell_of(v: &Value) -> Option<String> {
+    Some(match v["kind"].as_str()? {
+        "http" => format!("http c={}", v["connections"].as_u64()?),
+        "cold" => format!("cold {}", v["mode"].as_str()?),
+        "instructions" => format!("instructions {}", v["case"].as_str()?),
+        k => k.to_owned(),
+    })
+}
+
+struct Row {
+    label: &'static str,
+    cell: &'static str,
+    metric: &'static str,
+    /// Multiplies the stored value for display (KiB to MiB, …).
+    scale: f64,
+    decimals: usize,
+}
+
+const fn row(
+    label: &'static str,
+    cell: &'static str,
+    metric: &'static str,
+    scale: f64,
+    decimals: usize,
+) -> Row {
+    Row {
+        label,
+        cell,
+        metric,
+        scale,
+        decimals,
+    }
+}
+
+const MIB_PER_KIB: f64 = 1.0 / 1024.0;
+const MIB_PER_B: f64 = 1.0 / 1048576.0;
+
+const ROWS: &[Row] = &[
+    row(
+        "HTTP tools/call throughput, c=1 (req/s)",
+        "http c=1",
+        "rps",
+        1.0,
+        0,
+    ),
+    row("HTTP latency p50, c=1 (µs)", "http c=1", "p50_us", 1.0, 1),
+    row("HTTP latency p99, c=1 (µs)", "http c=1", "p99_us", 1.0, 1),
+    row(
+        "HTTP tools/call throughput, c=32 (req/s)",
+        "http c=32",
+        "rps",
+        1.0,
+        0,
+    ),
+    row("HTTP latency p50, c=32 (µs)", "http c=32", "p50_us", 1.0, 1),
+    row("HTTP latency p99, c=32 (µs)", "http c=32", "p99_us", 1.0, 1),
+    row(
+        "server CPU per HTTP call, c=32 (µs)",
+        "http c=32",
+        "server_cpu_us_per_req",
+        1.0,
+        2,
+    ),
+    row(
+        "server CPU per HTTP call, c=1 (µs)",
+        "http c=1",
+        "server_cpu_us_per_req",
+        1.0,
+        2,
+    ),
+    row(
+        "server core busy, c=32 (%)",
+        "http c=32",
+        "server_util",
+        100.0,
+        0,
+    ),
+    row(
+        "load core busy, c=32 (%)",
+        "http c=32",
+        "load_util",
+        100.0,
+        0,
+    ),
+    row(
+        "HTTP peak RSS under c=32 load (MiB)",
+        "http c=32",
+        "peak_rss_kib",
+        MIB_PER_KIB,
+        1,
+    ),
+    row("stdio pipelined throughput (req/s)", "stdio", "rps", 1.0, 0),
+    row(
+        "stdio server CPU per call, pipelined (µs)",
+        "stdio",
+        "server_cpu_us_per_req",
+        1.0,
+        2,
+    ),
+    row(
+        "stdio peak RSS, pipelined run (MiB)",
+        "stdio",
+        "peak_rss_kib",
+        MIB_PER_KIB,
+        1,
+    ),
+    row(
+        "stdio sequential round trip p50 (µs)",
+        "stdio",
+        "seq_p50_us",
+        1.0,
+        1,
+    ),
+    row(
+        "cold start to first response, stdio (ms)",
+        "cold stdio",
+        "median_ms",
+        1.0,
+        2,
+    ),
+    row(
+        "cold start to first response, HTTP (ms)",
+        "cold http",
+        "median_ms",
+        1.0,
+        2,
+    ),
+    row("binary size (MiB)", "size", "bytes", MIB_PER_B, 2),
+    row(
+        "binary size, stripped (MiB)",
+        "size",
+        "stripped_bytes",
+        MIB_PER_B,
+        2,
+    ),
+];
+
+fn fmt(v: Option<f64>, decimals: usize) -> String {
+    match v {
+        Some(v) if v.is_finite() => format!("{v:.decimals$}"),
+        _ => "–".into(),
+    }
+}
+
+fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+    match (a, b) {
+        (Some(a), Some(b)) if b != 0.0 => Some(a / b),
+        _ => None,
+    }
+}
+
+/// Prints the table of `files` (JSON lines written by the cells) and, when `criterion` is
+/// given, the micro benchmarks found under it.
+pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
+    let mut s = Samples::default();
+    let mut meta = Vec::new();
+    for f in files {
+        let text = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
+        for line in text.lines().filter(|l| !l.trim().is_empty()) {
+            let v: Value = serde_json::from_str(line).map_err(|e| format!("{f}: {e}: {line}"))?;
+            if v["kind"] == "meta" {
+                meta.push(v);
+                continue;
+            }
+            let (Some(cell), Some(server)) = (cell_of(&v), v["server"].as_str()) else {
+                continue;
+            };
+            if let Value::Object(m) = &v {
+                for (k, x) in m {
+                    if let Some(x) = x.as_f64() {
+                        s.0.entry((cell.clone(), server.to_owned(), k.clone()))
+                            .or_default()
+                            .push(x);
+                    }
+                }
+            }
+        }
+    }
+
+    let mut out = String::new();
+    for m in &meta {
+        if let Some(line) = m["text"].as_str() {
+            let _ = writeln!(out, "- {line}");
+        }
+    }
+    let repeats = s.count("http c=32", "presa", "rps");
+    let _ = writeln!(
+        out,
+        "\nMedians of {repeats} run(s) per cell; ratios of those medians.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| metric | bare | presa | rmcp | presa ÷ bare | rmcp ÷ bare | presa ÷ rmcp |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+    for r in ROWS {
+        let [b, p, m] = SERVERS.map(|srv| s.median(r.cell, srv, r.metric).map(|v| v * r.scale));
+        if b.is_none() && p.is_none() && m.is_none() {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            r.label,
+            fmt(b, r.decimals),
+            fmt(p, r.decimals),
+            fmt(m, r.decimals),
+            fmt(ratio(p, b), 2),
+            fmt(ratio(m, b), 2),
+            fmt(ratio(p, m), 2),
+        );
+    }
+
+    if s.count("listen", "presa", "kib_per_stream") > 0 {
+        let streams = s.median("listen", "presa", "streams").unwrap_or(0.0);
+        let _ = writeln!(
+            out,
+            "\nSubscriptions (presa only; rmcp and bare have no `subscriptions/listen` here), {streams:.0} open streams:\n"
+        );
+        let _ = writeln!(out, "| metric | presa |");
+        let _ = writeln!(out, "| --- | ---: |");
+        let per = s.median("listen", "presa", "kib_per_stream");
+        let _ = writeln!(out, "| memory per open stream (KiB) | {} |", fmt(per, 1));
+        let open = s
+            .median("listen", "presa", "rss_open_kib")
+            .map(|k| k * MIB_PER_KIB);
+        let _ = writeln!(
+            out,
+            "| RSS with the streams open (MiB) | {} |",
+            fmt(open, 1)
+        );
+        let with = s.median("listen", "presa", "rps_with_streams_open");
+        let _ = writeln!(
+            out,
+            "| tools/call throughput c=32 with the streams open (req/s) | {} |",
+            fmt(with, 0)
+        );
+        let _ = writeln!(
+            out,
+            "| … ÷ throughput c=32 without them | {} |",
+            fmt(ratio(with, s.median("http c=32", "presa", "rps")), 2)
+        );
+    }
+
+    let micro = match criterion {
+        Some(dir) => read_criterion(Path::new(dir)),
+        None => BTreeMap::new(),
+    };
+    if !micro.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nMicro benchmarks (criterion, in process through `presa::testing::TestClient`):\n"
+        );
+        let _ = writeln!(out, "| benchmark | time per request (µs) |");
+        let _ = writeln!(out, "| --- | ---: |");
+        for (id, ns) in &micro {
+            let _ = writeln!(out, "| {id} | {:.2} |", ns / 1000.0);
+        }
+    }
+
+    let instructions: Vec<(&str, f64)> =
+        s.0.iter()
+            .filter_map(|((cell, _, metric), v)| {
+                let case = cell.strip_prefix("instructions ")?;
+                (metric == "per_request").then(|| (case, v.iter().sum::<f64>() / v.len() as f64))
+            })
+            .collect();
+    if !instructions.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nInstructions per request (callgrind, in process through `TestClient`; counts, not times, so free of machine noise):\n"
+        );
+        let _ = writeln!(out, "| case | instructions |");
+        let _ = writeln!(out, "| --- | ---: |");
+        for (case, n) in &instructions {
+            let _ = writeln!(out, "| {case} | {n:.0} |");
+        }
+    }
+    let instr = |case: &str| {
+        instructions
+            .iter()
+            .find(|(c, _)| *c == case)
+            .map(|(_, n)| *n)
+    };
+
+    let _ = writeln!(out, "\nTargets of issue 7:\n");
+    let m = |cell: &str, srv: &str, metric: &str| s.median(cell, srv, metric);
+    let mut check = |label: &str, value: Option<f64>, ok: &dyn Fn(f64) -> bool, goal: &str| {
+        let verdict = match value {
+            None => "not measured",
+            Some(v) if ok(v) => "met",
+            Some(_) => "MISSED",
+        };
+        let _ = writeln!(
+            out,
+            "- {label}: {} (target {goal}): {verdict}",
+            fmt(value, 2)
+        );
+    };
+    let (rps_b, rps_p, rps_r) = (
+        m("http c=32", "bare", "rps"),
+        m("http c=32", "presa", "rps"),
+        m("http c=32", "rmcp", "rps"),
+    );
+    check(
+        "HTTP throughput c=32, presa ÷ bare",
+        ratio(rps_p, rps_b),
+        &|v| v >= 0.85,
+        "≥ 0.85",
+    );
+    check(
+        "HTTP throughput c=32, presa ÷ rmcp",
+        ratio(rps_p, rps_r),
+        &|v| v >= 2.0,
+        "≥ 2",
+    );
+    check(
+        "server CPU per HTTP call (c=32), presa ÷ bare",
+        ratio(
+            m("http c=32", "presa", "server_cpu_us_per_req"),
+            m("http c=32", "bare", "server_cpu_us_per_req"),
+        ),
+        &|v| v <= 1.3,
+        "≤ 1.3",
+    );
+    check(
+        "HTTP p50 latency c=1, presa ÷ bare",
+        ratio(
+            m("http c=1", "presa", "p50_us"),
+            m("http c=1", "bare", "p50_us"),
+        ),
+        &|v| v <= 1.2,
+        "≤ 1.2",
+    );
+    let (st_b, st_p, st_r) = (
+        m("stdio", "bare", "rps"),
+        m("stdio", "presa", "rps"),
+        m("stdio", "rmcp", "rps"),
+    );
+    check(
+        "stdio pipelined throughput, presa ÷ bare",
+        ratio(st_p, st_b),
+        &|v| v >= 0.5,
+        "≥ 0.5",
+    );
+    check(
+        "stdio pipelined throughput, presa ÷ rmcp",
+        ratio(st_p, st_r),
+        &|v| v >= 5.0,
+        "≥ 5",
+    );
+    check(
+        "stdio peak RSS of the pipelined run, presa (MiB)",
+        m("stdio", "presa", "peak_rss_kib").map(|k| k * MIB_PER_KIB),
+        &|v| v < 64.0,
+        "< 64",
+    );
+    check(
+        "HTTP peak RSS under load, presa ÷ bare",
+        ratio(
+            m("http c=32", "presa", "peak_rss_kib"),
+            m("http c=32", "bare", "peak_rss_kib"),
+        ),
+        &|v| v <= 1.5,
+        "≤ 1.5",
+    );
+    for mode in ["stdio", "http"] {
+        let cell = format!("cold {mode}");
+        check(
+            &format!("cold start ({mode}), presa ÷ bare"),
+            ratio(
+                m(&cell, "presa", "median_ms"),
+                m(&cell, "bare", "median_ms"),
+            ),
+            &|v| v <= 1.3,
+            "≤ 1.3",
+        );
+    }
+    // Scaling: instruction counts when callgrind ran, else criterion's times.
+    let (page, call, how) = if instructions.is_empty() {
+        let t = |id: &str| micro.get(id).copied();
+        (
+            ratio(
+                t("scaling: tools/list, page of 10/1000"),
+                t("scaling: tools/list, page of 10/10"),
+            ),
+            ratio(
+                t("scaling: tools/call echo/1000"),
+                t("scaling: tools/call echo/1"),
+            ),
+            "time",
+        )
+    } else {
+        (
+            ratio(
+                instr("tools/list page of 10, 1000 tools"),
+                instr("tools/list page of 10, 10 tools"),
+            ),
+            ratio(
+                instr("tools/call echo, 1000 tools"),
+                instr("tools/call echo, 1 tool"),
+            ),
+            "instructions",
+        )
+    };
+    check(
+        &format!("tools/list one page (10 items), 1,000 ÷ 10 registered tools ({how})"),
+        page,
+        &|v| v <= 1.1,
+        "≈ 1 (≤ 1.1)",
+    );
+    check(
+        &format!("tools/call with 1,000 ÷ 1 registered tools ({how})"),
+        call,
+        &|v| v <= 1.1,
+        "≈ 1 (≤ 1.1)",
+    );
+    print!("{out}");
+    Ok(())
+}
+
+/// `full_id -> ns per iteration` of every benchmark under a criterion output directory.
+fn read_criterion(dir: &Path) -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let p = e.path();
+            if !p.is_dir() {
+                continue;
+            }
+            if p.file_name().is_some_and(|n| n == "new") {
+                let read = |f: &str| -> Option<Value> {
+                    serde_json::from_str(&std::fs::read_to_string(p.join(f)).ok()?).ok()
+                };
+                if let (Some(b), Some(est)) = (read("benchmark.json"), read("estimates.json")) {
+                    let ns = est["slope"]["point_estimate"]
+                        .as_f64()
+                        .or_else(|| est["mean"]["point_estimate"].as_f64());
+                    if let (Some(id), Some(ns)) = (b["full_id"].as_str(), ns) {
+                        out.insert(id.to_owned(), ns);
+                    }
+                }
+            } else {
+                stack.push(p);
+            }
+        }
+    }
+    out
+}

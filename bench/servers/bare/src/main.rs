@@ -1,0 +1,100 @@
+//! The bare limit: what any server of the echo tool must do at least. Over HTTP, axum and
+//! tokio with `POST /mcp`: the body parsed with serde_json, the method checked, a fixed
+//! tools/call result written with the echoed text. Over stdio, a plain loop: read a line,
+//! parse it, write a line, flush when no more input is buffered. No MCP validation at all
+//! (no `_meta`, header, schema or capability checks).
+//!
+//! Usage: `bench-bare http 127.0.0.1:PORT` or `bench-bare stdio`.
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::io::{self, BufRead, Write};
+use std::os::fd::AsFd;
+
+#[derive(Deserialize)]
+struct Call<'a> {
+    #[serde(borrow)]
+    id: &'a RawValue,
+    #[serde(borrow)]
+    method: &'a str,
+    params: Params,
+}
+
+#[derive(Deserialize)]
+struct Params {
+    name: String,
+    arguments: Args,
+}
+
+#[derive(Deserialize)]
+struct Args {
+    text: String,
+}
+
+/// The response to one line or body, or `None` when it is not a tools/call of echo.
+fn answer(input: &[u8]) -> Option<String> {
+    let call: Call<'_> = serde_json::from_slice(input).ok()?;
+    if call.method != "tools/call" || call.params.name != "echo" {
+        return None;
+    }
+    let text = serde_json::to_string(&call.params.arguments.text).ok()?;
+    let mut out = String::with_capacity(96 + text.len());
+    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    out.push_str(call.id.get());
+    out.push_str(r#","result":{"content":[{"type":"text","text":"#);
+    out.push_str(&text);
+    out.push_str(r#"}],"resultType":"complete"}}"#);
+    Some(out)
+}
+
+async fn mcp(body: Bytes) -> Response {
+    match answer(&body) {
+        Some(out) => ([(header::CONTENT_TYPE, "application/json")], out).into_response(),
+        None => StatusCode::BAD_REQUEST.into_response(),
+    }
+}
+
+fn stdio() -> io::Result<()> {
+    // Our own buffer over fd 0, so "no more input buffered" can be asked of it.
+    let stdin = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let mut input = io::BufReader::with_capacity(64 * 1024, stdin);
+    let mut output = io::BufWriter::with_capacity(64 * 1024, io::stdout().lock());
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line)? == 0 {
+            break;
+        }
+        if let Some(out) = answer(&line) {
+            output.write_all(out.as_bytes())?;
+            output.write_all(b"\n")?;
+        }
+        if input.buffer().is_empty() {
+            output.flush()?;
+        }
+    }
+    output.flush()
+}
+
+#[tokio::main]
+async fn main() -> io::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    match args.get(1).map(String::as_str) {
+        Some("stdio") => stdio(),
+        Some("http") => {
+            use axum::serve::ListenerExt;
+            let addr = args.get(2).map_or("127.0.0.1:3000", String::as_str);
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            let listener = listener.tap_io(|tcp| {
+                let _ = tcp.set_nodelay(true);
+            });
+            axum::serve(listener, Router::new().route("/mcp", post(mcp))).await
+        }
+        _ => Err(io::Error::other("usage: bench-bare (http ADDR | stdio)")),
+    }
+}
