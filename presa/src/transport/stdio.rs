@@ -244,7 +244,9 @@ impl Server {
                                 outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
                                 cancel: gate.cancel.clone(),
                             };
-                            let fut = self.handle_request(request, exchange);
+                            // Boxed once here, so spawning moves a pointer rather than the
+                            // whole pipeline state machine.
+                            let fut = Box::pin(self.handle_request(request, exchange));
                             let in_flight = Arc::clone(&in_flight);
                             tasks.spawn(async move {
                                 let reply = fut.await;
