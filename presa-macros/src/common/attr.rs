@@ -127,3 +127,52 @@ pub(crate) fn parse_nested(
         Ok(())
     })
 }
+
+/// The keys every attribute shares: `name`, `title`, `description`, `icons`, `meta`.
+#[derive(Default)]
+pub(crate) struct CommonKeys {
+    pub(crate) name: Option<Spanned<String>>,
+    pub(crate) title: Option<String>,
+    pub(crate) description: Option<String>,
+    pub(crate) icons: Vec<Spanned<String>>,
+    pub(crate) meta: Option<Spanned<String>>,
+}
+
+impl CommonKeys {
+    /// Parses `key` when it is one of the shared keys; `Ok(false)` when it is not.
+    pub(crate) fn parse(&mut self, key: &str, meta: &ParseNestedMeta) -> syn::Result<bool> {
+        match key {
+            "name" => self.name = Some(string(meta)?),
+            "title" => self.title = Some(string(meta)?.value),
+            "description" => self.description = Some(string(meta)?.value),
+            "icons" => self.icons = strings(meta)?,
+            "meta" => self.meta = Some(string(meta)?),
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+}
+
+/// Parses `complete(name = provider, …)`; `what` names the left-hand side in errors.
+pub(crate) fn completions(
+    meta: &ParseNestedMeta,
+    errors: &mut Errors,
+    what: &str,
+    out: &mut Vec<(syn::Ident, syn::Expr)>,
+) -> syn::Result<()> {
+    parse_nested(meta, errors, |inner, _| {
+        let Some(ident) = inner.path.get_ident().cloned() else {
+            return Err(inner.error(format!("expected `{what} = provider`")));
+        };
+        out.push((ident, expr(inner)?));
+        Ok(())
+    })
+}
+
+/// The name of a key, or `""` for a path that is not a single identifier.
+pub(crate) fn key_of(meta: &ParseNestedMeta) -> String {
+    meta.path
+        .get_ident()
+        .map(ToString::to_string)
+        .unwrap_or_default()
+}

@@ -23,6 +23,32 @@ pub(crate) fn set_str(var: &str, method: &str, value: Option<&str>) -> TokenStre
     }
 }
 
+/// The builder calls for the keys every attribute shares that map straight to setters:
+/// `title`, `icons`, `meta` (the JSON was checked at compile time).
+pub(crate) fn common_setters(var: &str, keys: &super::attr::CommonKeys) -> TokenStream {
+    let v = quote::format_ident!("{}", var);
+    let title = set_str(var, "title", keys.title.as_deref());
+    let icons = keys.icons.iter().map(|i| {
+        let src = &i.value;
+        quote! { #v = #v.icon(::presa::Icon::new(#src)); }
+    });
+    let meta = keys.meta.as_ref().map(|s| {
+        let text = &s.value;
+        quote! {
+            if let ::core::result::Result::Ok(::presa::__private::serde_json::Value::Object(m)) =
+                ::presa::__private::serde_json::from_str::<::presa::__private::serde_json::Value>(#text)
+            {
+                #v = #v.meta(m);
+            }
+        }
+    });
+    quote! {
+        #title
+        #(#icons)*
+        #meta
+    }
+}
+
 /// A type named like the function (it lives in the type namespace, the function in the
 /// value namespace), carrying the glue and implementing `presa::Item`, so
 /// `.add::<name>()` adds the item to a builder.

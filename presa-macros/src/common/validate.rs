@@ -48,3 +48,11 @@ pub(crate) fn check_json_object(
         }
     }
 }
+
+/// Checks the keys every attribute shares: icon schemes and the `meta` JSON.
+pub(crate) fn check_common(keys: &super::attr::CommonKeys, errors: &mut Errors) {
+    check_icons(&keys.icons, errors);
+    if let Some(meta) = &keys.meta {
+        check_json_object(meta, "`meta`", errors);
+    }
+}

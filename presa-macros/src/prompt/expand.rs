@@ -2,7 +2,7 @@
 //! `presa::Prompt`, and the registration.
 
 use super::model::PromptModel;
-use crate::common::expand::{item_type, opt_str, registration, set_str};
+use crate::common::expand::{common_setters, item_type, opt_str, registration, set_str};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -76,21 +76,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
         quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
     };
     let description = set_str("__item", "description", m.description.as_deref());
-    let title = set_str("__item", "title", m.args.title.as_deref());
-    let icons = m.args.icons.iter().map(|i| {
-        let src = &i.value;
-        quote! { __item = __item.icon(::presa::Icon::new(#src)); }
-    });
-    let meta_json = m.args.meta.as_ref().map(|s| {
-        let text = &s.value;
-        quote! {
-            if let ::core::result::Result::Ok(__p::serde_json::Value::Object(m)) =
-                __p::serde_json::from_str::<__p::serde_json::Value>(#text)
-            {
-                __item = __item.meta(m);
-            }
-        }
-    });
+    let common = common_setters("__item", &m.args.common);
     let completes = m.args.complete.iter().map(|(arg, provider)| {
         let arg = arg.to_string();
         quote! { __item = __item.complete(#arg, #provider); }
@@ -110,9 +96,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
                 __item = __item.argument(__a);
             }
             #description
-            #title
-            #(#icons)*
-            #meta_json
+            #common
             #(#completes)*
             __item.handler(move |__get: ::presa::PromptGet| async move {
                 let mut __parts = __p::PromptParts::from(__get);

@@ -21,11 +21,12 @@ pub(crate) struct PromptParam {
 }
 
 pub(crate) fn build(mut func: Func, args: PromptArgs, errors: &mut Errors) -> PromptModel {
-    let name = args.name.clone().unwrap_or_else(|| Spanned {
+    let name = args.common.name.clone().unwrap_or_else(|| Spanned {
         value: func.name().to_string(),
         span: func.name().span(),
     });
     let description = args
+        .common
         .description
         .clone()
         .or_else(|| crate::common::doc_text(&func.item.attrs));

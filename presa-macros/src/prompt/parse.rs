@@ -1,7 +1,7 @@
 //! Parsing `#[prompt(…)]` and the `#[arg(…)]` of its parameters.
 
 use crate::common::Errors;
-use crate::common::attr::{self, Spanned};
+use crate::common::attr::{self, CommonKeys, Spanned};
 use proc_macro2::{Span, TokenStream};
 
 pub(crate) const KEYS: &[&str] = &["name", "title", "description", "icons", "meta", "complete"];
@@ -9,11 +9,7 @@ pub(crate) const ARG_KEYS: &[&str] = &["description", "title", "rename"];
 
 #[derive(Default)]
 pub(crate) struct PromptArgs {
-    pub(crate) name: Option<Spanned<String>>,
-    pub(crate) title: Option<String>,
-    pub(crate) description: Option<String>,
-    pub(crate) icons: Vec<Spanned<String>>,
-    pub(crate) meta: Option<Spanned<String>>,
+    pub(crate) common: CommonKeys,
     /// `complete(argument = provider, …)`.
     pub(crate) complete: Vec<(syn::Ident, syn::Expr)>,
 }
@@ -21,24 +17,12 @@ pub(crate) struct PromptArgs {
 pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> PromptArgs {
     let mut args = PromptArgs::default();
     attr::parse_args(tokens, errors, |meta, errors| {
-        let key = meta
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = attr::key_of(meta);
+        if args.common.parse(&key, meta)? {
+            return Ok(());
+        }
         match key.as_str() {
-            "name" => args.name = Some(attr::string(meta)?),
-            "title" => args.title = Some(attr::string(meta)?.value),
-            "description" => args.description = Some(attr::string(meta)?.value),
-            "icons" => args.icons = attr::strings(meta)?,
-            "meta" => args.meta = Some(attr::string(meta)?),
-            "complete" => attr::parse_nested(meta, errors, |inner, _| {
-                let Some(ident) = inner.path.get_ident().cloned() else {
-                    return Err(inner.error("expected `argument = provider`"));
-                };
-                args.complete.push((ident, attr::expr(inner)?));
-                Ok(())
-            })?,
+            "complete" => attr::completions(meta, errors, "argument", &mut args.complete)?,
             _ => return Err(attr::unknown(meta, "`#[prompt]`", KEYS)),
         }
         Ok(())

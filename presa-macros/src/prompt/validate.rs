@@ -2,7 +2,7 @@
 
 use super::model::PromptModel;
 use crate::common::Errors;
-use crate::common::validate::{check_icons, check_json_object};
+use crate::common::validate::check_common;
 
 pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
     if m.name.value.is_empty() {
@@ -11,10 +11,7 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
             "a prompt name cannot be empty",
         ));
     }
-    check_icons(&m.args.icons, errors);
-    if let Some(meta) = &m.args.meta {
-        check_json_object(meta, "`meta`", errors);
-    }
+    check_common(&m.args.common, errors);
     for p in &m.params {
         if let Some(h) = &p.param.header {
             errors.at(h, "`#[header]` is only for `#[tool]` parameters");

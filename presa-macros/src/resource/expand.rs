@@ -2,7 +2,7 @@
 //! `presa::Resource` or `presa::ResourceTemplate`, and the registration.
 
 use super::model::ResourceModel;
-use crate::common::expand::{item_type, registration, set_str};
+use crate::common::expand::{common_setters, item_type, registration, set_str};
 use crate::common::func::wire_name;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
@@ -67,27 +67,13 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
         )
     };
     let description = set_str("__item", "description", m.description.as_deref());
-    let title = set_str("__item", "title", m.args.title.as_deref());
+    let common = common_setters("__item", &m.args.common);
     let mime = set_str("__item", "mime_type", m.args.mime_type.as_deref());
     let size = m
         .args
         .size
         .as_ref()
         .map(|s| quote!(__item = __item.size(#s);));
-    let icons = m.args.icons.iter().map(|i| {
-        let src = &i.value;
-        quote! { __item = __item.icon(::presa::Icon::new(#src)); }
-    });
-    let meta_json = m.args.meta.as_ref().map(|s| {
-        let text = &s.value;
-        quote! {
-            if let ::core::result::Result::Ok(__p::serde_json::Value::Object(m)) =
-                __p::serde_json::from_str::<__p::serde_json::Value>(#text)
-            {
-                __item = __item.meta(m);
-            }
-        }
-    });
     let completes = m.args.complete.iter().map(|(var, provider)| {
         let var = var.to_string();
         quote! { __item = __item.complete(#var, #provider); }
@@ -97,11 +83,9 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             use ::presa::__private as __p;
             let mut __item = #ctor.location(::core::concat!(::core::file!(), ":", ::core::line!()));
             #description
-            #title
+            #common
             #mime
             #size
-            #(#icons)*
-            #meta_json
             #(#states)*
             #(#completes)*
             let __item = __item.handler(move |__read: ::presa::ResourceRead| async move {

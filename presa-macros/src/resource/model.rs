@@ -38,8 +38,13 @@ pub(crate) fn build(func: Func, args: ResourceArgs, errors: &mut Errors) -> Opti
     } else {
         None
     };
-    let name = args.name.clone().unwrap_or_else(|| func.name().to_string());
+    let name = args
+        .common
+        .name
+        .as_ref()
+        .map_or_else(|| func.name().to_string(), |n| n.value.clone());
     let description = args
+        .common
         .description
         .clone()
         .or_else(|| crate::common::doc_text(&func.item.attrs));

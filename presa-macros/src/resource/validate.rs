@@ -3,7 +3,7 @@
 use super::model::ResourceModel;
 use crate::common::Errors;
 use crate::common::func::wire_name;
-use crate::common::validate::{check_icons, check_json_object};
+use crate::common::validate::check_common;
 
 pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
     let uri = &m.uri.value;
@@ -19,10 +19,7 @@ pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
             format!("resource URI `{uri}` must be absolute (start with a scheme such as `file:` or `notes:`)"),
         ));
     }
-    check_icons(&m.args.icons, errors);
-    if let Some(meta) = &m.args.meta {
-        check_json_object(meta, "`meta`", errors);
-    }
+    check_common(&m.args.common, errors);
     for p in &m.func.params {
         if let Some((_, span)) = &p.arg {
             errors.push(syn::Error::new(

@@ -3,7 +3,7 @@
 //! registration in the distributed slice.
 
 use super::model::{ParamModel, ToolModel};
-use crate::common::expand::{item_type, opt_str, registration, set_str};
+use crate::common::expand::{common_setters, item_type, opt_str, registration, set_str};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -13,7 +13,7 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
     let fn_name = m.func.name();
     let name = &m.name.value;
     let description = set_str("__tool", "description", m.description.as_deref());
-    let title = set_str("__tool", "title", m.args.title.as_deref());
+    let common = common_setters("__tool", &m.args.common);
 
     let metas: Vec<TokenStream> = m.params.iter().map(meta).collect();
     let meta_idents: Vec<_> = (0..m.params.len())
@@ -66,20 +66,6 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
     };
     let output = m.func.output();
     let annotations = annotations(m);
-    let icons = m.args.icons.iter().map(|i| {
-        let src = &i.value;
-        quote! { __tool = __tool.icon(::presa::Icon::new(#src)); }
-    });
-    let meta_json = m.args.meta.as_ref().map(|s| {
-        let text = &s.value;
-        quote! {
-            if let ::core::result::Result::Ok(__p::serde_json::Value::Object(m)) =
-                __p::serde_json::from_str::<__p::serde_json::Value>(#text)
-            {
-                __tool = __tool.meta(m);
-            }
-        }
-    });
     let live = m
         .args
         .live_notifications
@@ -114,10 +100,8 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
                 .input_schema(__input)
                 .location(::core::concat!(::core::file!(), ":", ::core::line!()));
             #description
-            #title
+            #common
             #annotations
-            #(#icons)*
-            #meta_json
             #live
             #task
             for __state in __states {

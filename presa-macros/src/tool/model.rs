@@ -24,11 +24,12 @@ pub(crate) struct ParamModel {
 }
 
 pub(crate) fn build(mut func: Func, args: ToolArgs, errors: &mut Errors) -> ToolModel {
-    let name = args.name.clone().unwrap_or_else(|| Spanned {
+    let name = args.common.name.clone().unwrap_or_else(|| Spanned {
         value: func.name().to_string(),
         span: func.name().span(),
     });
     let description = args
+        .common
         .description
         .clone()
         .or_else(|| crate::common::doc_text(&func.item.attrs));

@@ -1,7 +1,7 @@
 //! Parsing `#[tool(…)]` and the `#[arg(…)]` of its parameters.
 
 use crate::common::Errors;
-use crate::common::attr::{self, Spanned};
+use crate::common::attr::{self, CommonKeys, Spanned};
 use proc_macro2::{Span, TokenStream};
 
 pub(crate) const KEYS: &[&str] = &[
@@ -27,16 +27,12 @@ pub(crate) const ARG_KEYS: &[&str] = &["description", "default", "rename"];
 /// The arguments of `#[tool(…)]`.
 #[derive(Default)]
 pub(crate) struct ToolArgs {
-    pub(crate) name: Option<Spanned<String>>,
-    pub(crate) title: Option<String>,
-    pub(crate) description: Option<String>,
+    pub(crate) common: CommonKeys,
     pub(crate) read_only: Option<bool>,
     pub(crate) destructive: Option<bool>,
     pub(crate) idempotent: Option<bool>,
     pub(crate) open_world: Option<bool>,
     pub(crate) annotation_title: Option<String>,
-    pub(crate) icons: Vec<Spanned<String>>,
-    pub(crate) meta: Option<Spanned<String>>,
     pub(crate) input_schema: Option<Spanned<String>>,
     pub(crate) live_notifications: bool,
     pub(crate) task: Option<Spanned<String>>,
@@ -45,17 +41,11 @@ pub(crate) struct ToolArgs {
 pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
     let mut args = ToolArgs::default();
     attr::parse_args(tokens, errors, |meta, errors| {
-        let key = meta
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = attr::key_of(meta);
+        if args.common.parse(&key, meta)? {
+            return Ok(());
+        }
         match key.as_str() {
-            "name" => args.name = Some(attr::string(meta)?),
-            "title" => args.title = Some(attr::string(meta)?.value),
-            "description" => args.description = Some(attr::string(meta)?.value),
-            "icons" => args.icons = attr::strings(meta)?,
-            "meta" => args.meta = Some(attr::string(meta)?),
             "input_schema" => args.input_schema = Some(attr::string(meta)?),
             "live_notifications" => args.live_notifications = attr::flag(meta)?,
             "task" => args.task = Some(attr::string(meta)?),

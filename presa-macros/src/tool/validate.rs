@@ -2,7 +2,7 @@
 
 use super::model::ToolModel;
 use crate::common::Errors;
-use crate::common::validate::{check_icons, check_json_object, is_token};
+use crate::common::validate::{check_common, check_json_object, is_token};
 
 pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
     let name = &m.name.value;
@@ -34,10 +34,7 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
             ),
         ));
     }
-    check_icons(&m.args.icons, errors);
-    if let Some(meta) = &m.args.meta {
-        check_json_object(meta, "`meta`", errors);
-    }
+    check_common(&m.args.common, errors);
     if let Some(schema) = &m.args.input_schema
         && let Some(obj) = check_json_object(schema, "`input_schema`", errors)
         && obj.get("type").and_then(|t| t.as_str()) != Some("object")
