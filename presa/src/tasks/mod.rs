@@ -119,6 +119,8 @@ struct Inner {
 struct Worker {
     cancel: CancellationToken,
     wake: Arc<Notify>,
+    /// Waiting for input: it runs nothing, so it does not count against `max_workers`.
+    parked: Arc<AtomicBool>,
 }
 
 /// The knobs of [`Tasks`], with their defaults.
@@ -282,7 +284,11 @@ impl Tasks {
             .inner
             .workers
             .lock()
-            .map(|w| w.len())
+            .map(|w| {
+                w.values()
+                    .filter(|w| !w.parked.load(Ordering::SeqCst))
+                    .count()
+            })
             .unwrap_or(usize::MAX);
         if running >= self.inner.max_workers {
             return Err(full("max_workers"));
@@ -354,12 +360,21 @@ impl Tasks {
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
+            parked: Arc::new(AtomicBool::new(false)),
         };
         if let Ok(mut w) = self.inner.workers.lock() {
             w.insert(record.id.clone(), worker.clone());
         }
         self.start_reaper();
         publish(invocation.server(), &record);
+        // The worker keeps none of the request's transport: its context is detached now,
+        // so the request's outbound (a stdio writer, an HTTP body) is released when the
+        // response is written.
+        let worker_ctx = detached(&invocation, &record, CancellationToken::new());
+        let invocation = ToolInvocation {
+            ctx: worker_ctx,
+            ..invocation
+        };
         tokio::spawn(self.clone().work(invocation, record.id.clone(), worker));
         let mut result = base(&record);
         result.insert("resultType".into(), Value::from("task"));
@@ -427,12 +442,20 @@ impl Tasks {
                     Some(r) if r.status == TaskStatus::Working => continue,
                     Some(_) => {}
                 }
-                tokio::select! {
-                    _ = worker.cancel.cancelled() => break,
-                    _ = worker.wake.notified() => continue,
+                // Parked, the task holds no worker slot (a client that never answers
+                // cannot starve others of workers).
+                worker.parked.store(true, Ordering::SeqCst);
+                let resumed = tokio::select! {
+                    _ = worker.cancel.cancelled() => false,
+                    _ = worker.wake.notified() => true,
                     // Answered or cancelled through another replica sharing the store.
-                    () = self.changed_elsewhere(&id, TaskStatus::InputRequired) => continue,
+                    () = self.changed_elsewhere(&id, TaskStatus::InputRequired) => true,
+                };
+                worker.parked.store(false, Ordering::SeqCst);
+                if resumed {
+                    continue;
                 }
+                break;
             }
             match outcome {
                 Ok(Ok(result)) => {

@@ -174,9 +174,15 @@ impl Server {
                         "Invalid Request: message exceeds {} bytes",
                         config.max_line_bytes
                     ));
+                    // Error replies hold an in-flight slot until written too, so a
+                    // client that never reads cannot make them pile up.
+                    let permit = Arc::clone(&permits)
+                        .acquire_owned()
+                        .await
+                        .map_err(io::Error::other)?;
                     let _ = tx.send(Frame {
                         text: jsonrpc::encode_error(None, &error),
-                        _permit: None,
+                        _permit: Some(permit),
                         _queued: None,
                     });
                 }
@@ -186,9 +192,13 @@ impl Server {
                     }
                     match jsonrpc::decode(&line) {
                         Err(rejection) if !rejection.notification => {
+                            let permit = Arc::clone(&permits)
+                                .acquire_owned()
+                                .await
+                                .map_err(io::Error::other)?;
                             let _ = tx.send(Frame {
                                 text: rejection.to_response(),
-                                _permit: None,
+                                _permit: Some(permit),
                                 _queued: None,
                             });
                         }

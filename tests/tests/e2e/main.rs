@@ -15,6 +15,7 @@ mod pipeline;
 mod pipeline_catalog;
 mod schema_check;
 mod stdio;
+mod stdio_limits;
 mod subscriptions;
 mod subscriptions_http;
 mod subscriptions_stdio;

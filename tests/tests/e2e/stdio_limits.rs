@@ -1,0 +1,79 @@
+//! stdio bounds that a client which never reads, or leaves work behind, must not break.
+
+use presa::{StdioConfig, Tool, ToolCall};
+use serde_json::json;
+use std::time::Duration;
+use tokio::io::AsyncWriteExt;
+
+/// Error replies hold an in-flight slot until written: a client that floods invalid lines
+/// and never reads stdout makes the server stop reading, instead of queueing replies.
+#[tokio::test]
+async fn error_replies_are_bounded_when_the_client_never_reads() {
+    let server = presa::Server::builder(presa::Implementation::new("t", "1"))
+        .build()
+        .expect("builds");
+    let (mut client_out, server_in) = tokio::io::duplex(4096);
+    let (server_out, _client_in) = tokio::io::duplex(4096); // never read
+    let config = StdioConfig::default().max_in_flight(4);
+    let task = tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
+    // 100k invalid lines: each would get a -32700 reply. With the replies bounded, the
+    // server stops reading long before, so the writes cannot all complete.
+    let flood = async {
+        for _ in 0..100_000 {
+            client_out.write_all(b"x\n").await?;
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let finished = tokio::time::timeout(Duration::from_millis(1500), flood).await;
+    assert!(
+        finished.is_err(),
+        "the server kept reading although nobody read its replies"
+    );
+    task.abort();
+}
+
+/// A task the server started keeps nothing of the request's transport: closing stdin ends
+/// the server promptly even while the task waits for input.
+#[tokio::test]
+async fn stdin_closing_ends_the_server_while_a_task_waits() {
+    #[derive(serde::Deserialize, schemars::JsonSchema, presa::ElicitForm)]
+    struct Confirm {
+        ok: bool,
+    }
+    let server = presa::Server::builder(presa::Implementation::new("t", "1"))
+        .tool(
+            Tool::new("waits")
+                .description("Waits for an answer, as a task")
+                .task(presa::tasks::TaskMode::Required)
+                .handler(|call: ToolCall| async move {
+                    let answer = call.ctx.elicit::<Confirm>("ok", "Ok?").get();
+                    match answer {
+                        Ok(presa::mrtr::Elicitation::Accepted(c)) => Ok(format!("ok: {}", c.ok)),
+                        Ok(_) => Ok("declined".to_owned()),
+                        Err(e) => Err(presa::ToolError::from(e)),
+                    }
+                }),
+        )
+        .extension(presa::tasks::Tasks::new())
+        .build()
+        .expect("builds");
+    let mut session = presa_tests::stdio::Session::in_process(server, StdioConfig::default());
+    let request = presa_tests::request(
+        1,
+        "tools/call",
+        json!({"name": "waits", "arguments": {}, "_meta": {
+            "io.modelcontextprotocol/clientCapabilities": {
+                "elicitation": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}
+            }
+        }}),
+    );
+    session.send(&request).await;
+    let created = session.recv().await.expect("the CreateTaskResult");
+    assert_eq!(created["result"]["resultType"], json!("task"), "{created}");
+    let ended = tokio::time::timeout(Duration::from_secs(3), session.finish()).await;
+    assert_eq!(
+        ended,
+        Ok(true),
+        "serve_io returns promptly after stdin closes"
+    );
+}
