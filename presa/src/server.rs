@@ -541,7 +541,11 @@ impl ServerBuilder {
                     tracing::warn!(
                         "no request-state key configured (ServerBuilder::state_keys or PRESA_STATE_KEYS): using a random key for this process; replicas serving the same clients must share a key"
                     );
-                    crate::mrtr::Keyring::random()
+                    crate::mrtr::Keyring::random().ok_or_else(|| {
+                        BuildError::new(
+                            "no OS randomness for a request-state key: configure one with ServerBuilder::state_keys or PRESA_STATE_KEYS",
+                        )
+                    })?
                 }
             },
         };

@@ -70,20 +70,13 @@ impl StateKey {
         Ok(StateKey { id, secret })
     }
 
-    /// A random key, for a single process.
-    pub(crate) fn random() -> Self {
-        let mut secret = vec![0u8; 32];
-        if getrandom::fill(&mut secret).is_err() {
-            // No OS randomness: fall back to hashing what varies. Logged loudly; tokens
-            // still verify within this process.
-            tracing::error!("no OS randomness for the request-state key");
-            let seed = format!("{:?}{:?}", SystemTime::now(), std::thread::current().id());
-            secret = Sha256::digest(seed.as_bytes()).to_vec();
-        }
-        StateKey {
+    /// A random key, for a single process; `None` without OS randomness (a guessable
+    /// key would let anyone forge request state, so there is no fallback).
+    pub(crate) fn random() -> Option<Self> {
+        Some(StateKey {
             id: "r".into(),
-            secret,
-        }
+            secret: random_bytes(32)?,
+        })
     }
 
     fn mac(&self) -> Option<HmacSha256> {
@@ -141,11 +134,11 @@ impl Keyring {
         Some(keys.and_then(Keyring::new))
     }
 
-    /// One random key, for a single process.
-    pub(crate) fn random() -> Self {
-        Keyring {
-            keys: vec![StateKey::random()],
-        }
+    /// One random key, for a single process; `None` without OS randomness.
+    pub(crate) fn random() -> Option<Self> {
+        Some(Keyring {
+            keys: vec![StateKey::random()?],
+        })
     }
 
     fn signer(&self) -> &StateKey {
@@ -242,14 +235,22 @@ fn canonical(v: &Value, out: &mut String) {
     }
 }
 
-/// A random id, base64url.
-pub(crate) fn random_id(bytes: usize) -> String {
-    let mut buf = vec![0u8; bytes];
-    if getrandom::fill(&mut buf).is_err() {
-        let seed = format!("{:?}{:?}", SystemTime::now(), std::thread::current().id());
-        buf = Sha256::digest(seed.as_bytes())[..bytes.min(32)].to_vec();
+/// `n` bytes from the OS's random source; `None` when it fails. Ids and keys must be
+/// unguessable, so callers refuse to go on rather than fall back to anything weaker.
+fn random_bytes(n: usize) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; n];
+    match getrandom::fill(&mut buf) {
+        Ok(()) => Some(buf),
+        Err(e) => {
+            tracing::error!("no OS randomness: {e}");
+            None
+        }
     }
-    B64.encode(buf)
+}
+
+/// A random id of `bytes` bytes, base64url; `None` without OS randomness.
+pub(crate) fn random_id(bytes: usize) -> Option<String> {
+    random_bytes(bytes).map(|b| B64.encode(b))
 }
 
 impl Keyring {
@@ -258,7 +259,7 @@ impl Keyring {
         let ttl = ttl.min(MAX_TTL);
         payload.iat = now();
         payload.exp = payload.iat + ttl.as_secs().max(1);
-        payload.jti = random_id(16);
+        payload.jti = random_id(16).ok_or_else(Error::internal)?;
         let json = serde_json::to_vec(&payload).map_err(|_| Error::internal())?;
         let key = self.signer();
         let body = format!("{VERSION}.{}.{}", key.id, B64.encode(json));

@@ -331,7 +331,8 @@ impl Tasks {
         self.capacity(&scope)?;
         let now = time::now_ms();
         let record = TaskRecord {
-            id: mrtr::token::random_id(24),
+            // Unguessable (errata section 4); without OS randomness no task is made.
+            id: mrtr::token::random_id(24).ok_or_else(Error::internal)?,
             scope,
             status: TaskStatus::Working,
             status_message: Some("Task accepted".into()),
