@@ -641,18 +641,13 @@ pub fn template_var<T: FromStr>(parts: &mut ReadParts, name: &str) -> Result<T, 
         .ok_or_else(|| Error::resource_not_found(&parts.uri))
 }
 
-/// Builds an injected parameter of a resource handler. The bound is checked at the
-/// parameter's span: a parameter that is not a template variable must be injectable.
-pub fn inject<T: FromContext>(parts: &ReadParts) -> Result<T, Error> {
-    T::from_context(&parts.ctx)
-}
-
 /// The state an injected parameter needs.
 pub fn state_of<T: FromContext>() -> Option<StateRequirement> {
     T::required_state()
 }
 
-/// Builds an injected parameter of a prompt from its context.
-pub fn inject_ctx<T: FromContext>(ctx: &RequestContext) -> Result<T, Error> {
+/// Builds an injected parameter of a resource or prompt handler (one that is not a
+/// template variable or an argument). The bound is checked at the parameter's span.
+pub fn inject<T: FromContext>(ctx: &RequestContext) -> Result<T, Error> {
     T::from_context(ctx)
 }

@@ -62,7 +62,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
                 }
             } else {
                 quote_spanned! {ty.span()=>
-                    let #b: #ty = __p::inject_ctx::<#ty>(&__parts.ctx)?;
+                    let #b: #ty = __p::inject::<#ty>(&__parts.ctx)?;
                 }
             }
         });

@@ -40,7 +40,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
                         }
                     });
                     quote_spanned! {ty.span()=>
-                        let #b: #ty = __p::inject::<#ty>(&__parts)?;
+                        let #b: #ty = __p::inject::<#ty>(&__parts.ctx)?;
                     }
                 }
             }

@@ -266,7 +266,7 @@ async fn call_tool(
         let result = crate::wire::types::CallToolResult::error(format!(
             "Invalid arguments for tool {name}: {problems}"
         ));
-        return Ok(shape_tool_result(server, result));
+        return server.shape_call_result(&result);
     }
     let Value::Object(arguments) = args_value else {
         return Err(Error::internal());
@@ -293,13 +293,6 @@ async fn call_tool(
     } = invocation;
     let result = call_checked(&entry, arguments, ctx).await?;
     server.shape_call_result(&result)
-}
-
-fn shape_tool_result(server: &Server, result: crate::wire::types::CallToolResult) -> String {
-    match serde_json::to_value(result) {
-        Ok(Value::Object(m)) => server.shape(m),
-        _ => server.shape(Map::new()),
-    }
 }
 
 async fn read_resource(
