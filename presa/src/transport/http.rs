@@ -45,6 +45,9 @@ pub struct HttpConfig {
     pub allowed_hosts: Option<Vec<String>>,
     /// Most `subscriptions/listen` streams open at once (default 256); past it, 503.
     pub max_streams: usize,
+    /// Most other requests served at once (default 1024); past it, 503 with a JSON-RPC
+    /// error, so a flood meets a clear refusal instead of unbounded work.
+    pub max_in_flight: usize,
     /// How often an idle subscription stream sends a keepalive comment (default 15 s).
     pub keepalive: Duration,
 }
@@ -58,6 +61,7 @@ impl Default for HttpConfig {
             allow_loopback_origins: true,
             allowed_hosts: None,
             max_streams: 256,
+            max_in_flight: 1024,
             keepalive: Duration::from_secs(15),
         }
     }
@@ -94,6 +98,12 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the most requests (other than subscription streams) served at once.
+    pub fn max_in_flight(mut self, n: usize) -> Self {
+        self.max_in_flight = n;
+        self
+    }
+
     /// Sets the keepalive interval of subscription streams.
     pub fn keepalive(mut self, every: Duration) -> Self {
         self.keepalive = every;
@@ -112,6 +122,7 @@ struct Endpoint {
     server: Server,
     config: Arc<HttpConfig>,
     streams: Arc<Semaphore>,
+    requests: Arc<Semaphore>,
 }
 
 impl Server {
@@ -121,6 +132,7 @@ impl Server {
         let endpoint = Endpoint {
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
+            requests: Arc::new(Semaphore::new(config.max_in_flight)),
             config: Arc::new(config),
         };
         Router::new()
@@ -236,24 +248,28 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             }
         }
         Ok(Inbound::Request(request)) => {
-            // Subscription streams are capped; each holds a permit while open.
-            let stream = if request.method == "subscriptions/listen" {
-                match Arc::clone(&endpoint.streams).try_acquire_owned() {
-                    Ok(permit) => Some((permit, endpoint.config.keepalive)),
-                    Err(_) => {
-                        let error = Error::new(
-                            crate::error::code::INTERNAL_ERROR,
-                            "Too many open subscription streams; try again later",
-                        );
-                        return json_response(
-                            StatusCode::SERVICE_UNAVAILABLE,
-                            encode_error(Some(&request.id.to_value()), &error),
-                        );
-                    }
-                }
+            // Subscription streams and other requests are capped separately; each holds
+            // a slot until its response (or stream) is done.
+            let listen = request.method == "subscriptions/listen";
+            let (cap, busy) = if listen {
+                (
+                    &endpoint.streams,
+                    "Too many open subscription streams; try again later",
+                )
             } else {
-                None
+                (
+                    &endpoint.requests,
+                    "Too many requests in flight; try again later",
+                )
             };
+            let Ok(slot) = Arc::clone(cap).try_acquire_owned() else {
+                let error = Error::new(crate::error::code::INTERNAL_ERROR, busy);
+                return json_response(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    encode_error(Some(&request.id.to_value()), &error),
+                );
+            };
+            let keepalive = listen.then_some(endpoint.config.keepalive);
             let (tx, rx) = mpsc::unbounded_channel();
             let cancel = CancellationToken::new();
             let exchange = Exchange {
@@ -268,7 +284,7 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             // the request; dropping the pipeline future stops the handler itself.
             let guard = cancel.drop_guard();
             let fut = Box::pin(server.handle_request(request, exchange));
-            respond(fut, rx, guard, stream).await
+            respond(fut, rx, guard, slot, keepalive).await
         }
     }
 }
@@ -279,17 +295,18 @@ async fn respond(
     mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     mut rx: mpsc::UnboundedReceiver<(String, Queued)>,
     guard: tokio_util::sync::DropGuard,
-    stream: Option<(OwnedSemaphorePermit, Duration)>,
+    slot: OwnedSemaphorePermit,
+    keepalive: Option<Duration>,
 ) -> Response {
     tokio::select! {
         biased;
-        Some((first, _taken)) = rx.recv() => sse(first, fut, rx, guard, stream),
+        Some((first, _taken)) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
         reply = &mut fut => {
             if let Ok((first, _taken)) = rx.try_recv() {
                 // Notifications were produced just before the reply.
                 let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
                     Box::pin(async move { reply });
-                return sse(first, done, rx, guard, stream);
+                return sse(first, done, rx, guard, slot, keepalive);
             }
             guard.disarm();
             match reply {
@@ -306,8 +323,10 @@ struct SseState {
     rx: mpsc::UnboundedReceiver<(String, Queued)>,
     pending: Option<String>,
     guard: Option<tokio_util::sync::DropGuard>,
-    /// For subscription streams: the cap's permit, and the keepalive timer.
-    keepalive: Option<(OwnedSemaphorePermit, tokio::time::Interval)>,
+    /// The request's slot under its cap, held until the stream ends.
+    _slot: OwnedSemaphorePermit,
+    /// For subscription streams: the keepalive timer.
+    keepalive: Option<tokio::time::Interval>,
 }
 
 fn sse(
@@ -315,19 +334,21 @@ fn sse(
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     rx: mpsc::UnboundedReceiver<(String, Queued)>,
     guard: tokio_util::sync::DropGuard,
-    stream: Option<(OwnedSemaphorePermit, Duration)>,
+    slot: OwnedSemaphorePermit,
+    keepalive: Option<Duration>,
 ) -> Response {
-    let keepalive = stream.map(|(permit, every)| {
+    let keepalive = keepalive.map(|every| {
         let mut timer = tokio::time::interval(every.max(Duration::from_millis(10)));
         timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         timer.reset();
-        (permit, timer)
+        timer
     });
     let state = SseState {
         fut: Some(fut),
         rx,
         pending: Some(first),
         guard: Some(guard),
+        _slot: slot,
         keepalive,
     };
     let events = stream::unfold(state, |mut s| async move {
@@ -337,7 +358,7 @@ fn sse(
         let fut = s.fut.as_mut()?;
         let tick = async {
             match s.keepalive.as_mut() {
-                Some((_, timer)) => {
+                Some(timer) => {
                     timer.tick().await;
                 }
                 None => std::future::pending::<()>().await,
@@ -348,7 +369,7 @@ fn sse(
             // The frame leaves the backlog once the body takes it.
             Some((frame, _taken)) = s.rx.recv() => {
                 // Keepalives are for idle streams: an event restarts the wait.
-                if let Some((_, timer)) = s.keepalive.as_mut() {
+                if let Some(timer) = s.keepalive.as_mut() {
                     timer.reset();
                 }
                 Some((Ok(event(&frame)), s))

@@ -6,6 +6,7 @@ mod http;
 mod http_admission;
 mod http_envelope;
 mod http_headers;
+mod http_limits;
 mod http_methods;
 mod http_streaming;
 mod http_util;

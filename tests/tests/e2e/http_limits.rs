@@ -1,0 +1,60 @@
+//! The cap on requests served at once over HTTP: past it, a clear 503 with a JSON-RPC
+//! error echoing the id, and the slot frees when the request ends.
+
+use crate::http_util::builder;
+use presa::{HttpConfig, Tool, ToolCall};
+use presa_tests::http::Harness;
+use presa_tests::request;
+use serde_json::json;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::sync::Notify;
+
+#[tokio::test]
+async fn requests_past_max_in_flight_get_503() {
+    let release = Arc::new(Notify::new());
+    let started = Arc::new(Notify::new());
+    let (r, s) = (Arc::clone(&release), Arc::clone(&started));
+    let server = builder()
+        .tool(
+            Tool::new("blocks")
+                .description("Waits until released")
+                .handler(move |_: ToolCall| {
+                    let (r, s) = (Arc::clone(&r), Arc::clone(&s));
+                    async move {
+                        s.notify_one();
+                        r.notified().await;
+                        "released"
+                    }
+                }),
+        )
+        .tool(
+            Tool::new("quick")
+                .description("Answers at once")
+                .handler(|_: ToolCall| async { "quick" }),
+        )
+        .build()
+        .expect("builds");
+    let h = Arc::new(Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await);
+    let first = {
+        let h = Arc::clone(&h);
+        tokio::spawn(async move {
+            h.post(&request(1, "tools/call", json!({"name": "blocks"})), &[])
+                .await
+        })
+    };
+    tokio::time::timeout(Duration::from_secs(5), started.notified())
+        .await
+        .expect("the first request runs");
+    let busy = h
+        .post(&request(2, "tools/call", json!({"name": "quick"})), &[])
+        .await;
+    busy.assert_error(503, -32603, Some(json!(2)));
+    presa_tests::schema::check_response("tools/call", busy.response());
+    release.notify_one();
+    let first = first.await.expect("the first request ends");
+    assert_eq!(first.status, 200, "{}", first.body);
+    // The slot is free again.
+    let again = h.call(3, "tools/call", json!({"name": "quick"})).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+}
