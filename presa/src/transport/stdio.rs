@@ -16,6 +16,7 @@ use crate::context::{Backlog, Outbound, Queued};
 use crate::pipeline::{Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
+use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -146,8 +147,20 @@ impl Server {
 
     /// Like [`Server::serve_stdio`], with settings.
     pub async fn serve_stdio_with(&self, config: StdioConfig) -> io::Result<()> {
-        self.serve_io(tokio::io::stdin(), tokio::io::stdout(), config)
-            .await
+        // The read loop runs as a task of the runtime, beside the writer and the request
+        // tasks, rather than on the thread that awaits this (under `#[tokio::main]`, the
+        // main thread): hand-offs between them then stay on one worker instead of waking
+        // another thread for every batch.
+        let server = self.clone();
+        let serving = tokio::spawn(async move {
+            server
+                .serve_io(tokio::io::stdin(), tokio::io::stdout(), config)
+                .await
+        });
+        match serving.await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
+        }
     }
 
     /// Serves newline-delimited JSON-RPC on any reader and writer (stdio, a pipe, a
@@ -167,6 +180,8 @@ impl Server {
         let mut line = Vec::with_capacity(1024);
 
         loop {
+            // Reap finished tasks so the set does not grow with the session.
+            while tasks.try_join_next().is_some() {}
             match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
                 Line::Eof => break,
                 Line::TooLong => {
@@ -228,14 +243,7 @@ impl Server {
                             });
                             let id = request.id.clone();
                             let duplicate = match in_flight.lock() {
-                                Ok(mut map) => {
-                                    if map.contains_key(&id) {
-                                        true
-                                    } else {
-                                        map.insert(id.clone(), Arc::clone(&gate));
-                                        false
-                                    }
-                                }
+                                Ok(map) => map.contains_key(&id),
                                 Err(_) => true,
                             };
                             if duplicate {
@@ -256,7 +264,22 @@ impl Server {
                             };
                             // Boxed once here, so spawning moves a pointer rather than the
                             // whole pipeline state machine.
-                            let fut = Box::pin(self.handle_request(request, exchange));
+                            let mut fut = Box::pin(self.handle_request(request, exchange));
+                            // Polled once here first: a request that completes without
+                            // waiting (most do) is answered without a task, a map entry or
+                            // a wake-up. Only one that waits becomes a task, registered
+                            // for cancellation and duplicate checks; its next poll (in
+                            // the task) registers the task's own waker.
+                            if let Some(reply) = (&mut fut).now_or_never() {
+                                finish(&gate, reply, permit);
+                                continue;
+                            }
+                            match in_flight.lock() {
+                                Ok(mut map) => {
+                                    map.insert(id.clone(), Arc::clone(&gate));
+                                }
+                                Err(_) => continue,
+                            }
                             let in_flight = Arc::clone(&in_flight);
                             tasks.spawn(async move {
                                 let reply = fut.await;
@@ -264,29 +287,12 @@ impl Server {
                                 if let Ok(mut map) = in_flight.lock() {
                                     map.remove(&id);
                                 }
-                                match reply {
-                                    Reply::Response { body, .. } => gate.finish(body, permit),
-                                    // On stdio the server ends a subscription stream with
-                                    // notifications/cancelled for its id (errata W-2).
-                                    Reply::StreamEnded { id, .. } => gate.finish(
-                                        jsonrpc::encode_notification(
-                                            "notifications/cancelled",
-                                            &serde_json::json!({
-                                                "requestId": id.to_value(),
-                                                "reason": "The server ended the subscription"
-                                            }),
-                                        ),
-                                        permit,
-                                    ),
-                                    Reply::Cancelled => {}
-                                }
+                                finish(&gate, reply, permit);
                             });
                         }
                     }
                 }
             }
-            // Reap finished tasks so the set does not grow with the session.
-            while tasks.try_join_next().is_some() {}
         }
 
         // stdin closed: subscription streams end now (their client is gone); other
@@ -317,6 +323,26 @@ impl Server {
             Ok(result) => result,
             Err(e) => Err(io::Error::other(e)),
         }
+    }
+}
+
+/// Queues a request's reply (closing its gate). On stdio the server ends a subscription
+/// stream with `notifications/cancelled` for its id (errata W-2); a cancelled request
+/// gets nothing.
+fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
+    match reply {
+        Reply::Response { body, .. } => gate.finish(body, permit),
+        Reply::StreamEnded { id, .. } => gate.finish(
+            jsonrpc::encode_notification(
+                "notifications/cancelled",
+                &serde_json::json!({
+                    "requestId": id.to_value(),
+                    "reason": "The server ended the subscription"
+                }),
+            ),
+            permit,
+        ),
+        Reply::Cancelled => {}
     }
 }
 
