@@ -126,47 +126,152 @@ impl Rejection {
 /// Decodes raw bytes (one stdio line or one HTTP body) into a message.
 ///
 /// A leading UTF-8 byte order mark is skipped. Non-UTF-8 or unparsable input is -32700
-/// without an id.
+/// without an id. The envelope's members are read straight from the bytes; only `id`,
+/// `method` and `params` become values (unknown members are checked for syntax and
+/// skipped), so a request costs no tree for its outer object.
 pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-    let value: Value = match serde_json::from_slice(bytes) {
-        Ok(v) => v,
-        Err(e) if e.is_data() || e.is_syntax() || e.is_eof() || e.is_io() => {
-            return Err(Rejection::new(
-                Error::parse_error("Parse error: the message is not valid JSON"),
-                None,
-                false,
-            ));
-        }
-        Err(_) => {
-            return Err(Rejection::new(
-                Error::parse_error("Parse error"),
-                None,
-                false,
-            ));
-        }
-    };
-    decode_value(value)
+    // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
+    let parsed = std::str::from_utf8(bytes)
+        .ok()
+        .and_then(|text| serde_json::from_str::<Frame>(text).ok());
+    match parsed {
+        Some(Frame::Object(envelope)) => classify(envelope),
+        Some(Frame::Array) => Err(not_an_object(true)),
+        Some(Frame::Other) => Err(not_an_object(false)),
+        None => Err(Rejection::new(
+            Error::parse_error("Parse error: the message is not valid JSON"),
+            None,
+            false,
+        )),
+    }
 }
 
 /// Decodes an already parsed JSON value into a message.
 pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
     let Value::Object(mut obj) = value else {
-        let message = if value.is_array() {
-            "Invalid Request: batching is not supported in this protocol revision"
-        } else {
-            "Invalid Request: a message must be a JSON object"
-        };
-        return Err(Rejection::new(Error::invalid_request(message), None, false));
+        return Err(not_an_object(value.is_array()));
     };
+    classify(Envelope {
+        has_id: obj.contains_key("id"),
+        id: obj.remove("id"),
+        method: obj.remove("method"),
+        jsonrpc_2_0: obj.get("jsonrpc").and_then(Value::as_str) == Some("2.0"),
+        params: obj.remove("params"),
+        reply: obj.contains_key("result") || obj.contains_key("error"),
+    })
+}
 
-    let has_id = obj.contains_key("id");
-    let method = obj.remove("method");
-    let id_value = obj.remove("id");
+fn not_an_object(array: bool) -> Rejection {
+    let message = if array {
+        "Invalid Request: batching is not supported in this protocol revision"
+    } else {
+        "Invalid Request: a message must be a JSON object"
+    };
+    Rejection::new(Error::invalid_request(message), None, false)
+}
+
+/// The members of an inbound object that decide what it is. A member given twice counts
+/// once, with its last value, as when the object is parsed into a map.
+#[derive(Default)]
+struct Envelope {
+    has_id: bool,
+    id: Option<Value>,
+    method: Option<Value>,
+    jsonrpc_2_0: bool,
+    params: Option<Value>,
+    /// Whether a `result` or `error` member is present (a response).
+    reply: bool,
+}
+
+/// One inbound frame as read from the bytes: an object's envelope, or what else it was.
+enum Frame {
+    Object(Envelope),
+    Array,
+    Other,
+}
+
+impl<'de> serde::Deserialize<'de> for Frame {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_any(FrameVisitor)
+    }
+}
+
+struct FrameVisitor;
+
+impl<'de> serde::de::Visitor<'de> for FrameVisitor {
+    type Value = Frame;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
+        use serde::de::IgnoredAny;
+        let mut envelope = Envelope::default();
+        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            match &*key {
+                "id" => {
+                    envelope.has_id = true;
+                    envelope.id = Some(map.next_value()?);
+                }
+                "method" => envelope.method = Some(map.next_value()?),
+                "params" => envelope.params = Some(map.next_value()?),
+                "jsonrpc" => {
+                    let v: Value = map.next_value()?;
+                    envelope.jsonrpc_2_0 = v.as_str() == Some("2.0");
+                }
+                "result" | "error" => {
+                    envelope.reply = true;
+                    map.next_value::<IgnoredAny>()?;
+                }
+                _ => {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+        }
+        Ok(Frame::Object(envelope))
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frame, A::Error> {
+        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        Ok(Frame::Array)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+    fn visit_str<E>(self, _: &str) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+    fn visit_unit<E>(self) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+}
+
+/// Decides what an envelope is, with the errors of wire section 1 in their order.
+fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
+    let Envelope {
+        has_id,
+        id: id_value,
+        method,
+        jsonrpc_2_0,
+        params,
+        reply,
+    } = envelope;
 
     // A frame without a method is a response (or garbage). Responses are ignored.
     let Some(method) = method else {
-        if obj.contains_key("result") || obj.contains_key("error") {
+        if reply {
             return Ok(Inbound::Response);
         }
         let id = id_value.and_then(|v| readable_id(&v));
@@ -196,7 +301,7 @@ pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
     };
     let echo = id.as_ref().map(RequestId::to_value);
 
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+    if !jsonrpc_2_0 {
         return Err(Rejection::new(
             Error::invalid_request("Expected a JSON-RPC 2.0 request"),
             echo,
@@ -210,7 +315,7 @@ pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
             notification,
         ));
     };
-    let params = match obj.remove("params") {
+    let params = match params {
         None => Map::new(),
         Some(Value::Object(p)) => p,
         Some(_) => {
@@ -298,6 +403,50 @@ mod tests {
         assert_eq!(r.id, None);
         let ok = decode_value(json!({"jsonrpc":"2.0","id":"x".repeat(256),"method":"m"}));
         assert!(matches!(ok, Ok(Inbound::Request(_))));
+    }
+
+    /// Reading the envelope straight from bytes must classify every frame exactly as
+    /// parsing it into a value first would.
+    #[test]
+    fn decoding_bytes_agrees_with_decoding_a_value() {
+        let frames = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+            r#"{"jsonrpc":"2.0","id":"a","method":"m","params":{"x":[1,{"y":null}]},"extra":{"z":1}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#,
+            r#"{"jsonrpc":"2.0","id":1}"#,
+            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":2.0,"id":1,"method":"m"}"#,
+            r#"{"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+            r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
+            r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0","id":"\u00e9","method":"m\n"}"#,
+            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+            r#"[]"#,
+            r#""text""#,
+            r#"12"#,
+            r#"null"#,
+            r#"true"#,
+            r#"{}"#,
+        ];
+        for frame in frames {
+            let value: Value = serde_json::from_str(frame).expect("test frames are JSON");
+            let direct = format!("{:?}", decode(frame.as_bytes()));
+            let via_value = format!("{:?}", decode_value(value));
+            assert_eq!(direct, via_value, "{frame}");
+        }
+        for broken in [&b"{"[..], b"{\"id\":1,}", b"\xff", b"{\"a\":\"\xff\"}", b""] {
+            let r = decode(broken).err().map(|r| (r.error.code(), r.id));
+            assert_eq!(r, Some((-32700, None)), "{broken:?}");
+        }
     }
 
     #[test]

@@ -220,7 +220,7 @@ pub(crate) fn admit_request(
         return Err(Error::unsupported_version(&version, SUPPORTED_VERSIONS));
     }
     // 8. clientInfo.
-    let client_info = match meta.get(KEY_CLIENT_INFO) {
+    let client_info = match meta.remove(KEY_CLIENT_INFO) {
         None => None,
         Some(v) => Some(check_client_info(v)?),
     };
@@ -266,7 +266,7 @@ pub(crate) fn admit_notification(params: &Map<String, Value>) -> Result<(), Erro
     }
 }
 
-fn check_client_info(v: &Value) -> Result<Map<String, Value>, Error> {
+fn check_client_info(v: Value) -> Result<Map<String, Value>, Error> {
     let bad = || Error::invalid_params("Client info must include string name and version");
     let Value::Object(info) = v else {
         return Err(bad());
@@ -293,7 +293,7 @@ fn check_client_info(v: &Value) -> Result<Map<String, Value>, Error> {
             ));
         }
     }
-    Ok(info.clone())
+    Ok(info)
 }
 
 fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
