@@ -224,14 +224,23 @@ impl RequestContext {
         &self.inner.inputs
     }
 
-    /// What the handler's asks came to.
+    /// What the handler's asks came to; read once, after the handler has run (the lists
+    /// are taken, not copied).
     pub(crate) fn inputs_outcome(&self) -> InputsOutcome {
         let i = &self.inner.inputs;
         InputsOutcome {
             failure: i.failure.lock().ok().and_then(|mut f| f.take()),
             demanded: i.demanded.load(std::sync::atomic::Ordering::SeqCst),
-            missing: i.missing.lock().map(|m| m.clone()).unwrap_or_default(),
-            accepted: i.accepted.lock().map(|a| a.clone()).unwrap_or_default(),
+            missing: i
+                .missing
+                .lock()
+                .map(|mut m| std::mem::take(&mut *m))
+                .unwrap_or_default(),
+            accepted: i
+                .accepted
+                .lock()
+                .map(|mut a| std::mem::take(&mut *a))
+                .unwrap_or_default(),
             carry: i.carry_out.lock().ok().and_then(|mut c| c.take()),
             single_use: i.single_use.load(std::sync::atomic::Ordering::SeqCst),
         }

@@ -137,9 +137,9 @@ pub(crate) async fn call_checked(
     arguments: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<crate::CallToolResult, Error> {
-    let name = entry.tool.name.clone();
+    let name = entry.tool.name.as_str();
     let result = (entry.handler)(ToolCall {
-        name: name.clone(),
+        name: name.to_owned(),
         arguments,
         ctx,
     })

@@ -187,52 +187,85 @@ pub(crate) fn binding(
     params: &Map<String, Value>,
     principal: Option<&str>,
 ) -> String {
-    let mut bound = Map::new();
-    for (k, v) in params {
-        if !matches!(k.as_str(), "_meta" | "inputResponses" | "requestState") {
-            bound.insert(k.clone(), v.clone());
+    BindingText::new(method, params, principal).digest()
+}
+
+/// What a binding is the digest of: the method, the params without `_meta`,
+/// `inputResponses` and `requestState` as canonical JSON, and the principal. Written
+/// once while the params are at hand (cheaper than keeping a copy of them), hashed only
+/// if a handler asks for input.
+pub(crate) struct BindingText(Vec<u8>);
+
+impl BindingText {
+    pub(crate) fn new(method: &str, params: &Map<String, Value>, principal: Option<&str>) -> Self {
+        let mut text = Vec::with_capacity(128);
+        text.extend_from_slice(b"presa-bind-v1\0");
+        text.extend_from_slice(method.as_bytes());
+        text.push(0);
+        let bound = |k: &str| !matches!(k, "_meta" | "inputResponses" | "requestState");
+        canonical_object(params, &bound, &mut text);
+        text.push(0);
+        if let Some(p) = principal {
+            text.extend_from_slice(p.as_bytes());
         }
+        BindingText(text)
     }
-    let mut text = String::from("presa-bind-v1\0");
-    text.push_str(method);
-    text.push('\0');
-    canonical(&Value::Object(bound), &mut text);
-    text.push('\0');
-    if let Some(p) = principal {
-        text.push_str(p);
+
+    /// The binding: base64 of the SHA-256 of the text.
+    pub(crate) fn digest(&self) -> String {
+        B64.encode(Sha256::digest(&self.0))
     }
-    B64.encode(Sha256::digest(text.as_bytes()))
 }
 
 /// JSON with object keys sorted, whatever map order serde_json was built with.
-fn canonical(v: &Value, out: &mut String) {
+fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
-        Value::Object(m) => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            out.push('{');
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&Value::from(k.as_str()).to_string());
-                out.push(':');
-                canonical(&m[k], out);
-            }
-            out.push('}');
-        }
+        Value::Object(m) => canonical_object(m, &|_| true, out),
         Value::Array(a) => {
-            out.push('[');
+            out.push(b'[');
             for (i, x) in a.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.push(b',');
                 }
                 canonical(x, out);
             }
-            out.push(']');
+            out.push(b']');
         }
-        other => out.push_str(&other.to_string()),
+        // Writing a scalar to a Vec cannot fail.
+        other => {
+            let _ = serde_json::to_writer(&mut *out, other);
+        }
     }
+}
+
+/// An object's members that pass `keep`, keys sorted.
+fn canonical_object(m: &Map<String, Value>, keep: &dyn Fn(&str) -> bool, out: &mut Vec<u8>) {
+    let member = |first: &mut bool, k: &String, v: &Value, out: &mut Vec<u8>| {
+        if !keep(k) {
+            return;
+        }
+        if !*first {
+            out.push(b',');
+        }
+        *first = false;
+        let _ = serde_json::to_writer(&mut *out, k);
+        out.push(b':');
+        canonical(v, out);
+    };
+    out.push(b'{');
+    let mut first = true;
+    if m.keys().is_sorted() {
+        for (k, v) in m {
+            member(&mut first, k, v, out);
+        }
+    } else {
+        let mut keys: Vec<&String> = m.keys().collect();
+        keys.sort();
+        for k in keys {
+            member(&mut first, k, &m[k], out);
+        }
+    }
+    out.push(b'}');
 }
 
 /// `n` bytes from the OS's random source; `None` when it fails. Ids and keys must be
@@ -399,6 +432,26 @@ mod tests {
             )
             .unwrap();
         assert!(t2.starts_with("presa1.new."));
+    }
+
+    #[test]
+    fn binding_text_is_canonical_json_between_nuls() {
+        let params = serde_json::json!({
+            "name": "echo",
+            "arguments": {"b": null, "a": [1, "x\"y", {"d": 2.5, "c": true}]},
+            "_meta": {"ignored": 1},
+            "inputResponses": {},
+            "requestState": "..."
+        });
+        let Value::Object(params) = params else {
+            unreachable!()
+        };
+        let text = BindingText::new("tools/call", &params, Some("alice"));
+        assert_eq!(
+            String::from_utf8_lossy(&text.0),
+            "presa-bind-v1\0tools/call\0{\"arguments\":{\"a\":[1,\"x\\\"y\",{\"c\":true,\"d\":2.5}],\"b\":null},\"name\":\"echo\"}\0alice"
+        );
+        assert_eq!(text.digest(), binding("tools/call", &params, Some("alice")));
     }
 
     #[test]

@@ -296,8 +296,9 @@ impl Server {
             let result = extension.handle(&method, params, ctx).await?;
             return Ok(self.shape(result));
         }
-        // What a request state is bound to: computed only if the handler asks for input.
-        let bound = mrtr.then(|| params.clone());
+        // What a request state is bound to: written now, while the params are here, and
+        // hashed only if the handler asks for input.
+        let bound = mrtr.then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let result = methods::dispatch(
             &self,
             &catalog,
@@ -313,8 +314,7 @@ impl Server {
             return Err(failure);
         }
         if outcome.demanded {
-            let Some(bind) = bound.map(|p| token::binding(&method, &p, principal.as_deref()))
-            else {
+            let Some(bind) = bound.map(|text| text.digest()) else {
                 return Err(Error::new(
                     crate::error::code::INTERNAL_ERROR,
                     "Input-required result is not permitted for this operation",
@@ -398,7 +398,8 @@ impl Server {
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
     /// serializes it.
     pub(crate) fn shape(&self, result: Map<String, Value>) -> String {
-        Value::Object(self.shape_map(result)).to_string()
+        // serde_json's writer, not `Display` (which goes through a formatter, slower).
+        serde_json::to_string(&Value::Object(self.shape_map(result))).unwrap_or_default()
     }
 
     /// A `tools/call` result written straight from its typed form, with `resultType` and

@@ -352,30 +352,63 @@ pub fn encode_result(id: &RequestId, result: &str) -> String {
 
 /// Encodes an error response; `id` is left out when it could not be read.
 pub fn encode_error(id: Option<&Value>, error: &Error) -> String {
-    let mut map = Map::with_capacity(3);
-    map.insert("jsonrpc".into(), Value::from("2.0"));
-    if let Some(id) = id {
-        map.insert("id".into(), id.clone());
+    #[derive(Serialize)]
+    struct ErrorResponse<'a> {
+        jsonrpc: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        id: Option<&'a Value>,
+        error: ErrorObject<'a>,
     }
-    map.insert("error".into(), error.to_object());
-    Value::Object(map).to_string()
+    #[derive(Serialize)]
+    struct ErrorObject<'a> {
+        code: i64,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        data: Option<&'a Value>,
+    }
+    let response = ErrorResponse {
+        jsonrpc: "2.0",
+        id,
+        error: ErrorObject {
+            code: error.code(),
+            message: error.message(),
+            data: error.data(),
+        },
+    };
+    // Serializing borrowed strings, integers and values into a String cannot fail.
+    serde_json::to_string(&response).unwrap_or_else(|_| {
+        r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#.to_owned()
+    })
 }
 
 /// Encodes a notification frame.
 pub fn encode_notification(method: &str, params: &Value) -> String {
-    let mut out = String::with_capacity(64);
-    out.push_str(r#"{"jsonrpc":"2.0","method":"#);
-    out.push_str(&Value::from(method).to_string());
-    out.push_str(r#","params":"#);
-    out.push_str(&params.to_string());
-    out.push('}');
-    out
+    #[derive(Serialize)]
+    struct Frame<'a> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        params: &'a Value,
+    }
+    let frame = Frame {
+        jsonrpc: "2.0",
+        method,
+        params,
+    };
+    // A borrowed string and a value always serialize.
+    serde_json::to_string(&frame).unwrap_or_default()
 }
 
 fn push_id(out: &mut String, id: &RequestId) {
     match id {
-        RequestId::Int(i) => out.push_str(&i.to_string()),
-        RequestId::Str(s) => out.push_str(&Value::from(s.as_str()).to_string()),
+        RequestId::Int(i) => {
+            use std::fmt::Write;
+            let _ = write!(out, "{i}");
+        }
+        RequestId::Str(s) => {
+            if let Ok(quoted) = serde_json::to_string(s) {
+                out.push_str(&quoted);
+            }
+        }
     }
 }
 
@@ -454,7 +487,7 @@ mod tests {
         let r = reject(json!([1]));
         assert_eq!(
             r.to_response(),
-            r#"{"error":{"code":-32600,"message":"Invalid Request: batching is not supported in this protocol revision"},"jsonrpc":"2.0"}"#
+            r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: batching is not supported in this protocol revision"}}"#
         );
     }
 }

@@ -115,16 +115,12 @@ pub struct RequestMeta {
 /// Whether `key` follows the `_meta` key syntax of wire section 2.1: an optional prefix of
 /// dot-separated labels ending in `/`, then a name.
 pub fn is_valid_meta_key(key: &str) -> bool {
-    let (prefix, name) = match key.rfind('/') {
-        Some(i) => (Some(&key[..i]), &key[i + 1..]),
-        None => (None, key),
-    };
-    if let Some(prefix) = prefix
-        && (prefix.is_empty() || !prefix.split('.').all(is_label))
-    {
-        return false;
+    // Runs for every `_meta` key of every request: one pass over the bytes, no splitting.
+    let key = key.as_bytes();
+    match key.iter().rposition(|&c| c == b'/') {
+        Some(slash) => is_prefix(&key[..slash]) && is_name(&key[slash + 1..]),
+        None => is_name(key),
     }
-    is_name(name)
 }
 
 /// Whether `key` has a prefix (`something/`), as extension identifiers must.
@@ -132,26 +128,40 @@ pub fn has_prefix(key: &str) -> bool {
     key.contains('/')
 }
 
-fn is_label(label: &str) -> bool {
-    let b = label.as_bytes();
-    match (b.first(), b.last()) {
-        (Some(f), Some(l)) => {
-            f.is_ascii_alphabetic()
-                && l.is_ascii_alphanumeric()
-                && b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'-')
+/// Dot-separated labels, each a letter, then letters, digits and hyphens, ending in a
+/// letter or digit.
+fn is_prefix(prefix: &[u8]) -> bool {
+    let mut at_label_start = true;
+    let mut prev = 0u8;
+    for &c in prefix {
+        if at_label_start {
+            if !c.is_ascii_alphabetic() {
+                return false;
+            }
+            at_label_start = false;
+        } else if c == b'.' {
+            if !prev.is_ascii_alphanumeric() {
+                return false;
+            }
+            at_label_start = true;
+        } else if !(c.is_ascii_alphanumeric() || c == b'-') {
+            return false;
         }
-        _ => false,
+        prev = c;
     }
+    !at_label_start && prev.is_ascii_alphanumeric()
 }
 
-fn is_name(name: &str) -> bool {
-    let b = name.as_bytes();
-    match (b.first(), b.last()) {
+/// Empty, or a letter or digit, then letters, digits, `.`, `_` and `-`, ending in a letter
+/// or digit.
+fn is_name(name: &[u8]) -> bool {
+    match (name.first(), name.last()) {
         (None, _) => true,
         (Some(f), Some(l)) => {
             f.is_ascii_alphanumeric()
                 && l.is_ascii_alphanumeric()
-                && b.iter()
+                && name
+                    .iter()
                     .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
         }
         _ => false,
@@ -357,10 +367,15 @@ mod tests {
             "traceparent",
             "",
             "a-b.c/x_y.z-1",
+            "a1.b-2.c/x",
+            "x9/1",
         ] {
             assert!(is_valid_meta_key(ok), "{ok}");
         }
-        for bad in ["/x", "1a/x", "a-/x", "a..b/x", "-x", "x-", "a/b/c", "a b"] {
+        for bad in [
+            "/x", "1a/x", "a-/x", "a..b/x", "-x", "x-", "a/b/c", "a b", ".a/x", "a./x", "a.1/x",
+            "a_b/x", "é/x", "a/é", "a/x.", "a/_x",
+        ] {
             assert!(!is_valid_meta_key(bad), "{bad}");
         }
     }
