@@ -187,7 +187,10 @@ struct Limits {
     progress_sent: u32,
     logs_sent: u32,
     tokens: f64,
-    refilled: Instant,
+    /// When the bucket was last refilled; `None` until the first notification (the
+    /// bucket starts full, so there is nothing to refill before it, and a request that
+    /// sends nothing never reads the clock).
+    refilled: Option<Instant>,
 }
 
 impl RequestContext {
@@ -206,7 +209,7 @@ impl RequestContext {
                     progress_sent: 0,
                     logs_sent: 0,
                     tokens: NOTIFICATION_RATE_PER_SECOND,
-                    refilled: Instant::now(),
+                    refilled: None,
                 }),
                 inputs: InputsState {
                     answers: init.answers,
@@ -463,8 +466,10 @@ impl RequestContext {
 impl Limits {
     fn take_token(&mut self) -> bool {
         let now = Instant::now();
-        let elapsed = now.duration_since(self.refilled).as_secs_f64();
-        self.refilled = now;
+        let elapsed = self
+            .refilled
+            .map_or(0.0, |then| now.duration_since(then).as_secs_f64());
+        self.refilled = Some(now);
         self.tokens = (self.tokens + elapsed * NOTIFICATION_RATE_PER_SECOND)
             .min(NOTIFICATION_RATE_PER_SECOND);
         if self.tokens >= 1.0 {

@@ -115,7 +115,14 @@ pub struct RequestMeta {
 /// Whether `key` follows the `_meta` key syntax of wire section 2.1: an optional prefix of
 /// dot-separated labels ending in `/`, then a name.
 pub fn is_valid_meta_key(key: &str) -> bool {
-    // Runs for every `_meta` key of every request: one pass over the bytes, no splitting.
+    // Runs for every `_meta` key of every request: the reserved keys are known valid, and
+    // any other key takes one pass over its bytes.
+    if matches!(
+        key,
+        KEY_PROTOCOL_VERSION | KEY_CLIENT_CAPABILITIES | KEY_CLIENT_INFO | KEY_LOG_LEVEL
+    ) {
+        return true;
+    }
     let key = key.as_bytes();
     match key.iter().rposition(|&c| c == b'/') {
         Some(slash) => is_prefix(&key[..slash]) && is_name(&key[slash + 1..]),
@@ -356,6 +363,23 @@ fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The reserved keys skip the byte scan; they must pass it too.
+    #[test]
+    fn reserved_keys_pass_the_full_check() {
+        for key in [
+            KEY_PROTOCOL_VERSION,
+            KEY_CLIENT_CAPABILITIES,
+            KEY_CLIENT_INFO,
+            KEY_LOG_LEVEL,
+        ] {
+            let (prefix, name) = key.split_at(key.rfind('/').expect("reserved keys have a prefix"));
+            assert!(
+                is_prefix(prefix.as_bytes()) && is_name(&name.as_bytes()[1..]),
+                "{key}"
+            );
+        }
+    }
 
     #[test]
     fn meta_key_syntax() {
