@@ -494,4 +494,3 @@ pub(crate) fn error_reply(id: Option<&RequestId>, error: &Error) -> Reply {
         status: error.http_status(),
     }
 }
-

@@ -10,6 +10,7 @@ pub mod completion;
 pub mod prompt;
 pub mod resource;
 pub(crate) mod schema;
+pub(crate) mod simple_schema;
 pub mod tool;
 pub mod uri_template;
 

@@ -3,7 +3,9 @@
 //! `jsonschema` crate (draft 2020-12 unless `$schema` says otherwise), and the
 //! `x-mcp-header` table of a tool's input schema.
 
+use super::simple_schema::SimpleSchema;
 use serde_json::{Map, Value};
+use std::sync::OnceLock;
 
 /// Deepest nesting of a schema presa accepts.
 pub const MAX_SCHEMA_DEPTH: usize = 32;
@@ -13,8 +15,26 @@ pub const MAX_SCHEMA_NODES: usize = 4096;
 pub const MAX_HEADER_INTEGER: i64 = 9_007_199_254_740_991;
 
 /// A compiled schema.
-pub(crate) struct CompiledSchema {
-    validator: jsonschema::Validator,
+pub(crate) enum CompiledSchema {
+    /// In the simple subset: checked directly; `jsonschema` compiles it only when a value
+    /// fails, to word the problems (see [`super::simple_schema`]).
+    Simple(Box<Simple>),
+    /// Anything else: compiled by `jsonschema` up front.
+    Full(jsonschema::Validator),
+}
+
+/// A schema of the simple subset, with the `jsonschema` validator built on first need.
+pub(crate) struct Simple {
+    fast: SimpleSchema,
+    schema: Value,
+    full: OnceLock<Result<jsonschema::Validator, String>>,
+}
+
+fn build(schema: &Value) -> Result<jsonschema::Validator, String> {
+    jsonschema::options()
+        .should_validate_formats(false)
+        .build(schema)
+        .map_err(|e| format!("schema does not compile: {e}"))
 }
 
 impl CompiledSchema {
@@ -22,19 +42,37 @@ impl CompiledSchema {
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
         let mut nodes = 0;
         walk(schema, 0, &mut nodes)?;
-        let validator = jsonschema::options()
-            .should_validate_formats(false)
-            .build(schema)
-            .map_err(|e| format!("schema does not compile: {e}"))?;
-        Ok(CompiledSchema { validator })
+        Ok(match SimpleSchema::recognise(schema) {
+            Some(fast) => CompiledSchema::Simple(Box::new(Simple {
+                fast,
+                schema: schema.clone(),
+                full: OnceLock::new(),
+            })),
+            None => CompiledSchema::Full(build(schema)?),
+        })
     }
 
     /// Validates `value`; on failure, a short description of the first few problems.
     pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
-        if self.validator.is_valid(value) {
-            return Ok(());
-        }
-        let mut problems = self.validator.iter_errors(value).take(5).peekable();
+        let validator = match self {
+            CompiledSchema::Simple(simple) => {
+                if simple.fast.is_valid(value) {
+                    return Ok(());
+                }
+                match simple.full.get_or_init(|| build(&simple.schema)) {
+                    Ok(v) => v,
+                    // Not expected: the subset only holds schemas that compile.
+                    Err(e) => return Err(e.clone()),
+                }
+            }
+            CompiledSchema::Full(v) => {
+                if v.is_valid(value) {
+                    return Ok(());
+                }
+                v
+            }
+        };
+        let mut problems = validator.iter_errors(value).take(5).peekable();
         if problems.peek().is_none() {
             return Ok(());
         }
