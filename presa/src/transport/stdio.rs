@@ -153,9 +153,8 @@ impl Server {
         // another thread for every batch.
         let server = self.clone();
         let serving = tokio::spawn(async move {
-            server
-                .serve_io(tokio::io::stdin(), tokio::io::stdout(), config)
-                .await
+            let (reader, writer) = stdio_streams();
+            server.serve_io(reader, writer, config).await
         });
         match serving.await {
             Ok(result) => result,
@@ -343,6 +342,44 @@ fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
             permit,
         ),
         Reply::Cancelled => {}
+    }
+}
+
+type Reader = Box<dyn AsyncRead + Unpin + Send>;
+type Writer = Box<dyn AsyncWrite + Unpin + Send>;
+
+/// stdin and stdout. When they are pipes (as when a client spawns the server), each is
+/// reopened through `/proc/self/fd` as a non-blocking pipe on the runtime's reactor, a new
+/// open file of its own, so the flag touches nothing the process shares. Otherwise (a
+/// file, a terminal, no `/proc`), tokio's stdin and stdout, which run each read and write
+/// on the blocking pool: a thread hand-off per read and per flush.
+fn stdio_streams() -> (Reader, Writer) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        use tokio::net::unix::pipe;
+        // O_NONBLOCK also keeps the open itself from waiting for the other end.
+        let open = |fd: u8, write: bool| {
+            std::fs::OpenOptions::new()
+                .read(!write)
+                .write(write)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(format!("/proc/self/fd/{fd}"))
+                .ok()
+        };
+        let reader: Reader = match open(0, false).map(pipe::Receiver::from_file) {
+            Some(Ok(rx)) => Box::new(rx),
+            _ => Box::new(tokio::io::stdin()),
+        };
+        let writer: Writer = match open(1, true).map(pipe::Sender::from_file) {
+            Some(Ok(tx)) => Box::new(tx),
+            _ => Box::new(tokio::io::stdout()),
+        };
+        (reader, writer)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
     }
 }
 

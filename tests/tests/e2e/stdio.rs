@@ -1357,3 +1357,44 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
         .expect("wait");
     assert!(status.success(), "exit status {status}");
 }
+
+/// stdin and stdout are usually pipes, which presa reopens as non-blocking pipes on the
+/// reactor; when they are plain files it falls back to tokio's stdin and stdout. Both
+/// ways must serve every line and exit at the end of the input.
+#[tokio::test]
+async fn files_as_stdin_and_stdout_are_served_too() {
+    let dir = std::env::temp_dir().join(format!("presa-stdio-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("a temp dir");
+    let input = dir.join("in.jsonl");
+    let output = dir.join("out.jsonl");
+    let mut lines = Vec::new();
+    for id in 1..=50 {
+        lines.extend(line(&request(
+            id,
+            "tools/call",
+            json!({"name": "test_simple_text", "arguments": {}}),
+        )));
+    }
+    std::fs::write(&input, &lines).expect("input written");
+    let status = tokio::process::Command::new(FIXTURE)
+        .args(["--transport", "stdio"])
+        .stdin(std::fs::File::open(&input).expect("input opens"))
+        .stdout(std::fs::File::create(&output).expect("output opens"))
+        .stderr(Stdio::inherit())
+        .status();
+    let status = tokio::time::timeout(Duration::from_secs(20), status)
+        .await
+        .expect("the server exits at the end of its input")
+        .expect("the server runs");
+    assert!(status.success(), "{status}");
+    let written = std::fs::read_to_string(&output).expect("output read");
+    let mut ids = BTreeSet::new();
+    for text in written.lines() {
+        let m: Value = serde_json::from_str(text).expect("each line is JSON");
+        check_response("tools/call", &m);
+        assert!(m.get("result").is_some(), "{m}");
+        ids.insert(m["id"].as_i64().expect("an integer id"));
+    }
+    assert_eq!(ids, (1..=50).collect::<BTreeSet<i64>>());
+    let _ = std::fs::remove_dir_all(&dir);
+}
