@@ -5,16 +5,22 @@
 
 use crate::error::Error;
 use crate::registry::schema::{HeaderParam, HeaderType, MAX_HEADER_INTEGER};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName};
 use base64::Engine;
 use serde_json::{Map, Value, json};
+use std::borrow::Cow;
 
-pub(crate) const PROTOCOL_VERSION: &str = "mcp-protocol-version";
-pub(crate) const METHOD: &str = "mcp-method";
-pub(crate) const NAME: &str = "mcp-name";
+// Built once: looking a header up by `&str` parses and checks the name on every call.
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const METHOD: HeaderName = HeaderName::from_static("mcp-method");
+const NAME: HeaderName = HeaderName::from_static("mcp-name");
 
 /// Reads a header that must appear at most once; its value trimmed.
-fn single<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<Option<&'h str>, Error> {
+fn single<'h>(
+    headers: &'h HeaderMap,
+    name: &HeaderName,
+    display: &str,
+) -> Result<Option<&'h str>, Error> {
     let mut values = headers.get_all(name).iter();
     let Some(first) = values.next() else {
         return Ok(None);
@@ -31,7 +37,11 @@ fn single<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<Optio
         .map_err(|_| Error::header_mismatch(format!("{display} is malformed")))
 }
 
-fn required<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<&'h str, Error> {
+fn required<'h>(
+    headers: &'h HeaderMap,
+    name: &HeaderName,
+    display: &str,
+) -> Result<&'h str, Error> {
     single(headers, name, display)?.ok_or_else(|| {
         Error::header_mismatch(format!("Missing or repeated required header: {display}"))
     })
@@ -39,7 +49,7 @@ fn required<'h>(headers: &'h HeaderMap, name: &str, display: &str) -> Result<&'h
 
 /// `MCP-Protocol-Version` must be present on every request POST.
 pub(crate) fn version_present(headers: &HeaderMap) -> Result<&str, Error> {
-    required(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")
+    required(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")
 }
 
 /// The header must equal the body's `_meta` version (step 6 of admission).
@@ -56,7 +66,7 @@ pub(crate) fn version_matches(header: &str, body: &str) -> Result<(), Error> {
 
 /// `Mcp-Method` must be present and equal the body's method (case-sensitive).
 pub(crate) fn method_matches(headers: &HeaderMap, method: &str) -> Result<(), Error> {
-    let value = required(headers, METHOD, "Mcp-Method")?;
+    let value = required(headers, &METHOD, "Mcp-Method")?;
     if value == method {
         Ok(())
     } else {
@@ -68,7 +78,7 @@ pub(crate) fn method_matches(headers: &HeaderMap, method: &str) -> Result<(), Er
 
 /// `Mcp-Name` must be present and equal `name` (the tool or prompt name, or the URI).
 pub(crate) fn name_matches(headers: &HeaderMap, name: &str) -> Result<(), Error> {
-    let raw = required(headers, NAME, "Mcp-Name")?;
+    let raw = required(headers, &NAME, "Mcp-Name")?;
     let value = decode_value(raw).ok_or_else(|| Error::header_mismatch("Mcp-Name is malformed"))?;
     if value == name {
         Ok(())
@@ -85,7 +95,7 @@ pub(crate) fn notification_headers(
     method: &str,
     body_version: Option<&str>,
 ) -> Result<(), Error> {
-    if let Some(m) = single(headers, METHOD, "Mcp-Method")?
+    if let Some(m) = single(headers, &METHOD, "Mcp-Method")?
         && m != method
     {
         return Err(Error::header_mismatch(
@@ -93,7 +103,7 @@ pub(crate) fn notification_headers(
         ));
     }
     if let (Some(h), Some(b)) = (
-        single(headers, PROTOCOL_VERSION, "MCP-Protocol-Version")?,
+        single(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")?,
         body_version,
     ) {
         version_matches(h, b)?;
@@ -109,7 +119,7 @@ pub(crate) fn params_match(
 ) -> Result<(), Error> {
     for param in table {
         let display = format!("Mcp-Param-{}", param.header);
-        let header = single(headers, &param.header_lower, &display)?;
+        let header = single(headers, &param.header_name, &display)?;
         let arg = arguments.get(&param.property).filter(|v| !v.is_null());
         let (Some(arg), raw) = (arg, header) else {
             // An absent or null argument means no header is expected; a header sent for
@@ -156,7 +166,7 @@ fn integers_equal(body: &serde_json::Number, header: &str) -> bool {
 
 /// Decodes a mirrored header value: the `=?base64?…?=` wrapper is decoded (and must be
 /// UTF-8); a plain value must be visible ASCII, space or tab.
-pub(crate) fn decode_value(raw: &str) -> Option<String> {
+pub(crate) fn decode_value(raw: &str) -> Option<Cow<'_, str>> {
     if let Some(inner) = raw
         .strip_prefix("=?base64?")
         .and_then(|r| r.strip_suffix("?="))
@@ -164,11 +174,11 @@ pub(crate) fn decode_value(raw: &str) -> Option<String> {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(inner)
             .ok()?;
-        return String::from_utf8(bytes).ok();
+        return String::from_utf8(bytes).ok().map(Cow::Owned);
     }
     raw.bytes()
         .all(|b| b == b'\t' || (0x20..0x7f).contains(&b))
-        .then(|| raw.to_owned())
+        .then_some(Cow::Borrowed(raw))
 }
 
 #[cfg(test)]

@@ -140,6 +140,8 @@ pub(crate) struct HeaderParam {
     pub(crate) header: String,
     /// The lower-cased full header name, `mcp-param-<name>`.
     pub(crate) header_lower: String,
+    /// The same, as a header name for lookups.
+    pub(crate) header_name: axum::http::HeaderName,
     pub(crate) ty: HeaderType,
 }
 
@@ -202,9 +204,13 @@ pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<Hea
                 "x-mcp-header {header:?} is used twice (names are compared ignoring case)"
             ));
         }
+        // A token is always a valid header name.
+        let header_name = axum::http::HeaderName::try_from(header_lower.as_str())
+            .map_err(|e| format!("x-mcp-header {header:?}: {e}"))?;
         out.push(HeaderParam {
             property: property.clone(),
             header: header.to_owned(),
+            header_name,
             header_lower,
             ty,
         });
