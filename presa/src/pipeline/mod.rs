@@ -162,13 +162,9 @@ impl Server {
         notification: &Notification,
         headers: Option<&HeaderMap>,
     ) -> Result<NotificationEffect, Error> {
-        meta::admit_notification(&notification.params)?;
+        meta::admit_notification(&notification.meta)?;
         if let Some(headers) = headers {
-            let body_version = notification
-                .params
-                .get("_meta")
-                .and_then(|m| m.get(meta::KEY_PROTOCOL_VERSION))
-                .and_then(Value::as_str);
+            let body_version = notification.meta.protocol_version();
             headers::notification_headers(headers, &notification.method, body_version)?;
         }
         if notification.method == "notifications/cancelled" {
@@ -201,14 +197,15 @@ impl Server {
         let Request {
             id,
             method,
-            mut params,
+            params,
+            meta,
         } = request;
         let headers = exchange.headers.as_ref();
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
         // no 2026-07-28 `_meta`: tell it which versions this server speaks (errata W-13).
         // A modern client probing the removed method gets -32601 below.
-        if method == "initialize" && !params.contains_key("_meta") {
+        if method == "initialize" && !meta.is_present() {
             let requested = params
                 .get("protocolVersion")
                 .and_then(Value::as_str)
@@ -221,9 +218,9 @@ impl Server {
             Some(h) => {
                 let header_version = headers::version_present(h)?.to_owned();
                 let mirror = |body: &str| headers::version_matches(&header_version, body);
-                meta::admit_request(params.remove("_meta"), Some(&mirror))?
+                meta::admit_request(meta, Some(&mirror))?
             }
-            None => meta::admit_request(params.remove("_meta"), None)?,
+            None => meta::admit_request(meta, None)?,
         };
         // W3C trace context from `_meta` is carried into the request's span.
         let span = tracing::Span::current();

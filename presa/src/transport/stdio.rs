@@ -435,7 +435,9 @@ async fn read_line<R: AsyncRead + Unpin>(
 }
 
 fn memchr_newline(buf: &[u8]) -> Option<usize> {
-    buf.iter().position(|&b| b == b'\n')
+    // memchr scans a word (or a vector) at a time; a byte loop was ~5 instructions per
+    // byte of every line.
+    memchr::memchr(b'\n', buf)
 }
 
 /// Writes queued frames, flushing whenever the queue runs dry.

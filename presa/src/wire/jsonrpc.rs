@@ -5,6 +5,7 @@
 //! cannot be read leave the `id` member out: the 2026-07-28 schema forbids `"id": null`.
 
 use crate::error::Error;
+use crate::wire::meta::RawMeta;
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -72,8 +73,10 @@ pub struct Request {
     pub id: RequestId,
     /// The method name.
     pub method: String,
-    /// The params object (empty when absent).
+    /// The params object (empty when absent), without its `_meta`.
     pub params: Map<String, Value>,
+    /// `params._meta`, as admission reads it.
+    pub(crate) meta: RawMeta,
 }
 
 /// One decoded inbound notification.
@@ -81,8 +84,10 @@ pub struct Request {
 pub struct Notification {
     /// The method name.
     pub method: String,
-    /// The params object (empty when absent).
+    /// The params object (empty when absent), without its `_meta`.
     pub params: Map<String, Value>,
+    /// `params._meta`, as admission reads it.
+    pub(crate) meta: RawMeta,
 }
 
 /// What one inbound frame turned out to be.
@@ -157,7 +162,13 @@ pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
         id: obj.remove("id"),
         method: obj.remove("method"),
         jsonrpc_2_0: obj.get("jsonrpc").and_then(Value::as_str) == Some("2.0"),
-        params: obj.remove("params"),
+        params: obj.remove("params").map(|p| match p {
+            Value::Object(mut map) => {
+                let meta = RawMeta::from_value(map.remove("_meta"));
+                Params::Object(map, meta)
+            }
+            _ => Params::NotObject,
+        }),
         reply: obj.contains_key("result") || obj.contains_key("error"),
     })
 }
@@ -179,12 +190,78 @@ struct Envelope {
     id: Option<Value>,
     method: Option<Value>,
     jsonrpc_2_0: bool,
-    params: Option<Value>,
+    params: Option<Params>,
     /// Whether a `result` or `error` member is present (a response).
     reply: bool,
 }
 
+/// The `params` member: an object, with `_meta` read apart, or something else.
+#[derive(Debug)]
+// Lives for one decode or one admission, by value: boxing would cost an allocation
+// per message, the very thing reading the envelope directly saves.
+#[allow(clippy::large_enum_variant)]
+enum Params {
+    Object(Map<String, Value>, RawMeta),
+    NotObject,
+}
+
+impl<'de> serde::Deserialize<'de> for Params {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Params;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("request params")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Params, A::Error> {
+                let mut params = Map::new();
+                let mut meta = RawMeta::Absent;
+                while let Some(key) = map.next_key::<String>()? {
+                    if key == "_meta" {
+                        meta = map.next_value()?;
+                    } else {
+                        params.insert(key, map.next_value()?);
+                    }
+                }
+                Ok(Params::Object(params, meta))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Params, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(Params::NotObject)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+            fn visit_unit<E>(self) -> Result<Params, E> {
+                Ok(Params::NotObject)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 /// One inbound frame as read from the bytes: an object's envelope, or what else it was.
+// Lives for one decode or one admission, by value: boxing would cost an allocation
+// per message, the very thing reading the envelope directly saves.
+#[allow(clippy::large_enum_variant)]
 enum Frame {
     Object(Envelope),
     Array,
@@ -315,10 +392,10 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
             notification,
         ));
     };
-    let params = match params {
-        None => Map::new(),
-        Some(Value::Object(p)) => p,
-        Some(_) => {
+    let (params, meta) = match params {
+        None => (Map::new(), RawMeta::Absent),
+        Some(Params::Object(p, meta)) => (p, meta),
+        Some(Params::NotObject) => {
             return Err(Rejection::new(
                 Error::invalid_params("Request params must be an object"),
                 echo,
@@ -327,8 +404,17 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
         }
     };
     Ok(match id {
-        Some(id) => Inbound::Request(Request { id, method, params }),
-        None => Inbound::Notification(Notification { method, params }),
+        Some(id) => Inbound::Request(Request {
+            id,
+            method,
+            params,
+            meta,
+        }),
+        None => Inbound::Notification(Notification {
+            method,
+            params,
+            meta,
+        }),
     })
 }
 
@@ -462,6 +548,13 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
             r#"{"jsonrpc":"2.0","id":"\u00e9","method":"m\n"}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"t","x/y":[1],"progressToken":"p"}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"bad key":1,"baggage":2}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[1,{"a":2}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":"s"}}"#,
+            r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":null}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{"progressToken":1}}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":1,"progressToken":2}}}"#,
             r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
             r#"[]"#,
             r#""text""#,

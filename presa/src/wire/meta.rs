@@ -179,25 +179,176 @@ fn is_name(name: &[u8]) -> bool {
 /// `MCP-Protocol-Version` header against the body's version.
 pub(crate) type VersionMirror<'a> = &'a dyn Fn(&str) -> Result<(), Error>;
 
+/// A request's or notification's `_meta` as read from the wire: whether every key has
+/// the syntax of section 2.1, and the values of the keys admission reads. Reading the
+/// bytes straight into this skips building a map of the whole `_meta` (its long keys,
+/// and entries nobody reads).
+#[derive(Debug, Default)]
+// Lives for one decode or one admission, by value: boxing would cost an allocation
+// per message, the very thing reading the envelope directly saves.
+#[allow(clippy::large_enum_variant)]
+pub(crate) enum RawMeta {
+    /// No `_meta` member.
+    #[default]
+    Absent,
+    /// A `_meta` that is not an object.
+    NotObject,
+    /// An object.
+    Object(MetaFields),
+}
+
+/// The members of an object `_meta` that admission reads.
+#[derive(Debug)]
+pub(crate) struct MetaFields {
+    keys_valid: bool,
+    progress_token: Option<Value>,
+    log_level: Option<Value>,
+    protocol_version: Option<Value>,
+    client_info: Option<Value>,
+    client_capabilities: Option<Value>,
+    traceparent: Option<Value>,
+    tracestate: Option<Value>,
+    baggage: Option<Value>,
+}
+
+impl Default for MetaFields {
+    fn default() -> Self {
+        MetaFields {
+            keys_valid: true,
+            progress_token: None,
+            log_level: None,
+            protocol_version: None,
+            client_info: None,
+            client_capabilities: None,
+            traceparent: None,
+            tracestate: None,
+            baggage: None,
+        }
+    }
+}
+
+impl MetaFields {
+    /// Notes `key`'s syntax and says where its value goes (`None`: nowhere).
+    fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
+        self.keys_valid &= is_valid_meta_key(key);
+        Some(match key {
+            KEY_PROGRESS_TOKEN => &mut self.progress_token,
+            KEY_LOG_LEVEL => &mut self.log_level,
+            KEY_PROTOCOL_VERSION => &mut self.protocol_version,
+            KEY_CLIENT_INFO => &mut self.client_info,
+            KEY_CLIENT_CAPABILITIES => &mut self.client_capabilities,
+            "traceparent" => &mut self.traceparent,
+            "tracestate" => &mut self.tracestate,
+            "baggage" => &mut self.baggage,
+            _ => return None,
+        })
+    }
+}
+
+impl RawMeta {
+    /// From an already parsed `_meta` member.
+    pub(crate) fn from_value(meta: Option<Value>) -> RawMeta {
+        match meta {
+            None => RawMeta::Absent,
+            Some(Value::Object(map)) => {
+                let mut fields = MetaFields::default();
+                for (k, v) in map {
+                    if let Some(slot) = fields.slot(&k) {
+                        *slot = Some(v);
+                    }
+                }
+                RawMeta::Object(fields)
+            }
+            Some(_) => RawMeta::NotObject,
+        }
+    }
+
+    /// Whether the message had a `_meta` member at all.
+    pub(crate) fn is_present(&self) -> bool {
+        !matches!(self, RawMeta::Absent)
+    }
+
+    /// The protocol version it names, when it is a string.
+    pub(crate) fn protocol_version(&self) -> Option<&str> {
+        match self {
+            RawMeta::Object(f) => f.protocol_version.as_ref().and_then(Value::as_str),
+            _ => None,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for RawMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = RawMeta;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a _meta value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<RawMeta, A::Error> {
+                let mut fields = MetaFields::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match fields.slot(&key) {
+                        Some(slot) => *slot = Some(map.next_value()?),
+                        None => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(RawMeta::Object(fields))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<RawMeta, A::Error> {
+                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+            fn visit_unit<E>(self) -> Result<RawMeta, E> {
+                Ok(RawMeta::NotObject)
+            }
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 /// Admits the `_meta` of a request, in exactly the order of wire section 2.
 pub(crate) fn admit_request(
-    meta: Option<Value>,
+    meta: RawMeta,
     mirror: Option<VersionMirror<'_>>,
 ) -> Result<RequestMeta, Error> {
     // 1. _meta absent is {}; not an object is -32602.
-    let mut meta = match meta {
-        None => Map::new(),
-        Some(Value::Object(m)) => m,
-        Some(_) => return Err(Error::invalid_params("_meta must be an object")),
+    let meta = match meta {
+        RawMeta::Absent => MetaFields::default(),
+        RawMeta::Object(fields) => fields,
+        RawMeta::NotObject => return Err(Error::invalid_params("_meta must be an object")),
     };
     // 2. key syntax.
-    if !meta.keys().all(|k| is_valid_meta_key(k)) {
+    if !meta.keys_valid {
         return Err(Error::invalid_params(
             "_meta contains an invalid key or non-JSON value",
         ));
     }
     // 3. progressToken.
-    let progress_token = match meta.get(KEY_PROGRESS_TOKEN) {
+    let progress_token = match &meta.progress_token {
         None => None,
         Some(v) => Some(RequestId::read(v).map_err(|_| {
             Error::invalid_params(
@@ -206,7 +357,7 @@ pub(crate) fn admit_request(
         })?),
     };
     // 4. logLevel.
-    let log_level = match meta.get(KEY_LOG_LEVEL) {
+    let log_level = match &meta.log_level {
         None => None,
         Some(v) => Some(
             v.as_str()
@@ -215,13 +366,13 @@ pub(crate) fn admit_request(
         ),
     };
     // 5. protocolVersion present and a string.
-    let version = match meta.get(KEY_PROTOCOL_VERSION) {
+    let version = match meta.protocol_version {
         None => {
             return Err(Error::invalid_params(format!(
                 "Missing required {KEY_PROTOCOL_VERSION} metadata"
             )));
         }
-        Some(Value::String(s)) => s.clone(),
+        Some(Value::String(s)) => s,
         Some(_) => {
             return Err(Error::invalid_params(format!(
                 "{KEY_PROTOCOL_VERSION} must be a string"
@@ -237,12 +388,12 @@ pub(crate) fn admit_request(
         return Err(Error::unsupported_version(&version, SUPPORTED_VERSIONS));
     }
     // 8. clientInfo.
-    let client_info = match meta.remove(KEY_CLIENT_INFO) {
+    let client_info = match meta.client_info {
         None => None,
         Some(v) => Some(check_client_info(v)?),
     };
     // 9. clientCapabilities.
-    let client_capabilities = match meta.remove(KEY_CLIENT_CAPABILITIES) {
+    let client_capabilities = match meta.client_capabilities {
         None => {
             return Err(Error::invalid_params(
                 "Missing required client capabilities metadata",
@@ -258,28 +409,31 @@ pub(crate) fn admit_request(
             ));
         }
     };
-    let text = |k: &str| meta.get(k).and_then(Value::as_str).map(str::to_owned);
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
     Ok(RequestMeta {
         protocol_version: version,
         client_capabilities,
         client_info,
         log_level,
         progress_token,
-        traceparent: text("traceparent"),
-        tracestate: text("tracestate"),
-        baggage: text("baggage"),
+        traceparent: text(meta.traceparent),
+        tracestate: text(meta.tracestate),
+        baggage: text(meta.baggage),
     })
 }
 
 /// Checks the shape of a notification's `_meta` (optional, keys only).
-pub(crate) fn admit_notification(params: &Map<String, Value>) -> Result<(), Error> {
-    match params.get("_meta") {
-        None => Ok(()),
-        Some(Value::Object(m)) if m.keys().all(|k| is_valid_meta_key(k)) => Ok(()),
-        Some(Value::Object(_)) => Err(Error::invalid_params(
+pub(crate) fn admit_notification(meta: &RawMeta) -> Result<(), Error> {
+    match meta {
+        RawMeta::Absent => Ok(()),
+        RawMeta::Object(f) if f.keys_valid => Ok(()),
+        RawMeta::Object(_) => Err(Error::invalid_params(
             "_meta contains an invalid key or non-JSON value",
         )),
-        Some(_) => Err(Error::invalid_params("_meta must be an object")),
+        RawMeta::NotObject => Err(Error::invalid_params("_meta must be an object")),
     }
 }
 
