@@ -331,22 +331,42 @@ fn type_of(v: &Value) -> u8 {
     }
 }
 
-/// Compares two numbers by value: exactly when both are integers, as floats otherwise.
+/// Compares two numbers by value, exactly: an integer against a float is not rounded to
+/// a float first (9007199254740993 is above 9007199254740992.0).
 fn compare(a: &Number, b: &Number) -> Option<std::cmp::Ordering> {
-    if let (Some(x), Some(y)) = (a.as_i64(), b.as_i64()) {
-        return Some(x.cmp(&y));
+    let int = |n: &Number| {
+        n.as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from))
+    };
+    match (int(a), int(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(x), None) => int_against_float(x, b.as_f64()?),
+        (None, Some(y)) => int_against_float(y, a.as_f64()?).map(std::cmp::Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
     }
-    if let (Some(x), Some(y)) = (a.as_u64(), b.as_u64()) {
-        return Some(x.cmp(&y));
+}
+
+/// `i` compared with `f`.
+fn int_against_float(i: i128, f: f64) -> Option<std::cmp::Ordering> {
+    use std::cmp::Ordering::{Equal, Greater, Less};
+    if f.is_nan() {
+        return None;
     }
-    // One is a negative i64 and the other a u64 beyond i64.
-    if a.is_i64() && b.is_u64() {
-        return Some(std::cmp::Ordering::Less);
+    // Beyond any i64 or u64 the integer cannot reach the float.
+    if f >= 1e20 {
+        return Some(Less);
     }
-    if a.is_u64() && b.is_i64() {
-        return Some(std::cmp::Ordering::Greater);
+    if f <= -1e20 {
+        return Some(Greater);
     }
-    a.as_f64()?.partial_cmp(&b.as_f64()?)
+    let whole = f.trunc();
+    // Exact: |whole| < 1e20 fits an i128, and a float's integer part converts exactly.
+    Some(match i.cmp(&(whole as i128)) {
+        Equal if f > whole => Less,
+        Equal if f < whole => Greater,
+        other => other,
+    })
 }
 
 /// JSON equality as `enum` and `const` define it: numbers by value, objects regardless
@@ -376,10 +396,8 @@ mod tests {
             .expect("test schemas compile")
     }
 
-    /// Schemas inside the subset: recognised, and valid exactly where jsonschema says.
-    #[test]
-    fn agrees_with_jsonschema() {
-        let schemas = [
+    fn subset_schemas() -> Vec<Value> {
+        vec![
             json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}),
             json!({"type":"object","properties":{"n":{"type":"integer","format":"int32"},"r":{"type":"number"},"b":{"type":"boolean"}}}),
             json!({"type":"object","properties":{"o":{"type":["string","null"]}},"required":[]}),
@@ -389,6 +407,7 @@ mod tests {
             json!({"type":"object","properties":{"l":{"type":["integer","null"],"minimum":0,"maximum":10}}}),
             json!({"type":"object","properties":{"c":{"type":"integer","minimum":-9007199254740991_i64,"maximum":9007199254740991_i64}}}),
             json!({"type":"object","properties":{"e":{"exclusiveMinimum":1.5,"exclusiveMaximum":3}}}),
+            json!({"type":"object","properties":{"big":{"maximum":9007199254740992.0_f64,"minimum":-2.5}}}),
             json!({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":3}}}),
             json!({"type":"object","properties":{"k":{"const":{"a":[1,2.0]}}}}),
             json!({"type":"object","properties":{"m":{"enum":[1,"x",null,[1],{"a":1}]}}}),
@@ -398,7 +417,13 @@ mod tests {
             json!({"type":["object","array"],"items":{"type":"number"}}),
             json!({"properties":{"n":{"type":["number","integer"]},"i":{"type":["integer","string"]}}}),
             json!({}),
-        ];
+        ]
+    }
+
+    /// Schemas inside the subset: recognised, and valid exactly where jsonschema says.
+    #[test]
+    fn agrees_with_jsonschema() {
+        let schemas = subset_schemas();
         let instances = [
             json!({"text":"hi"}),
             json!({"text":1}),
@@ -436,6 +461,13 @@ mod tests {
             json!({"e":2}),
             json!({"e":3}),
             json!({"e":"x"}),
+            json!({"big":9007199254740992_u64}),
+            json!({"big":9007199254740993_u64}),
+            json!({"big":18446744073709551615_u64}),
+            json!({"big":-2}),
+            json!({"big":-3}),
+            json!({"big":-2.5}),
+            json!({"big":-2.6}),
             json!({"s":"ab"}),
             json!({"s":"é€😀"}),
             json!({"s":"a"}),
@@ -467,6 +499,68 @@ mod tests {
                 assert_eq!(
                     simple.is_valid(instance),
                     full.is_valid(instance),
+                    "schema {schema}\ninstance {instance}"
+                );
+            }
+        }
+    }
+
+    /// The same on a few thousand generated instances: random shapes over the property
+    /// names and value kinds the schemas use (a fixed seed, so a failure reproduces).
+    #[test]
+    fn agrees_with_jsonschema_on_generated_instances() {
+        struct Lcg(u64);
+        impl Lcg {
+            fn next(&mut self, n: u64) -> u64 {
+                self.0 = self
+                    .0
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (self.0 >> 33) % n
+            }
+        }
+        const NAMES: [&str; 16] = [
+            "text", "n", "r", "b", "o", "tags", "u", "p", "x", "l", "c", "e", "s", "k", "m", "t",
+        ];
+        fn value(rng: &mut Lcg, depth: u32) -> Value {
+            match rng.next(if depth > 2 { 9 } else { 11 }) {
+                0 => Value::Null,
+                1 => json!(rng.next(2) == 1),
+                2 => json!(rng.next(25) as i64 - 12),
+                3 => json!((rng.next(40) as f64 - 20.0) / 4.0),
+                4 => json!(["", "a", "ab", "abcd", "c", "f", "x", "1"][rng.next(8) as usize]),
+                5 => json!(9_007_199_254_740_990_u64 + rng.next(4)),
+                6 => json!(-9_007_199_254_740_993_i64 + rng.next(3) as i64),
+                7 => json!(1.0),
+                8 => json!("é€😀"),
+                9 => Value::Array((0..rng.next(4)).map(|_| value(rng, depth + 1)).collect()),
+                _ => Value::Object(
+                    (0..rng.next(4))
+                        .map(|_| {
+                            (
+                                NAMES[rng.next(16) as usize].to_owned(),
+                                value(rng, depth + 1),
+                            )
+                        })
+                        .collect(),
+                ),
+            }
+        }
+        let mut rng = Lcg(7);
+        let schemas: Vec<(Value, SimpleSchema, jsonschema::Validator)> = subset_schemas()
+            .into_iter()
+            .map(|s| {
+                let simple = SimpleSchema::recognise(&s).expect("recognised");
+                let full = reference(&s);
+                (s, simple, full)
+            })
+            .collect();
+        for _ in 0..3000 {
+            let instance = value(&mut rng, 0);
+            for (schema, simple, full) in &schemas {
+                assert_eq!(
+                    simple.is_valid(&instance),
+                    full.is_valid(&instance),
                     "schema {schema}\ninstance {instance}"
                 );
             }
