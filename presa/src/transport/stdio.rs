@@ -156,6 +156,9 @@ impl Server {
             let (reader, writer) = stdio_streams();
             server.serve_io(reader, writer, config).await
         });
+        // Dropping this future (a `select!` against Ctrl-C, a timeout) stops serving,
+        // as it would if the loop ran here.
+        let _stop_on_drop = AbortOnDrop(serving.abort_handle());
         match serving.await {
             Ok(result) => result,
             Err(e) => Err(io::Error::other(e)),
@@ -277,7 +280,16 @@ impl Server {
                                 Ok(mut map) => {
                                     map.insert(id.clone(), Arc::clone(&gate));
                                 }
-                                Err(_) => continue,
+                                Err(_) => {
+                                    // Only after a panic while the map was held; the
+                                    // request still gets an answer.
+                                    let error = crate::Error::internal();
+                                    gate.finish(
+                                        jsonrpc::encode_error(Some(&id.to_value()), &error),
+                                        permit,
+                                    );
+                                    continue;
+                                }
                             }
                             let in_flight = Arc::clone(&in_flight);
                             tasks.spawn(async move {
@@ -345,33 +357,59 @@ fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
     }
 }
 
+/// Aborts a task when dropped.
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 type Reader = Box<dyn AsyncRead + Unpin + Send>;
 type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 
 /// stdin and stdout. When they are pipes (as when a client spawns the server), each is
 /// reopened through `/proc/self/fd` as a non-blocking pipe on the runtime's reactor, a new
-/// open file of its own, so the flag touches nothing the process shares. Otherwise (a
+/// open file of its own, so the flag touches nothing the process shares. (Input that the
+/// program already read into `std::io::stdin()`'s buffer before serving is not seen
+/// then; read nothing from stdin before `serve_stdio`.) Otherwise (a
 /// file, a terminal, no `/proc`), tokio's stdin and stdout, which run each read and write
 /// on the blocking pool: a thread hand-off per read and per flush.
 fn stdio_streams() -> (Reader, Writer) {
     #[cfg(target_os = "linux")]
     {
-        use std::os::unix::fs::OpenOptionsExt;
+        use std::os::fd::AsFd;
+        use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
         use tokio::net::unix::pipe;
-        // O_NONBLOCK also keeps the open itself from waiting for the other end.
-        let open = |fd: u8, write: bool| {
+        // Only a pipe is reopened (checked on a duplicate of the descriptor, so nothing
+        // is opened for a terminal or a device). O_NONBLOCK also keeps the open from
+        // waiting for the other end; O_NOCTTY, belt and braces, from ever adopting a
+        // terminal.
+        let reopen = |fd: std::os::fd::BorrowedFd<'_>, n: u8, write: bool| {
+            let is_pipe = fd
+                .try_clone_to_owned()
+                .ok()
+                .map(std::fs::File::from)
+                .and_then(|f| f.metadata().ok())
+                .is_some_and(|m| m.file_type().is_fifo());
+            if !is_pipe {
+                return None;
+            }
             std::fs::OpenOptions::new()
                 .read(!write)
                 .write(write)
-                .custom_flags(libc::O_NONBLOCK)
-                .open(format!("/proc/self/fd/{fd}"))
+                .custom_flags(libc::O_NONBLOCK | libc::O_NOCTTY)
+                .open(format!("/proc/self/fd/{n}"))
                 .ok()
         };
-        let reader: Reader = match open(0, false).map(pipe::Receiver::from_file) {
+        let stdin = std::io::stdin();
+        let reader: Reader = match reopen(stdin.as_fd(), 0, false).map(pipe::Receiver::from_file) {
             Some(Ok(rx)) => Box::new(rx),
             _ => Box::new(tokio::io::stdin()),
         };
-        let writer: Writer = match open(1, true).map(pipe::Sender::from_file) {
+        let stdout = std::io::stdout();
+        let writer: Writer = match reopen(stdout.as_fd(), 1, true).map(pipe::Sender::from_file) {
             Some(Ok(tx)) => Box::new(tx),
             _ => Box::new(tokio::io::stdout()),
         };

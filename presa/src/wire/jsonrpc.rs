@@ -68,6 +68,7 @@ impl Serialize for RequestId {
 
 /// One decoded inbound request.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Request {
     /// The request id.
     pub id: RequestId,
@@ -81,6 +82,7 @@ pub struct Request {
 
 /// One decoded inbound notification.
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct Notification {
     /// The method name.
     pub method: String,
@@ -131,9 +133,11 @@ impl Rejection {
 /// Decodes raw bytes (one stdio line or one HTTP body) into a message.
 ///
 /// A leading UTF-8 byte order mark is skipped. Non-UTF-8 or unparsable input is -32700
-/// without an id. The envelope's members are read straight from the bytes; only `id`,
-/// `method` and `params` become values (unknown members are checked for syntax and
-/// skipped), so a request costs no tree for its outer object.
+/// without an id. The envelope's members are read straight from the bytes, so a request
+/// costs no tree for its outer object, and `params._meta` is read into the fields
+/// admission checks. Members nobody reads are still parsed as values and dropped, so
+/// every input is held to exactly the checks of a parse into a `Value` (number range,
+/// escapes, nesting depth).
 pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
@@ -195,6 +199,11 @@ struct Envelope {
     reply: bool,
 }
 
+/// The key serde_json hands a visitor's `visit_map` for a number when some crate in the
+/// build enables its `arbitrary_precision` feature: such a "map" is a number, not an
+/// object.
+pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
 /// The `params` member: an object, with `_meta` read apart, or something else.
 #[derive(Debug)]
 // Lives for one decode or one admission, by value: boxing would cost an allocation
@@ -219,7 +228,12 @@ impl<'de> serde::Deserialize<'de> for Params {
             ) -> Result<Params, A::Error> {
                 let mut params = Map::new();
                 let mut meta = RawMeta::Absent;
+                let mut first = true;
                 while let Some(key) = map.next_key::<String>()? {
+                    if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                        map.next_value::<Value>()?;
+                        return Ok(Params::NotObject);
+                    }
                     if key == "_meta" {
                         meta = map.next_value()?;
                     } else {
@@ -232,7 +246,7 @@ impl<'de> serde::Deserialize<'de> for Params {
                 self,
                 mut seq: A,
             ) -> Result<Params, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                while seq.next_element::<Value>()?.is_some() {}
                 Ok(Params::NotObject)
             }
             fn visit_bool<E>(self, _: bool) -> Result<Params, E> {
@@ -284,9 +298,13 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
     }
 
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
-        use serde::de::IgnoredAny;
         let mut envelope = Envelope::default();
+        let mut first = true;
         while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
+                map.next_value::<Value>()?;
+                return Ok(Frame::Other);
+            }
             match &*key {
                 "id" => {
                     envelope.has_id = true;
@@ -300,10 +318,10 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                 }
                 "result" | "error" => {
                     envelope.reply = true;
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Value>()?;
                 }
                 _ => {
-                    map.next_value::<IgnoredAny>()?;
+                    map.next_value::<Value>()?;
                 }
             }
         }
@@ -311,7 +329,7 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
     }
 
     fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frame, A::Error> {
-        while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+        while seq.next_element::<Value>()?.is_some() {}
         Ok(Frame::Array)
     }
 
@@ -569,7 +587,23 @@ mod tests {
             let via_value = format!("{:?}", decode_value(value));
             assert_eq!(direct, via_value, "{frame}");
         }
-        for broken in [&b"{"[..], b"{\"id\":1,}", b"\xff", b"{\"a\":\"\xff\"}", b""] {
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":1,"method":"m","x":{}1{}}}"#,
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        for broken in [
+            &b"{"[..],
+            b"{\"id\":1,}",
+            b"\xff",
+            b"{\"a\":\"\xff\"}",
+            b"",
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","x":1e400}"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a/b":"\ud800"}}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+            br#"[1e400]"#,
+            deep.as_bytes(),
+        ] {
             let r = decode(broken).err().map(|r| (r.error.code(), r.id));
             assert_eq!(r, Some((-32700, None)), "{broken:?}");
         }

@@ -290,11 +290,16 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 mut map: A,
             ) -> Result<RawMeta, A::Error> {
                 let mut fields = MetaFields::default();
+                let mut first = true;
                 while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    if std::mem::take(&mut first) && key == crate::wire::jsonrpc::NUMBER_TOKEN {
+                        map.next_value::<Value>()?;
+                        return Ok(RawMeta::NotObject);
+                    }
                     match fields.slot(&key) {
                         Some(slot) => *slot = Some(map.next_value()?),
                         None => {
-                            map.next_value::<serde::de::IgnoredAny>()?;
+                            map.next_value::<Value>()?;
                         }
                     }
                 }
@@ -304,7 +309,7 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 self,
                 mut seq: A,
             ) -> Result<RawMeta, A::Error> {
-                while seq.next_element::<serde::de::IgnoredAny>()?.is_some() {}
+                while seq.next_element::<Value>()?.is_some() {}
                 Ok(RawMeta::NotObject)
             }
             fn visit_bool<E>(self, _: bool) -> Result<RawMeta, E> {
