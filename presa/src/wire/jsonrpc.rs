@@ -242,31 +242,7 @@ impl<'de> serde::Deserialize<'de> for Params {
                 }
                 Ok(Params::Object(params, meta))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<Params, A::Error> {
-                while seq.next_element::<Value>()?.is_some() {}
-                Ok(Params::NotObject)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
-            fn visit_unit<E>(self) -> Result<Params, E> {
-                Ok(Params::NotObject)
-            }
+            non_objects_are!(Params, Params::NotObject);
         }
         d.deserialize_any(Visit)
     }
@@ -328,29 +304,8 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
         Ok(Frame::Object(envelope))
     }
 
-    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Frame, A::Error> {
-        while seq.next_element::<Value>()?.is_some() {}
-        Ok(Frame::Array)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
-    fn visit_i64<E>(self, _: i64) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
-    fn visit_u64<E>(self, _: u64) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
-    fn visit_f64<E>(self, _: f64) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
-    fn visit_str<E>(self, _: &str) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
-    fn visit_unit<E>(self) -> Result<Frame, E> {
-        Ok(Frame::Other)
-    }
+    // An array is told apart (batching is not supported); any other non-object is Other.
+    non_objects_are!(Frame, Frame::Array, Frame::Other);
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.

@@ -305,31 +305,7 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 }
                 Ok(RawMeta::Object(fields))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<RawMeta, A::Error> {
-                while seq.next_element::<Value>()?.is_some() {}
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
-            fn visit_unit<E>(self) -> Result<RawMeta, E> {
-                Ok(RawMeta::NotObject)
-            }
+            non_objects_are!(RawMeta, RawMeta::NotObject);
         }
         d.deserialize_any(Visit)
     }

@@ -1,6 +1,40 @@
 //! The wire model of MCP 2026-07-28: the JSON-RPC envelope, request `_meta`, and the typed
 //! shapes of results, content and capabilities.
 
+/// The `visit_seq` and scalar `visit_*` methods of a visitor that reads an object: an
+/// array answers `$array`, anything else `$other`. An array's elements are still parsed
+/// (as values, then dropped), so every input is held to the checks of a parse into a
+/// `Value`.
+macro_rules! non_objects_are {
+    ($ty:ty, $other:expr) => {
+        non_objects_are!($ty, $other, $other);
+    };
+    ($ty:ty, $array:expr, $other:expr) => {
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
+            while seq.next_element::<serde_json::Value>()?.is_some() {}
+            Ok($array)
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
+            Ok($other)
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<$ty, E> {
+            Ok($other)
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<$ty, E> {
+            Ok($other)
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
+            Ok($other)
+        }
+        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
+            Ok($other)
+        }
+        fn visit_unit<E>(self) -> Result<$ty, E> {
+            Ok($other)
+        }
+    };
+}
+
 pub mod jsonrpc;
 pub mod meta;
 pub mod types;
