@@ -139,6 +139,21 @@ pub(crate) struct CommonKeys {
 }
 
 impl CommonKeys {
+    /// The `name` key, or the function's name at its span.
+    pub(crate) fn name_or_fn(&self, func: &super::func::Func) -> Spanned<String> {
+        self.name.clone().unwrap_or_else(|| Spanned {
+            value: func.name().to_string(),
+            span: func.name().span(),
+        })
+    }
+
+    /// The `description` key, or the function's doc comment.
+    pub(crate) fn description_or_doc(&self, func: &super::func::Func) -> Option<String> {
+        self.description
+            .clone()
+            .or_else(|| super::doc_text(&func.item.attrs))
+    }
+
     /// Parses `key` when it is one of the shared keys; `Ok(false)` when it is not.
     pub(crate) fn parse(&mut self, key: &str, meta: &ParseNestedMeta) -> syn::Result<bool> {
         match key {

@@ -36,6 +36,36 @@ impl Errors {
     }
 }
 
+/// The four stages every attribute runs, in order: parse the function and the attribute,
+/// build the model, validate it, expand it. Errors from every stage are collected; with
+/// any, the user's function is emitted unchanged beside them.
+pub(crate) fn run<A, M>(
+    what: &str,
+    attr: TokenStream,
+    item: TokenStream,
+    parse_attr: impl FnOnce(TokenStream, &mut Errors) -> A,
+    build: impl FnOnce(func::Func, A, &mut Errors) -> Option<M>,
+    check: impl FnOnce(&M, &mut Errors),
+    expand: impl FnOnce(&M) -> TokenStream,
+) -> TokenStream {
+    let mut errors = Errors::default();
+    let func = func::parse(item.clone(), what, &mut errors);
+    let args = parse_attr(attr, &mut errors);
+    let model = func.and_then(|f| build(f, args, &mut errors));
+    if let Some(m) = &model {
+        check(m, &mut errors);
+    }
+    match (errors.finish(), model) {
+        (Ok(()), Some(m)) => expand(&m),
+        (Err(e), _) => fallback(item, e),
+        // Every stage that gives up reports why; this keeps the function if one did not.
+        (Ok(()), None) => fallback(
+            item,
+            syn::Error::new(proc_macro2::Span::call_site(), format!("invalid {what}")),
+        ),
+    }
+}
+
 /// On error: the user's item unchanged (parameter attributes removed, so they do not add
 /// confusing errors of their own) plus the errors.
 pub(crate) fn fallback(item: TokenStream, error: syn::Error) -> TokenStream {

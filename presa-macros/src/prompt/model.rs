@@ -21,15 +21,8 @@ pub(crate) struct PromptParam {
 }
 
 pub(crate) fn build(mut func: Func, args: PromptArgs, errors: &mut Errors) -> PromptModel {
-    let name = args.common.name.clone().unwrap_or_else(|| Spanned {
-        value: func.name().to_string(),
-        span: func.name().span(),
-    });
-    let description = args
-        .common
-        .description
-        .clone()
-        .or_else(|| crate::common::doc_text(&func.item.attrs));
+    let name = args.common.name_or_fn(&func);
+    let description = args.common.description_or_doc(&func);
     let params = std::mem::take(&mut func.params)
         .into_iter()
         .map(|param| {

@@ -41,11 +41,7 @@ pub(crate) struct ArgArgs {
 pub(crate) fn arg(tokens: TokenStream, _span: Span, errors: &mut Errors) -> ArgArgs {
     let mut args = ArgArgs::default();
     attr::parse_args(tokens, errors, |meta, _| {
-        let key = meta
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = attr::key_of(meta);
         match key.as_str() {
             "description" => args.description = Some(attr::string(meta)?.value),
             "title" => args.title = Some(attr::string(meta)?.value),

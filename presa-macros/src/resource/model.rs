@@ -38,16 +38,8 @@ pub(crate) fn build(func: Func, args: ResourceArgs, errors: &mut Errors) -> Opti
     } else {
         None
     };
-    let name = args
-        .common
-        .name
-        .as_ref()
-        .map_or_else(|| func.name().to_string(), |n| n.value.clone());
-    let description = args
-        .common
-        .description
-        .clone()
-        .or_else(|| crate::common::doc_text(&func.item.attrs));
+    let name = args.common.name_or_fn(&func).value;
+    let description = args.common.description_or_doc(&func);
     Some(ResourceModel {
         func,
         uri,

@@ -5,20 +5,16 @@ mod model;
 mod parse;
 mod validate;
 
-use crate::common::{Errors, fallback, func};
 use proc_macro2::TokenStream;
 
 pub(crate) fn entry(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut errors = Errors::default();
-    let func = func::parse(item.clone(), "#[tool]", &mut errors);
-    let args = parse::attribute(attr, &mut errors);
-    let model = func.map(|f| model::build(f, args, &mut errors));
-    if let Some(m) = &model {
-        validate::check(m, &mut errors);
-    }
-    match (errors.finish(), model) {
-        (Ok(()), Some(m)) => expand::expand(&m),
-        (Err(e), _) => fallback(item, e),
-        (Ok(()), None) => TokenStream::new(),
-    }
+    crate::common::run(
+        "#[tool]",
+        attr,
+        item,
+        parse::attribute,
+        |f, a, e| Some(model::build(f, a, e)),
+        validate::check,
+        expand::expand,
+    )
 }

@@ -24,15 +24,8 @@ pub(crate) struct ParamModel {
 }
 
 pub(crate) fn build(mut func: Func, args: ToolArgs, errors: &mut Errors) -> ToolModel {
-    let name = args.common.name.clone().unwrap_or_else(|| Spanned {
-        value: func.name().to_string(),
-        span: func.name().span(),
-    });
-    let description = args
-        .common
-        .description
-        .clone()
-        .or_else(|| crate::common::doc_text(&func.item.attrs));
+    let name = args.common.name_or_fn(&func);
+    let description = args.common.description_or_doc(&func);
     let params = std::mem::take(&mut func.params)
         .into_iter()
         .enumerate()

@@ -50,11 +50,7 @@ pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
             "live_notifications" => args.live_notifications = attr::flag(meta)?,
             "task" => args.task = Some(attr::string(meta)?),
             "annotations" => attr::parse_nested(meta, errors, |inner, _| {
-                let k = inner
-                    .path
-                    .get_ident()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
+                let k = attr::key_of(inner);
                 match k.as_str() {
                     "read_only" => args.read_only = Some(attr::flag(inner)?),
                     "destructive" => args.destructive = Some(attr::flag(inner)?),
@@ -83,11 +79,7 @@ pub(crate) struct ArgArgs {
 pub(crate) fn arg(tokens: TokenStream, _span: Span, errors: &mut Errors) -> ArgArgs {
     let mut args = ArgArgs::default();
     attr::parse_args(tokens, errors, |meta, _| {
-        let key = meta
-            .path
-            .get_ident()
-            .map(ToString::to_string)
-            .unwrap_or_default();
+        let key = attr::key_of(meta);
         match key.as_str() {
             "description" => args.description = Some(attr::string(meta)?.value),
             "default" => args.default = Some(attr::expr(meta)?),
