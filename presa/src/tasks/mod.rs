@@ -101,13 +101,8 @@ pub struct Tasks {
 }
 
 struct Inner {
-    store: Arc<dyn TaskStore>,
-    ttl_ms: Option<u64>,
-    poll_interval_ms: u64,
-    max_workers: usize,
-    max_tasks: usize,
-    max_tasks_per_scope: usize,
-    reap_every: Duration,
+    /// The settings it was built with.
+    config: TasksBuilder,
     workers: Mutex<HashMap<String, Worker>>,
     /// Held while a task is checked against the limits and stored, so concurrent
     /// creations cannot both pass the same last slot.
@@ -197,13 +192,7 @@ impl TasksBuilder {
     pub fn build(self) -> Tasks {
         Tasks {
             inner: Arc::new(Inner {
-                store: self.store,
-                ttl_ms: self.ttl_ms,
-                poll_interval_ms: self.poll_interval_ms,
-                max_workers: self.max_workers,
-                max_tasks: self.max_tasks,
-                max_tasks_per_scope: self.max_tasks_per_scope,
-                reap_every: self.reap_every,
+                config: self,
                 workers: Mutex::default(),
                 creating: Mutex::new(()),
                 reaper: AtomicBool::new(false),
@@ -231,7 +220,7 @@ impl Tasks {
 
     /// The store.
     pub fn store(&self) -> &Arc<dyn TaskStore> {
-        &self.inner.store
+        &self.inner.config.store
     }
 
     fn scope(ctx: &RequestContext) -> String {
@@ -242,7 +231,7 @@ impl Tasks {
     /// tasks are all the same -32602.
     fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
         let unknown = || Error::invalid_params("Unknown or inaccessible taskId");
-        let record = self.inner.store.get(id).ok_or_else(unknown)?;
+        let record = self.inner.config.store.get(id).ok_or_else(unknown)?;
         if record.scope != Self::scope(ctx) || record.expired(time::now_ms()) {
             return Err(unknown());
         }
@@ -258,13 +247,18 @@ impl Tasks {
         mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
     ) -> Option<TaskRecord> {
         loop {
-            let current = self.inner.store.get(id)?;
+            let current = self.inner.config.store.get(id)?;
             if current.status.is_terminal() {
                 return None;
             }
             let mut next = change(&current)?;
             next.last_updated_at = time::now_ms();
-            match self.inner.store.compare_and_set(current.revision, next) {
+            match self
+                .inner
+                .config
+                .store
+                .compare_and_set(current.revision, next)
+            {
                 Ok(stored) => {
                     publish(server, &stored);
                     return Some(stored);
@@ -290,13 +284,14 @@ impl Tasks {
                     .count()
             })
             .unwrap_or(usize::MAX);
-        if running >= self.inner.max_workers {
+        if running >= self.inner.config.max_workers {
             return Err(full("max_workers"));
         }
-        if self.inner.store.count(None, now) >= self.inner.max_tasks {
+        if self.inner.config.store.count(None, now) >= self.inner.config.max_tasks {
             return Err(full("max_tasks"));
         }
-        if self.inner.store.count(Some(scope), now) >= self.inner.max_tasks_per_scope {
+        if self.inner.config.store.count(Some(scope), now) >= self.inner.config.max_tasks_per_scope
+        {
             return Err(full("max_tasks_per_scope"));
         }
         Ok(())
@@ -310,12 +305,12 @@ impl Tasks {
         tokio::spawn(async move {
             loop {
                 let every = match weak.upgrade() {
-                    Some(inner) => inner.reap_every,
+                    Some(inner) => inner.config.reap_every,
                     None => return,
                 };
                 tokio::time::sleep(every).await;
                 let Some(inner) = weak.upgrade() else { return };
-                let reaped = inner.store.remove_expired(time::now_ms());
+                let reaped = inner.config.store.remove_expired(time::now_ms());
                 if reaped > 0 {
                     tracing::debug!(reaped, "expired tasks deleted");
                 }
@@ -338,8 +333,8 @@ impl Tasks {
             status_message: Some("Task accepted".into()),
             created_at: now,
             last_updated_at: now,
-            ttl_ms: self.inner.ttl_ms,
-            poll_interval_ms: self.inner.poll_interval_ms,
+            ttl_ms: self.inner.config.ttl_ms,
+            poll_interval_ms: self.inner.config.poll_interval_ms,
             input_requests: Map::new(),
             // Answers gathered by synchronous rounds before the task was created.
             answers: ctx.inputs().all_answers(),
@@ -354,10 +349,14 @@ impl Tasks {
             revision: 0,
         };
         // Stored before the response is written: a tasks/get right after sees it.
-        self.inner.store.insert(record.clone()).map_err(|e| {
-            tracing::error!("the task store refused a task: {e:?}");
-            Error::internal()
-        })?;
+        self.inner
+            .config
+            .store
+            .insert(record.clone())
+            .map_err(|e| {
+                tracing::error!("the task store refused a task: {e:?}");
+                Error::internal()
+            })?;
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
@@ -386,7 +385,7 @@ impl Tasks {
     /// records the outcome. Cancellation drops the tool's future at once.
     async fn work(self, invocation: ToolInvocation, id: String, worker: Worker) {
         let server = invocation.server().clone();
-        while let Some(record) = self.inner.store.get(&id) {
+        while let Some(record) = self.inner.config.store.get(&id) {
             if record.status.is_terminal() {
                 break;
             }
@@ -490,7 +489,7 @@ impl Tasks {
     async fn cancelled_elsewhere(&self, id: &str) {
         loop {
             tokio::time::sleep(REMOTE_CHECK).await;
-            match self.inner.store.get(id) {
+            match self.inner.config.store.get(id) {
                 Some(r) if r.status != TaskStatus::Cancelled => {}
                 _ => return,
             }
@@ -502,7 +501,7 @@ impl Tasks {
     async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
         loop {
             tokio::time::sleep(REMOTE_CHECK).await;
-            match self.inner.store.get(id) {
+            match self.inner.config.store.get(id) {
                 Some(r) if r.status == status => {}
                 _ => return,
             }
