@@ -323,16 +323,18 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
 
     let _ = writeln!(out, "\nTargets of issue 7:\n");
     let m = |cell: &str, srv: &str, metric: &str| s.median(cell, srv, metric);
-    let mut check = |label: &str, value: Option<f64>, ok: &dyn Fn(f64) -> bool, goal: &str| {
+    // One bound per target, printed from the same number it is judged by.
+    let mut check = |label: &str, value: Option<f64>, goal: Goal| {
         let verdict = match value {
             None => "not measured",
-            Some(v) if ok(v) => "met",
+            Some(v) if goal.holds(v) => "met",
             Some(_) => "MISSED",
         };
         let _ = writeln!(
             out,
-            "- {label}: {} (target {goal}): {verdict}",
-            fmt(value, 2)
+            "- {label}: {} (target {}): {verdict}",
+            fmt(value, 2),
+            goal.text()
         );
     };
     let (rps_b, rps_p, rps_r) = (
@@ -343,14 +345,12 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     check(
         "HTTP throughput c=32, presa ÷ bare",
         ratio(rps_p, rps_b),
-        &|v| v >= 0.85,
-        "≥ 0.85",
+        Goal::AtLeast(0.85),
     );
     check(
         "HTTP throughput c=32, presa ÷ rmcp",
         ratio(rps_p, rps_r),
-        &|v| v >= 2.0,
-        "≥ 2",
+        Goal::AtLeast(2.0),
     );
     check(
         "server CPU per HTTP call (c=32), presa ÷ bare",
@@ -358,8 +358,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
             m("http c=32", "presa", "server_cpu_us_per_req"),
             m("http c=32", "bare", "server_cpu_us_per_req"),
         ),
-        &|v| v <= 1.3,
-        "≤ 1.3",
+        Goal::AtMost(1.3),
     );
     check(
         "HTTP p50 latency c=1, presa ÷ bare",
@@ -367,8 +366,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
             m("http c=1", "presa", "p50_us"),
             m("http c=1", "bare", "p50_us"),
         ),
-        &|v| v <= 1.2,
-        "≤ 1.2",
+        Goal::AtMost(1.2),
     );
     let (st_b, st_p, st_r) = (
         m("stdio", "bare", "rps"),
@@ -378,20 +376,17 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     check(
         "stdio pipelined throughput, presa ÷ bare",
         ratio(st_p, st_b),
-        &|v| v >= 0.5,
-        "≥ 0.5",
+        Goal::AtLeast(0.5),
     );
     check(
         "stdio pipelined throughput, presa ÷ rmcp",
         ratio(st_p, st_r),
-        &|v| v >= 5.0,
-        "≥ 5",
+        Goal::AtLeast(5.0),
     );
     check(
         "stdio peak RSS of the pipelined run, presa (MiB)",
         m("stdio", "presa", "peak_rss_kib").map(|k| k * MIB_PER_KIB),
-        &|v| v < 64.0,
-        "< 64",
+        Goal::Below(64.0),
     );
     check(
         "HTTP peak RSS under load, presa ÷ bare",
@@ -399,8 +394,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
             m("http c=32", "presa", "peak_rss_kib"),
             m("http c=32", "bare", "peak_rss_kib"),
         ),
-        &|v| v <= 1.5,
-        "≤ 1.5",
+        Goal::AtMost(1.5),
     );
     for mode in ["stdio", "http"] {
         let cell = format!("cold {mode}");
@@ -410,8 +404,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
                 m(&cell, "presa", "median_ms"),
                 m(&cell, "bare", "median_ms"),
             ),
-            &|v| v <= 1.3,
-            "≤ 1.3",
+            Goal::AtMost(1.3),
         );
     }
     // Scaling: instruction counts when callgrind ran, else criterion's times.
@@ -444,17 +437,45 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     check(
         &format!("tools/list one page (10 items), 1,000 ÷ 10 registered tools ({how})"),
         page,
-        &|v| v <= 1.1,
-        "≈ 1 (≤ 1.1)",
+        Goal::AboutOne,
     );
     check(
         &format!("tools/call with 1,000 ÷ 1 registered tools ({how})"),
         call,
-        &|v| v <= 1.1,
-        "≈ 1 (≤ 1.1)",
+        Goal::AboutOne,
     );
     print!("{out}");
     Ok(())
+}
+
+/// A target's bound.
+#[derive(Clone, Copy)]
+enum Goal {
+    AtLeast(f64),
+    AtMost(f64),
+    Below(f64),
+    /// Flat: at most 1.1, printed as "≈ 1 (≤ 1.1)".
+    AboutOne,
+}
+
+impl Goal {
+    fn holds(self, v: f64) -> bool {
+        match self {
+            Goal::AtLeast(b) => v >= b,
+            Goal::AtMost(b) => v <= b,
+            Goal::Below(b) => v < b,
+            Goal::AboutOne => v <= 1.1,
+        }
+    }
+
+    fn text(self) -> String {
+        match self {
+            Goal::AtLeast(b) => format!("≥ {b}"),
+            Goal::AtMost(b) => format!("≤ {b}"),
+            Goal::Below(b) => format!("< {b}"),
+            Goal::AboutOne => "≈ 1 (≤ 1.1)".to_owned(),
+        }
+    }
 }
 
 /// `full_id -> ns per iteration` of every benchmark under a criterion output directory.
