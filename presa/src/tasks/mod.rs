@@ -45,6 +45,28 @@ pub const REMOTE_CHECK: Duration = Duration::from_millis(500);
 
 /// Most task ids one listen request may follow.
 pub const MAX_LISTEN_TASK_IDS: usize = 100;
+/// The default of [`TasksBuilder::max_input_bytes`].
+pub const DEFAULT_MAX_INPUT_BYTES: usize = 262_144;
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Counting cannot fail; a value that will not serialize counts as unbounded.
+    match serde_json::to_writer(&mut count, value) {
+        Ok(()) => count.0,
+        Err(_) => usize::MAX,
+    }
+}
 
 /// How a tool relates to tasks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -128,6 +150,7 @@ pub struct TasksBuilder {
     max_workers: usize,
     max_tasks: usize,
     max_tasks_per_scope: usize,
+    max_input_bytes: usize,
     reap_every: Duration,
 }
 
@@ -140,6 +163,7 @@ impl Default for TasksBuilder {
             max_workers: 64,
             max_tasks: 10_000,
             max_tasks_per_scope: 1_000,
+            max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
             reap_every: Duration::from_secs(60),
         }
     }
@@ -173,6 +197,15 @@ impl TasksBuilder {
     /// Most tasks kept at once for one principal (default 1 000).
     pub fn max_tasks_per_scope(mut self, n: usize) -> Self {
         self.max_tasks_per_scope = n;
+        self
+    }
+
+    /// Largest work input a task may keep, in bytes of JSON (default 262 144): the call's
+    /// arguments, the answers gathered before it became a task and the client's
+    /// capabilities, all held by the task record until it expires. Past it, task creation
+    /// is -32602 and nothing is stored.
+    pub fn max_input_bytes(mut self, bytes: usize) -> Self {
+        self.max_input_bytes = bytes;
         self
     }
 
@@ -321,6 +354,21 @@ impl Tasks {
     /// Creates a task for a validated call and starts its worker.
     fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
         let ctx = invocation.ctx().clone();
+        let work = WorkDescriptor {
+            tool: invocation.tool().name().to_owned(),
+            arguments: invocation.arguments().clone(),
+            client_capabilities: ctx.client_capabilities().clone(),
+            protocol_version: ctx.meta().protocol_version.clone(),
+        };
+        let answers = ctx.inputs().all_answers();
+        // The record keeps the work input until it expires: bounded before anything is
+        // stored (Tasks reference section 3.2, step 5).
+        let limit = self.inner.config.max_input_bytes;
+        if json_len(&work).saturating_add(json_len(&answers)) > limit {
+            return Err(Error::invalid_params(format!(
+                "Task input is larger than {limit} bytes"
+            )));
+        }
         let scope = Self::scope(&ctx);
         let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
         self.capacity(&scope)?;
@@ -337,15 +385,10 @@ impl Tasks {
             poll_interval_ms: self.inner.config.poll_interval_ms,
             input_requests: Map::new(),
             // Answers gathered by synchronous rounds before the task was created.
-            answers: ctx.inputs().all_answers(),
+            answers,
             result: None,
             error: None,
-            work: WorkDescriptor {
-                tool: invocation.tool().name().to_owned(),
-                arguments: invocation.arguments().clone(),
-                client_capabilities: ctx.client_capabilities().clone(),
-                protocol_version: ctx.meta().protocol_version.clone(),
-            },
+            work,
             revision: 0,
         };
         // Stored before the response is written: a tasks/get right after sees it.

@@ -22,5 +22,6 @@ mod subscriptions_http;
 mod subscriptions_stdio;
 mod tasks;
 mod tasks_exec;
+mod tasks_input;
 mod tasks_listen;
 mod tasks_methods;
