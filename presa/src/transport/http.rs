@@ -46,7 +46,10 @@ pub struct HttpConfig {
     /// Most `subscriptions/listen` streams open at once (default 256); past it, 503.
     pub max_streams: usize,
     /// Most other requests served at once (default 1024); past it, 503 with a JSON-RPC
-    /// error, so a flood meets a clear refusal instead of unbounded work.
+    /// error, so a flood meets a clear refusal instead of unbounded work. The same number
+    /// bounds the POST bodies being read at once (past it, 503 before the body is read,
+    /// so without an id), so memory for bodies stays within `max_in_flight` ×
+    /// `max_body_bytes`.
     pub max_in_flight: usize,
     /// How often an idle subscription stream sends a keepalive comment (default 15 s).
     pub keepalive: Duration,
@@ -123,6 +126,8 @@ struct Endpoint {
     config: Arc<HttpConfig>,
     streams: Arc<Semaphore>,
     requests: Arc<Semaphore>,
+    /// Bodies being read and decoded.
+    reading: Arc<Semaphore>,
 }
 
 impl Server {
@@ -133,6 +138,7 @@ impl Server {
             server: self.clone(),
             streams: Arc::new(Semaphore::new(config.max_streams)),
             requests: Arc::new(Semaphore::new(config.max_in_flight)),
+            reading: Arc::new(Semaphore::new(config.max_in_flight)),
             config: Arc::new(config),
         };
         Router::new()
@@ -220,6 +226,15 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
     if let Err(response) = admit(&endpoint.config, &parts.headers) {
         return response;
     }
+    // Reading a body takes a slot of its own, given back once the body is decoded, so
+    // slow or large bodies cannot pile up in memory past the cap.
+    let Ok(reading) = Arc::clone(&endpoint.reading).try_acquire_owned() else {
+        let error = Error::new(
+            crate::error::code::INTERNAL_ERROR,
+            "Too many requests being read; try again later",
+        );
+        return json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(None, &error));
+    };
     let bytes: Bytes = match axum::body::to_bytes(body, endpoint.config.max_body_bytes).await {
         Ok(b) => b,
         Err(_) => {
@@ -233,7 +248,10 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
         }
     };
     let server = &endpoint.server;
-    match jsonrpc::decode(&bytes) {
+    let decoded = jsonrpc::decode(&bytes);
+    drop(bytes);
+    drop(reading);
+    match decoded {
         Err(rejection) => json_response(
             status(rejection.error.http_status()),
             rejection.to_response(),

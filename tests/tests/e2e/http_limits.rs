@@ -58,3 +58,52 @@ async fn requests_past_max_in_flight_get_503() {
     let again = h.call(3, "tools/call", json!({"name": "quick"})).await;
     assert_eq!(again.status, 200, "{}", again.body);
 }
+
+/// Bodies being read count against the same cap: while one POST's body is still
+/// arriving, with `max_in_flight(1)`, the next POST is refused with 503 before its body
+/// is read (so without an id), and once the slow body is given up the slot is free.
+#[tokio::test]
+async fn bodies_being_read_are_capped_too() {
+    use tokio::io::AsyncWriteExt;
+    let server = builder()
+        .tool(
+            Tool::new("quick")
+                .description("Answers at once")
+                .handler(|_: ToolCall| async { "quick" }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
+    let addr = h.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
+    );
+    slow.write_all(head.as_bytes()).await.expect("writes");
+    // The server has taken the slow body's slot once the next POST is refused.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let busy = loop {
+        let r = h
+            .post(&request(2, "tools/call", json!({"name": "quick"})), &[])
+            .await;
+        if r.status == 503 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    busy.assert_error(503, -32603, None);
+    presa_tests::schema::check_response("", busy.response());
+    drop(slow);
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let again = loop {
+        let r = h.call(3, "tools/call", json!({"name": "quick"})).await;
+        if r.status == 200 || std::time::Instant::now() > deadline {
+            break r;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    assert_eq!(again.status, 200, "{}", again.body);
+}
