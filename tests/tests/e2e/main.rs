@@ -10,6 +10,7 @@ mod http_limits;
 mod http_methods;
 mod http_streaming;
 mod http_util;
+mod limits;
 mod mrtr;
 mod mrtr_state;
 mod pipeline;
