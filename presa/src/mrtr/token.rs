@@ -355,19 +355,36 @@ pub trait ReplayStore: Send + Sync + 'static {
 }
 
 /// The default [`ReplayStore`]: a map in this process, pruned as entries expire.
+///
+/// It holds one entry per single-use state used within the state TTL (at most 900 s):
+/// only states this server signed get in, so it grows with the rate the server issues
+/// them, never with what a client sends. Expired entries are dropped whenever the map has
+/// doubled since the last pruning, so the work is constant per use on average.
 #[derive(Default)]
 pub struct MemoryReplayStore {
-    seen: Mutex<HashMap<String, u64>>,
+    seen: Mutex<Seen>,
+}
+
+#[derive(Default)]
+struct Seen {
+    ids: HashMap<String, u64>,
+    /// The size at which expired entries are next dropped.
+    prune_at: usize,
 }
 
 impl ReplayStore for MemoryReplayStore {
     fn first_use(&self, id: &str, expires_at: u64) -> bool {
-        let Ok(mut seen) = self.seen.lock() else {
+        let Ok(mut guard) = self.seen.lock() else {
             return false;
         };
+        let Seen {
+            ids: seen,
+            prune_at,
+        } = &mut *guard;
         let t = now();
-        if seen.len() > 1024 {
+        if seen.len() >= (*prune_at).max(1024) {
             seen.retain(|_, exp| *exp >= t);
+            *prune_at = seen.len() * 2;
         }
         if seen.get(id).is_some_and(|exp| *exp >= t) {
             return false;
@@ -383,6 +400,37 @@ mod tests {
 
     fn ring(id: &str, byte: u8) -> Keyring {
         Keyring::new(vec![StateKey::new(id, vec![byte; 32]).unwrap()]).unwrap()
+    }
+
+    /// A single-use id is refused while it lives, accepted again once expired, and the
+    /// store drops expired ids instead of keeping them.
+    #[test]
+    fn replay_store_refuses_reuse_and_drops_expired_ids() {
+        let store = MemoryReplayStore::default();
+        let later = now() + 60;
+        assert!(store.first_use("a", later));
+        assert!(!store.first_use("a", later), "a second use is refused");
+        assert!(store.first_use("old", 1));
+        assert!(store.first_use("old", 1), "an expired id is not remembered");
+        for i in 0..5000 {
+            assert!(store.first_use(&format!("gone{i}"), 1));
+        }
+        let kept = store.seen.lock().map(|s| s.ids.len()).unwrap_or(usize::MAX);
+        assert!(kept < 2100, "expired ids are pruned: {kept} kept");
+        assert!(!store.first_use("a", later), "live ids survive pruning");
+    }
+
+    /// Whatever TTL is asked, a state expires within `MAX_TTL`.
+    #[test]
+    fn state_ttl_is_capped_at_900_seconds() {
+        let k = ring("a", 1);
+        let t = k
+            .seal(Payload::default(), Duration::from_secs(100_000))
+            .unwrap();
+        let p = k.open(&t, "", "").unwrap();
+        assert_eq!(MAX_TTL, Duration::from_secs(900));
+        assert!(p.exp - p.iat <= 900, "{} s", p.exp - p.iat);
+        assert!(p.exp - p.iat >= 899);
     }
 
     #[test]
