@@ -3,7 +3,7 @@
 //! removed methods, tools, resources, prompts, completion, pagination and caching hints.
 //! Every reply is schema-checked; every error asserts status, code and id.
 
-use crate::http_util::{builder, first_text, post, result, text_tool};
+use crate::http_util::{builder, first_text, post, result, serve_tool, text_tool};
 use presa::{
     CachePolicy, CacheScope, Cacheable, Completion, Error, Prompt, PromptArgument, PromptGet,
     PromptMessage, Resource, ResourceRead, ResourceTemplate, Tool, ToolCall,
@@ -504,19 +504,14 @@ async fn arguments_failing_the_input_schema_are_a_tool_error() {
 
 #[tokio::test]
 async fn handler_protocol_error_keeps_its_code_and_status() {
-    let server = builder()
-        .tool(
-            Tool::new("refuses")
-                .description("Fails with invalid params")
-                .handler(|_: ToolCall| async {
-                    Err::<String, _>(
-                        Error::invalid_params("bad input").with_data(json!({"why": 1})),
-                    )
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
+    let h = serve_tool(
+        Tool::new("refuses")
+            .description("Fails with invalid params")
+            .handler(|_: ToolCall| async {
+                Err::<String, _>(Error::invalid_params("bad input").with_data(json!({"why": 1})))
+            }),
+    )
+    .await;
     let r = call(&h, 93, "tools/call", json!({"name": "refuses"})).await;
     r.assert_error(400, -32602, Some(json!(93)));
     assert_eq!(r.response()["error"]["data"], json!({"why": 1}));

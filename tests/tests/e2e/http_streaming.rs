@@ -3,7 +3,9 @@
 //! looks like, log-level filtering, cancellation when the client disconnects, handler
 //! panics, and concurrent streams. Every frame is schema-checked.
 
-use crate::http_util::{builder, first_text, meta_with, post, request_with_meta, result};
+use crate::http_util::{
+    builder, first_text, meta_with, post, request_with_meta, result, serve_tool,
+};
 use presa::{Error, Tool, ToolCall};
 use presa_tests::http::{Harness, Reply, standard_headers};
 use presa_tests::{fixture, request};
@@ -22,6 +24,23 @@ fn tool_call(id: i64, name: &str, changes: Value) -> Value {
         json!({"name": name, "arguments": {}}),
         Some(meta_with(changes)),
     )
+}
+
+/// [`tool_call`] posted with the standard headers (the reply schema-checked).
+async fn post_tool(h: &Harness, id: i64, name: &str, changes: Value) -> Reply {
+    post(h, &tool_call(id, name, changes), &[]).await
+}
+
+/// A tool `fails_late` that reports progress, then fails with invalid params; `live`
+/// streams its notifications instead of holding them.
+fn fails_late(live: bool) -> Tool {
+    Tool::new("fails_late")
+        .description("Reports progress, then fails with invalid params")
+        .live_notifications(live)
+        .handler(|call: ToolCall| async move {
+            call.ctx.progress(1.0, None, None);
+            Err::<String, _>(Error::invalid_params("late failure"))
+        })
 }
 
 #[track_caller]
@@ -102,10 +121,11 @@ async fn progress_switches_the_response_to_sse() {
 #[tokio::test]
 async fn integer_progress_token_is_echoed() {
     let h = Harness::start(fixture()).await;
-    let r = post(
+    let r = post_tool(
         &h,
-        &tool_call(2, "test_tool_with_progress", json!({"progressToken": 77})),
-        &[],
+        2,
+        "test_tool_with_progress",
+        json!({"progressToken": 77}),
     )
     .await;
     assert_sse_headers(&r);
@@ -134,12 +154,7 @@ async fn without_progress_token_the_response_is_plain_json() {
 #[tokio::test]
 async fn progress_token_without_reports_stays_plain_json() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &tool_call(4, "test_simple_text", json!({"progressToken": "p"})),
-        &[],
-    )
-    .await;
+    let r = post_tool(&h, 4, "test_simple_text", json!({"progressToken": "p"})).await;
     assert_plain_json(&r);
     result(&r);
 }
@@ -147,26 +162,18 @@ async fn progress_token_without_reports_stays_plain_json() {
 #[tokio::test]
 async fn progress_values_that_do_not_increase_are_dropped() {
     // Errata W-18: progress MUST increase with each notification.
-    let server = builder()
-        .tool(
-            Tool::new("wobbly")
-                .description("Reports progress out of order")
-                .handler(|call: ToolCall| async move {
-                    for v in [1.0, 1.0, 0.5, 2.0, 2.5, 2.5, 3.0] {
-                        call.ctx.progress(v, None, None);
-                    }
-                    "done"
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(5, "wobbly", json!({"progressToken": "w"})),
-        &[],
+    let h = serve_tool(
+        Tool::new("wobbly")
+            .description("Reports progress out of order")
+            .handler(|call: ToolCall| async move {
+                for v in [1.0, 1.0, 0.5, 2.0, 2.5, 2.5, 3.0] {
+                    call.ctx.progress(v, None, None);
+                }
+                "done"
+            }),
     )
     .await;
+    let r = post_tool(&h, 5, "wobbly", json!({"progressToken": "w"})).await;
     assert_sse_headers(&r);
     let values: Vec<f64> = notes(&r, "notifications/progress")
         .iter()
@@ -179,24 +186,8 @@ async fn progress_values_that_do_not_increase_are_dropped() {
 async fn held_notifications_are_dropped_when_the_call_fails() {
     // By default, tools/call notifications are held until the outcome is known (errata
     // W-11), so a failure keeps its HTTP status and the progress is not sent.
-    let server = builder()
-        .tool(
-            Tool::new("fails_late")
-                .description("Reports progress, then fails with invalid params")
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, None, None);
-                    Err::<String, _>(Error::invalid_params("late failure"))
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(6, "fails_late", json!({"progressToken": 1})),
-        &[],
-    )
-    .await;
+    let h = serve_tool(fails_late(false)).await;
+    let r = post_tool(&h, 6, "fails_late", json!({"progressToken": 1})).await;
     assert!(!r.is_sse(), "{}", r.body);
     r.assert_error(400, -32602, Some(json!(6)));
     assert!(r.notifications().is_empty());
@@ -204,25 +195,8 @@ async fn held_notifications_are_dropped_when_the_call_fails() {
 
 #[tokio::test]
 async fn error_after_live_progress_is_the_last_sse_event() {
-    let server = builder()
-        .tool(
-            Tool::new("fails_late")
-                .description("Reports progress, then fails with invalid params")
-                .live_notifications(true)
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, None, None);
-                    Err::<String, _>(Error::invalid_params("late failure"))
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(6, "fails_late", json!({"progressToken": 1})),
-        &[],
-    )
-    .await;
+    let h = serve_tool(fails_late(true)).await;
+    let r = post_tool(&h, 6, "fails_late", json!({"progressToken": 1})).await;
     assert_sse_headers(&r);
     assert_eq!(r.notifications().len(), 1);
     assert_eq!(r.response()["id"], json!(6));
@@ -233,24 +207,16 @@ async fn error_after_live_progress_is_the_last_sse_event() {
 async fn missing_capability_error_is_400_even_after_progress() {
     // Errata W-11: -32021 MUST be sent with HTTP 400, even when the handler has already
     // produced a progress notification.
-    let server = builder()
-        .tool(
-            Tool::new("needs_sampling")
-                .description("Reports progress, then needs the sampling capability")
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, None, Some("thinking"));
-                    Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(7, "needs_sampling", json!({"progressToken": "s"})),
-        &[],
+    let h = serve_tool(
+        Tool::new("needs_sampling")
+            .description("Reports progress, then needs the sampling capability")
+            .handler(|call: ToolCall| async move {
+                call.ctx.progress(1.0, None, Some("thinking"));
+                Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
+            }),
     )
     .await;
+    let r = post_tool(&h, 7, "needs_sampling", json!({"progressToken": "s"})).await;
     r.assert_error(400, -32021, Some(json!(7)));
     assert_eq!(
         r.response()["error"]["data"]["requiredCapabilities"],
@@ -260,18 +226,15 @@ async fn missing_capability_error_is_400_even_after_progress() {
 
 #[tokio::test]
 async fn missing_capability_error_without_progress_is_400() {
-    let server = builder()
-        .tool(
-            Tool::new("needs_sampling")
-                .description("Needs the sampling capability")
-                .handler(|_: ToolCall| async {
-                    Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(&h, &tool_call(8, "needs_sampling", json!({})), &[]).await;
+    let h = serve_tool(
+        Tool::new("needs_sampling")
+            .description("Needs the sampling capability")
+            .handler(|_: ToolCall| async {
+                Err::<String, _>(Error::missing_client_capability(json!({"sampling": {}})))
+            }),
+    )
+    .await;
+    let r = post_tool(&h, 8, "needs_sampling", json!({})).await;
     r.assert_error(400, -32021, Some(json!(8)));
 }
 
@@ -295,12 +258,7 @@ async fn no_log_messages_without_log_level() {
 #[tokio::test]
 async fn log_level_warning_sends_only_warning_and_above() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &tool_call(11, "test_logging_tool", json!({LEVEL: "warning"})),
-        &[],
-    )
-    .await;
+    let r = post_tool(&h, 11, "test_logging_tool", json!({LEVEL: "warning"})).await;
     assert_sse_headers(&r);
     let logs = notes(&r, "notifications/message");
     let levels: Vec<&str> = logs
@@ -322,19 +280,9 @@ async fn log_level_warning_sends_only_warning_and_above() {
 #[tokio::test]
 async fn log_level_debug_sends_every_level_and_emergency_only_one() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &tool_call(12, "test_logging_tool", json!({LEVEL: "debug"})),
-        &[],
-    )
-    .await;
+    let r = post_tool(&h, 12, "test_logging_tool", json!({LEVEL: "debug"})).await;
     assert_eq!(notes(&r, "notifications/message").len(), 8, "{}", r.body);
-    let r = post(
-        &h,
-        &tool_call(13, "test_logging_tool", json!({LEVEL: "emergency"})),
-        &[],
-    )
-    .await;
+    let r = post_tool(&h, 13, "test_logging_tool", json!({LEVEL: "emergency"})).await;
     let logs = notes(&r, "notifications/message");
     assert_eq!(logs.len(), 1, "{}", r.body);
     assert_eq!(logs[0]["params"]["level"], json!("emergency"));
@@ -343,12 +291,7 @@ async fn log_level_debug_sends_every_level_and_emergency_only_one() {
 #[tokio::test]
 async fn log_level_without_log_calls_stays_plain_json() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &tool_call(14, "test_simple_text", json!({LEVEL: "debug"})),
-        &[],
-    )
-    .await;
+    let r = post_tool(&h, 14, "test_simple_text", json!({LEVEL: "debug"})).await;
     assert_plain_json(&r);
     result(&r);
 }
@@ -367,7 +310,7 @@ async fn disabled_logging_sends_nothing_and_advertises_nothing() {
             .build()
             .expect("builds");
     let h = Harness::start(server).await;
-    let r = post(&h, &tool_call(15, "logs", json!({LEVEL: "debug"})), &[]).await;
+    let r = post_tool(&h, 15, "logs", json!({LEVEL: "debug"})).await;
     assert_plain_json(&r);
     result(&r);
     let r = h.call(16, "server/discover", json!({})).await;
@@ -376,26 +319,18 @@ async fn disabled_logging_sends_nothing_and_advertises_nothing() {
 
 #[tokio::test]
 async fn progress_and_logs_share_one_stream_in_order() {
-    let server = builder()
-        .tool(
-            Tool::new("both")
-                .description("Interleaves progress and logs")
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, Some(2.0), None);
-                    call.ctx.log(presa::LogLevel::Info, "half");
-                    call.ctx.progress(2.0, Some(2.0), None);
-                    "done"
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(17, "both", json!({"progressToken": "b", LEVEL: "info"})),
-        &[],
+    let h = serve_tool(
+        Tool::new("both")
+            .description("Interleaves progress and logs")
+            .handler(|call: ToolCall| async move {
+                call.ctx.progress(1.0, Some(2.0), None);
+                call.ctx.log(presa::LogLevel::Info, "half");
+                call.ctx.progress(2.0, Some(2.0), None);
+                "done"
+            }),
     )
     .await;
+    let r = post_tool(&h, 17, "both", json!({"progressToken": "b", LEVEL: "info"})).await;
     assert_sse_headers(&r);
     let methods: Vec<&str> = r
         .messages
@@ -643,6 +578,18 @@ fn explode() -> &'static str {
     panic!("secret internal detail")
 }
 
+/// A tool `explodes_late` that reports progress, then panics; `live` streams its
+/// notifications instead of holding them.
+fn explodes_late(live: bool) -> Tool {
+    Tool::new("explodes_late")
+        .description("Reports progress, then panics")
+        .live_notifications(live)
+        .handler(|call: ToolCall| async move {
+            call.ctx.progress(1.0, None, None);
+            explode()
+        })
+}
+
 #[tokio::test]
 async fn handler_panic_is_internal_error_500_without_detail() {
     let server = builder()
@@ -678,25 +625,8 @@ async fn handler_panic_is_internal_error_500_without_detail() {
 
 #[tokio::test]
 async fn panic_after_live_progress_ends_the_stream_with_internal_error() {
-    let server = builder()
-        .tool(
-            Tool::new("explodes_late")
-                .description("Reports progress, then panics")
-                .live_notifications(true)
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, None, None);
-                    explode()
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(43, "explodes_late", json!({"progressToken": 1})),
-        &[],
-    )
-    .await;
+    let h = serve_tool(explodes_late(true)).await;
+    let r = post_tool(&h, 43, "explodes_late", json!({"progressToken": 1})).await;
     assert_sse_headers(&r);
     assert_eq!(r.response()["id"], json!(43));
     assert_eq!(r.response()["error"]["code"], json!(-32603));
@@ -705,24 +635,8 @@ async fn panic_after_live_progress_ends_the_stream_with_internal_error() {
 
 #[tokio::test]
 async fn panic_after_held_progress_is_a_plain_500() {
-    let server = builder()
-        .tool(
-            Tool::new("explodes_late")
-                .description("Reports progress, then panics")
-                .handler(|call: ToolCall| async move {
-                    call.ctx.progress(1.0, None, None);
-                    explode()
-                }),
-        )
-        .build()
-        .expect("builds");
-    let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &tool_call(44, "explodes_late", json!({"progressToken": 1})),
-        &[],
-    )
-    .await;
+    let h = serve_tool(explodes_late(false)).await;
+    let r = post_tool(&h, 44, "explodes_late", json!({"progressToken": 1})).await;
     r.assert_error(500, -32603, Some(json!(44)));
     assert!(!r.body.contains("secret"));
 }

@@ -157,6 +157,11 @@ pub(crate) fn builder() -> presa::ServerBuilder {
     Server::builder(Implementation::new("presa-http-tests", "0.0.1"))
 }
 
+/// Serves a [`builder`] server with the one tool `tool`.
+pub(crate) async fn serve_tool(tool: Tool) -> Harness {
+    Harness::start(builder().tool(tool).build().expect("builds")).await
+}
+
 /// A tool that takes no arguments and answers `text`.
 pub(crate) fn text_tool(name: &str, text: &'static str) -> Tool {
     Tool::new(name)

@@ -94,9 +94,29 @@ impl Wire {
         }
     }
 
+    /// Serves a fresh [`server`] (its probe unused) over `kind`.
+    pub(crate) async fn fresh(kind: Kind) -> Wire {
+        let (server, _) = server();
+        Wire::start(kind, &server).await
+    }
+
     /// Sends a request (full `_meta`; members of `params._meta` win) and reads its reply.
     pub(crate) async fn call(&mut self, id: i64, method: &str, params: Value) -> Got {
         self.call_with(id, method, params, &[]).await
+    }
+
+    /// Retries `params` with `answers` as `inputResponses` and the `requestState` of
+    /// `round` (see [`retry`]).
+    pub(crate) async fn answer(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: &Value,
+        answers: Value,
+        round: &Round,
+    ) -> Got {
+        self.call(id, method, retry(params, answers, Some(&round.state)))
+            .await
     }
 
     /// Like [`Wire::call`], with extra HTTP headers (ignored on stdio).
@@ -796,14 +816,12 @@ async fn round_one_is_input_required_then_the_retry_completes() {
             "{kind:?}"
         );
         let got = w
-            .call(
+            .answer(
                 2,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({"user_name": accept(json!({"name": "Alice"}))}),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({"user_name": accept(json!({"name": "Alice"}))}),
+                &round,
             )
             .await;
         assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
@@ -823,8 +841,7 @@ async fn round_one_is_input_required_then_the_retry_completes() {
 #[tokio::test]
 async fn resources_read_input_required_has_no_caching_hints_and_the_retry_is_not_cacheable() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         // The resources' own policy, as a first read without input shows.
         let plain = w
             .call(1, "resources/read", json!({"uri": "mrtr://plain"}))
@@ -838,14 +855,12 @@ async fn resources_read_input_required_has_no_caching_hints_and_the_retry_is_not
         let round = input_required(&got);
         assert_eq!(round.keys(), BTreeSet::from(["user_name".to_owned()]));
         let got = w
-            .call(
+            .answer(
                 3,
                 "resources/read",
-                retry(
-                    &params,
-                    json!({"user_name": accept(json!({"name": "Bea"}))}),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({"user_name": accept(json!({"name": "Bea"}))}),
+                &round,
             )
             .await;
         let result = got.result();
@@ -875,8 +890,7 @@ async fn resources_read_input_required_has_no_caching_hints_and_the_retry_is_not
 #[tokio::test]
 async fn prompts_get_can_ask_for_input() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = json!({"name": "needs_context", "_meta": {CAPS: form_caps()}});
         let got = w.call(1, "prompts/get", params.clone()).await;
         let round = input_required(&got);
@@ -885,14 +899,12 @@ async fn prompts_get_can_ask_for_input() {
             "elicitation/create"
         );
         let got = w
-            .call(
+            .answer(
                 2,
                 "prompts/get",
-                retry(
-                    &params,
-                    json!({"user_context": accept(json!({"context": "trip to Rome"}))}),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({"user_context": accept(json!({"context": "trip to Rome"}))}),
+                &round,
             )
             .await;
         let result = got.result();
@@ -933,14 +945,12 @@ async fn multi_round_flow_gets_a_new_state_each_round_and_sees_every_answer() {
             states.push(round.state.clone());
             // Only this round's answer is sent: earlier ones travel in the state.
             got = w
-                .call(
+                .answer(
                     round_no as i64 + 2,
                     "tools/call",
-                    retry(
-                        &params,
-                        json!({ *key: accept(content.clone()) }),
-                        Some(&round.state),
-                    ),
+                    &params,
+                    json!({ *key: accept(content.clone()) }),
+                    &round,
                 )
                 .await;
         }
@@ -964,8 +974,7 @@ async fn multi_round_flow_gets_a_new_state_each_round_and_sees_every_answer() {
 #[tokio::test]
 async fn several_inputs_can_be_asked_in_one_round() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = call_params("several", json!({}), all_caps());
         let got = w.call(1, "tools/call", params.clone()).await;
         let round = input_required(&got);
@@ -989,18 +998,16 @@ async fn several_inputs_can_be_asked_in_one_round() {
             "{kind:?}"
         );
         let got = w
-            .call(
+            .answer(
                 2,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({
-                        "user_name": accept(json!({"name": "Alice"})),
-                        "greeting": sampled("Hi there!"),
-                        "client_roots": roots_answer(),
-                    }),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({
+                    "user_name": accept(json!({"name": "Alice"})),
+                    "greeting": sampled("Hi there!"),
+                    "client_roots": roots_answer(),
+                }),
+                &round,
             )
             .await;
         assert_eq!(
@@ -1014,23 +1021,20 @@ async fn several_inputs_can_be_asked_in_one_round() {
 #[tokio::test]
 async fn unknown_answer_ids_are_ignored() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = call_params("greet", json!({}), form_caps());
         let round = input_required(&w.call(1, "tools/call", params.clone()).await);
         let got = w
-            .call(
+            .answer(
                 2,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({
-                        "user_name": accept(json!({"name": "Alice"})),
-                        "not_asked": {"action": "accept", "content": {"x": 1}},
-                        "another": {"roots": []}
-                    }),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({
+                    "user_name": accept(json!({"name": "Alice"})),
+                    "not_asked": {"action": "accept", "content": {"x": 1}},
+                    "another": {"roots": []}
+                }),
+                &round,
             )
             .await;
         assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
@@ -1040,18 +1044,11 @@ async fn unknown_answer_ids_are_ignored() {
 #[tokio::test]
 async fn a_missing_answer_is_requested_again_not_an_error() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = call_params("greet", json!({}), form_caps());
         let first = input_required(&w.call(1, "tools/call", params.clone()).await);
         // No answer at all: a new input_required asking the same question.
-        let got = w
-            .call(
-                2,
-                "tools/call",
-                retry(&params, json!({}), Some(&first.state)),
-            )
-            .await;
+        let got = w.answer(2, "tools/call", &params, json!({}), &first).await;
         let again = input_required(&got);
         assert_eq!(again.requests, first.requests, "{kind:?}");
         assert_ne!(again.state, first.state, "{kind:?}: every round is fresh");
@@ -1060,14 +1057,12 @@ async fn a_missing_answer_is_requested_again_not_an_error() {
         let params = call_params("several", json!({}), all_caps());
         let r1 = input_required(&w.call(3, "tools/call", params.clone()).await);
         let got = w
-            .call(
+            .answer(
                 4,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({"user_name": accept(json!({"name": "Ann"})), "client_roots": roots_answer()}),
-                    Some(&r1.state),
-                ),
+                &params,
+                json!({"user_name": accept(json!({"name": "Ann"})), "client_roots": roots_answer()}),
+                &r1,
             )
             .await;
         let r2 = input_required(&got);
@@ -1077,14 +1072,12 @@ async fn a_missing_answer_is_requested_again_not_an_error() {
             "{kind:?}"
         );
         let got = w
-            .call(
+            .answer(
                 5,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({"greeting": sampled("Hey")}),
-                    Some(&r2.state),
-                ),
+                &params,
+                json!({"greeting": sampled("Hey")}),
+                &r2,
             )
             .await;
         assert_eq!(got.text(), "Hello, Ann! | Hey | 2 roots", "{kind:?}");
@@ -1094,8 +1087,7 @@ async fn a_missing_answer_is_requested_again_not_an_error() {
 #[tokio::test]
 async fn answers_given_on_the_first_call_without_state_are_used() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = retry(
             &call_params("greet", json!({}), form_caps()),
             json!({"user_name": accept(json!({"name": "Bob"}))}),
@@ -1122,18 +1114,19 @@ async fn an_elicitation_answer_not_matching_the_requested_schema_is_invalid_para
         json!({"roots": []}),
     ];
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = call_params("profile", json!({}), form_caps());
         let round = input_required(&w.call(1, "tools/call", params.clone()).await);
         let schema = &round.requests["profile"]["params"]["requestedSchema"];
         assert_eq!(schema["properties"]["age"]["type"], "integer", "{schema}");
         for (i, answer) in wrong.iter().enumerate() {
             let got = w
-                .call(
+                .answer(
                     10 + i as i64,
                     "tools/call",
-                    retry(&params, json!({ "profile": answer }), Some(&round.state)),
+                    &params,
+                    json!({ "profile": answer }),
+                    &round,
                 )
                 .await;
             got.error(-32602, 400);
@@ -1147,14 +1140,12 @@ async fn an_elicitation_answer_not_matching_the_requested_schema_is_invalid_para
         }
         // The same state still works with a valid answer.
         let got = w
-            .call(
+            .answer(
                 99,
                 "tools/call",
-                retry(
-                    &params,
-                    json!({"profile": accept(json!({"name": "Cy", "age": 30, "newsletter": false}))}),
-                    Some(&round.state),
-                ),
+                &params,
+                json!({"profile": accept(json!({"name": "Cy", "age": 30, "newsletter": false}))}),
+                &round,
             )
             .await;
         assert_eq!(got.text(), "Cy is 30 (newsletter: false)", "{kind:?}");
@@ -1188,8 +1179,7 @@ async fn decline_and_cancel_are_distinguishable() {
 #[tokio::test]
 async fn every_kind_of_input_request_validates_against_the_schema() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         // URL elicitation.
         let got = w
             .call(
@@ -1377,8 +1367,7 @@ async fn sampling_message_rules_and_url_rules_are_enforced_before_asking() {
 #[tokio::test]
 async fn a_completion_handler_asking_for_input_is_internal_error() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let got = w
             .call(
                 1,
@@ -1453,8 +1442,7 @@ async fn missing_capabilities_are_one_error_with_the_merged_requirements() {
         ),
     ];
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         for (i, (tool, caps, required)) in cases.iter().enumerate() {
             let got = w
                 .call(

@@ -374,8 +374,7 @@ async fn an_oversize_state_is_refused_even_when_correctly_signed() {
 #[tokio::test]
 async fn the_server_never_issues_a_state_over_16_kib() {
     for kind in KINDS {
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let got = w
             .call(
                 1,
@@ -420,8 +419,7 @@ impl ReplayStore for CountingStore {
 async fn a_single_use_state_works_once() {
     for kind in KINDS {
         // The default, in-memory store.
-        let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Wire::fresh(kind).await;
         let params = call_params("once", json!({}), form_caps());
         let token = input_required(&w.call(1, "tools/call", params.clone()).await).state;
         let first = w

@@ -1022,6 +1022,21 @@ pub(crate) fn by_principal(builder: ServerBuilder) -> ServerBuilder {
     })
 }
 
+/// The `X-Principal` header of principal alice.
+pub(crate) const ALICE: [(&str, &str); 1] = [("X-Principal", "alice")];
+
+/// A lab scoping tasks by principal (see [`by_principal`]) served over HTTP, with alice's
+/// `gate` task created: the lab, the wire and the task id.
+pub(crate) async fn alice_gate_task() -> (Lab, Wire, String) {
+    let lab = Lab::with(Tasks::builder(), by_principal);
+    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let got = w
+        .send_with("tools/call", declared(tool("gate", json!({}))), &ALICE)
+        .await;
+    let id = assert_created(&got);
+    (lab, w, id)
+}
+
 impl Lab {
     /// A lab with these Tasks knobs.
     pub(crate) fn new(knobs: TasksBuilder) -> Lab {

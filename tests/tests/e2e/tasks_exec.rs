@@ -7,8 +7,9 @@
 //! on input kinds its creating request declared.
 
 use crate::tasks::{
-    KINDS, Kind, Lab, Probe, UNKNOWN_TASK, Wire, accept, assert_created, assert_sync, by_principal,
-    declared, keys, plain_caps, task_id, text, tool, undeclared, with_caps,
+    ALICE, KINDS, Kind, Lab, Probe, UNKNOWN_TASK, Wire, accept, alice_gate_task, assert_created,
+    assert_sync, by_principal, declared, keys, plain_caps, task_id, text, tool, undeclared,
+    with_caps,
 };
 use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, Tasks};
 use serde_json::json;
@@ -487,13 +488,7 @@ async fn max_tasks_per_scope_limits_each_principal() {
 /// principal, for get, update, cancel and the listen filter; B's attempts change nothing.
 #[tokio::test]
 async fn another_principals_task_is_unknown() {
-    let lab = Lab::with(Tasks::builder(), by_principal);
-    let mut w = Wire::start(Kind::Http, &lab.server).await;
-    let alice = [("X-Principal", "alice")];
-    let got = w
-        .send_with("tools/call", declared(tool("gate", json!({}))), &alice)
-        .await;
-    let id = assert_created(&got);
+    let (lab, mut w, id) = alice_gate_task().await;
     lab.wait_count(&lab.probe.started, 1, "gate runs").await;
     for who in [
         vec![("X-Principal", "bob")],
@@ -519,7 +514,7 @@ async fn another_principals_task_is_unknown() {
         "bob's cancel did nothing"
     );
     let got = w
-        .send_with("tasks/get", declared(task_id(&id)), &alice)
+        .send_with("tasks/get", declared(task_id(&id)), &ALICE)
         .await;
     assert_eq!(got.result()["status"], "working");
     // A task created without a principal is not alice's either.
@@ -527,15 +522,15 @@ async fn another_principals_task_is_unknown() {
         .send("tools/call", declared(tool("quick", json!({}))))
         .await;
     let anonymous = assert_created(&got);
-    w.send_with("tasks/get", declared(task_id(&anonymous)), &alice)
+    w.send_with("tasks/get", declared(task_id(&anonymous)), &ALICE)
         .await
         .invalid_params(UNKNOWN_TASK);
     let got = w
-        .send_with("tasks/cancel", declared(task_id(&id)), &alice)
+        .send_with("tasks/cancel", declared(task_id(&id)), &ALICE)
         .await;
     crate::tasks::assert_ack(got.result());
     let got = w
-        .send_with("tasks/get", declared(task_id(&id)), &alice)
+        .send_with("tasks/get", declared(task_id(&id)), &ALICE)
         .await;
     assert_eq!(got.result()["status"], "cancelled");
 }

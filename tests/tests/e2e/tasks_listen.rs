@@ -7,8 +7,8 @@
 //! transports (the HTTP stream is read as it arrives).
 
 use crate::tasks::{
-    KINDS, Kind, Lab, Wire, accept, bare, by_principal, declared, plain_caps, text, tool,
-    undeclared, with_caps,
+    ALICE, KINDS, Lab, Wire, accept, alice_gate_task, bare, declared, plain_caps, text, undeclared,
+    with_caps,
 };
 use presa::tasks::Tasks;
 use serde_json::{Value, json};
@@ -231,13 +231,7 @@ async fn unknown_and_repeated_ids_are_dropped_from_the_acknowledgement() {
 /// changes never reach that principal's stream.
 #[tokio::test]
 async fn another_principals_task_is_dropped_from_the_filter() {
-    let lab = Lab::with(Tasks::builder(), by_principal);
-    let mut w = Wire::start(Kind::Http, &lab.server).await;
-    let alice = [("X-Principal", "alice")];
-    let got = w
-        .send_with("tools/call", declared(tool("gate", json!({}))), &alice)
-        .await;
-    let id = crate::tasks::assert_created(&got);
+    let (lab, mut w, id) = alice_gate_task().await;
     let params = declared(listen_params(json!({"taskIds": [id.clone()]})));
     let mut others = Vec::new();
     for who in [vec![("X-Principal", "bob")], vec![]] {
@@ -249,7 +243,7 @@ async fn another_principals_task_is_dropped_from_the_filter() {
         others.push(l);
     }
     let mut l = w
-        .listen_with(params, &alice)
+        .listen_with(params, &ALICE)
         .await
         .unwrap_or_else(|e| panic!("{e:?}"));
     assert_eq!(l.ack, json!({"taskIds": [id.clone()]}));
