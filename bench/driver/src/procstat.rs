@@ -1,4 +1,8 @@
 //! What the kernel knows about a process: CPU time, peak RSS; and CPU pinning.
+//!
+//! The only module of the bench allowed `unsafe`: plain libc calls (`sysconf`,
+//! `getrusage`, `sched_setaffinity`) with no safe std equivalent. presa itself forbids it.
+#![allow(unsafe_code)]
 
 use std::fs;
 use std::io;

@@ -18,6 +18,7 @@ pub async fn note(id: u64) -> String {
     format!("note {id}")
 }
 
+/// The form the multi round-trip case asks for.
 #[derive(Deserialize, schemars::JsonSchema, presa::ElicitForm)]
 pub struct Confirm {
     /// Whether to go on.
