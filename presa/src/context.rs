@@ -412,7 +412,7 @@ impl RequestContext {
         let Ok(data) = serde_json::to_value(data) else {
             return false;
         };
-        if data.to_string().len() > MAX_LOG_DATA_BYTES {
+        if crate::wire::json_len(&data) > MAX_LOG_DATA_BYTES {
             return false;
         }
         {

@@ -48,26 +48,6 @@ pub const MAX_LISTEN_TASK_IDS: usize = 100;
 /// The default of [`TasksBuilder::max_input_bytes`].
 pub const DEFAULT_MAX_INPUT_BYTES: usize = 262_144;
 
-/// The length of `value` as compact JSON, counted without building the text.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0 += buf.len();
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Counting cannot fail; a value that will not serialize counts as unbounded.
-    match serde_json::to_writer(&mut count, value) {
-        Ok(()) => count.0,
-        Err(_) => usize::MAX,
-    }
-}
-
 /// How a tool relates to tasks.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum TaskMode {
@@ -364,7 +344,7 @@ impl Tasks {
         // The record keeps the work input until it expires: bounded before anything is
         // stored (Tasks reference section 3.2, step 5).
         let limit = self.inner.config.max_input_bytes;
-        if json_len(&work).saturating_add(json_len(&answers)) > limit {
+        if crate::wire::json_len(&work).saturating_add(crate::wire::json_len(&answers)) > limit {
             return Err(Error::invalid_params(format!(
                 "Task input is larger than {limit} bytes"
             )));
