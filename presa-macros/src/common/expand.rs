@@ -1,7 +1,7 @@
 //! Expansion pieces shared by the attributes.
 
 use proc_macro2::TokenStream;
-use quote::quote;
+use quote::{format_ident, quote, quote_spanned};
 
 /// `Some("…")` or `None` as tokens.
 pub(crate) fn opt_str(s: Option<&str>) -> TokenStream {
@@ -89,5 +89,26 @@ pub(crate) fn registration(make: TokenStream) -> TokenStream {
             ::presa::__private::Registration {
                 make: || #make,
             };
+    }
+}
+
+/// The names the expansion binds the function's arguments to, one per parameter.
+pub(crate) fn bindings(count: usize) -> Vec<syn::Ident> {
+    (0..count).map(|i| format_ident!("__arg_{}", i)).collect()
+}
+
+/// Calls the user's function with `bindings`, as a `Result<output, presa::Error>`: an
+/// `async fn` is awaited (its future checked for `Send` at the function's span), a plain
+/// `fn` runs on the blocking pool.
+pub(crate) fn call_user_fn(func: &super::func::Func, bindings: &[syn::Ident]) -> TokenStream {
+    let fn_name = func.name();
+    if func.is_async() {
+        quote_spanned! {fn_name.span()=>
+            ::core::result::Result::<_, ::presa::Error>::Ok(
+                __p::require_send(#fn_name(#(#bindings),*)).await,
+            )
+        }
+    } else {
+        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
     }
 }

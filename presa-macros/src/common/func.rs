@@ -17,6 +17,22 @@ pub(crate) struct Param {
     pub(crate) header: Option<syn::LitStr>,
 }
 
+impl Param {
+    /// The argument's name on the wire: `rename` when given, else the parameter's name
+    /// (without `r#`), at its span; `None` for a pattern parameter without a rename.
+    pub(crate) fn wire(
+        &self,
+        rename: Option<super::attr::Spanned<String>>,
+    ) -> Option<super::attr::Spanned<String>> {
+        rename.or_else(|| {
+            self.ident.as_ref().map(|i| super::attr::Spanned {
+                value: wire_name(i),
+                span: i.span(),
+            })
+        })
+    }
+}
+
 /// The function an attribute is on.
 pub(crate) struct Func {
     /// The function, with `#[arg]` and `#[header]` removed from its parameters.

@@ -2,7 +2,9 @@
 //! `presa::Prompt`, and the registration.
 
 use super::model::PromptModel;
-use crate::common::expand::{common_setters, item_type, opt_str, registration, set_str};
+use crate::common::expand::{
+    bindings, call_user_fn, common_setters, item_type, opt_str, registration, set_str,
+};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -20,9 +22,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
             let #ident = __p::PromptArgMeta { name: #wire, description: #description, title: #title };
         }
     });
-    let bindings: Vec<_> = (0..m.params.len())
-        .map(|i| format_ident!("__arg_{}", i))
-        .collect();
+    let bindings = bindings(m.params.len());
     let describes = m.params.iter().enumerate().map(|(i, p)| {
         let ty = &p.param.ty;
         let mi = format_ident!("__meta_{}", i);
@@ -66,15 +66,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
                 }
             }
         });
-    let call = if m.func.is_async() {
-        quote_spanned! {fn_name.span()=>
-            ::core::result::Result::<_, ::presa::Error>::Ok(
-                __p::require_send(#fn_name(#(#bindings),*)).await,
-            )
-        }
-    } else {
-        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
-    };
+    let call = call_user_fn(&m.func, &bindings);
     let description = set_str("__item", "description", m.description.as_deref());
     let common = common_setters("__item", &m.args.common);
     let completes = m.args.complete.iter().map(|(arg, provider)| {

@@ -2,10 +2,12 @@
 //! `presa::Resource` or `presa::ResourceTemplate`, and the registration.
 
 use super::model::ResourceModel;
-use crate::common::expand::{common_setters, item_type, registration, set_str};
+use crate::common::expand::{
+    bindings, call_user_fn, common_setters, item_type, registration, set_str,
+};
 use crate::common::func::wire_name;
 use proc_macro2::TokenStream;
-use quote::{format_ident, quote, quote_spanned};
+use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
 pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
@@ -18,9 +20,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
         .as_ref()
         .map(|t| t.variables.clone())
         .unwrap_or_default();
-    let bindings: Vec<_> = (0..m.func.params.len())
-        .map(|i| format_ident!("__arg_{}", i))
-        .collect();
+    let bindings = bindings(m.func.params.len());
     let mut states = Vec::new();
     let extracts = m
         .func
@@ -46,15 +46,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             }
         })
         .collect::<Vec<_>>();
-    let call = if m.func.is_async() {
-        quote_spanned! {fn_name.span()=>
-            ::core::result::Result::<_, ::presa::Error>::Ok(
-                __p::require_send(#fn_name(#(#bindings),*)).await,
-            )
-        }
-    } else {
-        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
-    };
+    let call = call_user_fn(&m.func, &bindings);
     let (ctor, registered) = if m.template.is_some() {
         (
             quote!(::presa::ResourceTemplate::new(#uri, #name)),

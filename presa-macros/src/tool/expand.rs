@@ -3,7 +3,9 @@
 //! registration in the distributed slice.
 
 use super::model::{ParamModel, ToolModel};
-use crate::common::expand::{common_setters, item_type, opt_str, registration, set_str};
+use crate::common::expand::{
+    bindings, call_user_fn, common_setters, item_type, opt_str, registration, set_str,
+};
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
@@ -31,9 +33,7 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             }
         }
     });
-    let bindings: Vec<_> = (0..m.params.len())
-        .map(|i| format_ident!("__arg_{}", i))
-        .collect();
+    let bindings = bindings(m.params.len());
     let extracts = m.params.iter().zip(&meta_idents).zip(&bindings).map(|((p, mi), b)| {
         let ty = &p.param.ty;
         if p.param.ident.is_some() {
@@ -52,16 +52,11 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             }
         }
     });
-    let call = if m.func.is_async() {
-        quote_spanned! {fn_name.span()=>
-            __p::require_send(#fn_name(#(#bindings),*)).await
-        }
-    } else {
-        quote! {
-            match __p::run_blocking(move || #fn_name(#(#bindings),*)).await {
-                ::core::result::Result::Ok(v) => v,
-                ::core::result::Result::Err(e) => return ::core::result::Result::Err(e),
-            }
+    let call = call_user_fn(&m.func, &bindings);
+    let call = quote! {
+        match #call {
+            ::core::result::Result::Ok(v) => v,
+            ::core::result::Result::Err(e) => return ::core::result::Result::Err(e),
         }
     };
     let output = m.func.output();

@@ -3,7 +3,7 @@
 use super::parse::{self, ToolArgs};
 use crate::common::Errors;
 use crate::common::attr::Spanned;
-use crate::common::func::{Func, Param, wire_name};
+use crate::common::func::{Func, Param};
 
 pub(crate) struct ToolModel {
     pub(crate) func: Func,
@@ -34,12 +34,7 @@ pub(crate) fn build(mut func: Func, args: ToolArgs, errors: &mut Errors) -> Tool
                 Some((tokens, span)) => parse::arg(tokens.clone(), *span, errors),
                 None => parse::ArgArgs::default(),
             };
-            let wire = a.rename.clone().or_else(|| {
-                param.ident.as_ref().map(|i| Spanned {
-                    value: wire_name(i),
-                    span: i.span(),
-                })
-            });
+            let wire = param.wire(a.rename.clone());
             ParamModel {
                 index,
                 param,
