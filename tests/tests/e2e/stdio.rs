@@ -1398,3 +1398,54 @@ async fn files_as_stdin_and_stdout_are_served_too() {
     assert_eq!(ids, (1..=50).collect::<BTreeSet<i64>>());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Some clients hand the server a socket, not pipes, as stdin and stdout (Node's child
+/// processes do). A socket is not reopened (only pipes are): it is served through
+/// tokio's stdin and stdout, answering every line, and the server exits when the client
+/// shuts its side.
+#[tokio::test]
+async fn a_socket_as_stdin_and_stdout_is_served_too() {
+    use std::io::{BufRead, Write};
+    use std::os::unix::net::UnixStream;
+    let (mut client, server_end) = UnixStream::pair().expect("a socket pair");
+    let stdout_end = server_end.try_clone().expect("a second descriptor");
+    let mut child = tokio::process::Command::new(FIXTURE)
+        .args(["--transport", "stdio"])
+        .stdin(Stdio::from(std::os::fd::OwnedFd::from(server_end)))
+        .stdout(Stdio::from(std::os::fd::OwnedFd::from(stdout_end)))
+        .stderr(Stdio::inherit())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the fixture starts");
+    let answers = tokio::task::spawn_blocking(move || {
+        for id in 1..=20 {
+            let l = line(&request(
+                id,
+                "tools/call",
+                json!({"name": "test_simple_text", "arguments": {}}),
+            ));
+            client.write_all(&l).expect("writes");
+        }
+        client
+            .shutdown(std::net::Shutdown::Write)
+            .expect("shuts the write side");
+        let mut ids = BTreeSet::new();
+        for text in std::io::BufReader::new(client).lines() {
+            let m: Value = serde_json::from_str(&text.expect("a line")).expect("JSON");
+            check_response("tools/call", &m);
+            assert!(m.get("result").is_some(), "{m}");
+            ids.insert(m["id"].as_i64().expect("an integer id"));
+        }
+        ids
+    });
+    let ids = tokio::time::timeout(Duration::from_secs(20), answers)
+        .await
+        .expect("answers before the deadline")
+        .expect("the reader ends");
+    assert_eq!(ids, (1..=20).collect::<BTreeSet<i64>>());
+    let status = tokio::time::timeout(Duration::from_secs(10), child.wait())
+        .await
+        .expect("the server exits once its input ends")
+        .expect("waits");
+    assert!(status.success(), "{status}");
+}
