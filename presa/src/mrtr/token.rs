@@ -12,6 +12,7 @@
 //! -32602 "Invalid or expired request state", with no detail.
 
 use crate::error::Error;
+use crate::wire::write;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use hmac::{Hmac, Mac};
@@ -231,9 +232,12 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
             }
             out.push(b']');
         }
-        // Writing a scalar to a Vec cannot fail.
-        other => {
-            let _ = serde_json::to_writer(&mut *out, other);
+        Value::String(s) => write::push_str(out, s),
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        // A number always serializes.
+        Value::Number(n) => {
+            let _ = write::push_json(out, n);
         }
     }
 }
@@ -248,7 +252,7 @@ fn canonical_object(m: &Map<String, Value>, keep: &dyn Fn(&str) -> bool, out: &m
             out.push(b',');
         }
         *first = false;
-        let _ = serde_json::to_writer(&mut *out, k);
+        write::push_str(out, k);
         out.push(b':');
         canonical(v, out);
     };

@@ -16,6 +16,7 @@ use crate::mrtr::{self, token};
 use crate::server::Server;
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result};
 use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
+use crate::wire::write;
 use axum::http::HeaderMap;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
@@ -408,26 +409,51 @@ impl Server {
         &self,
         result: &crate::CallToolResult,
     ) -> Result<String, Error> {
+        // Written by hand in the order the derive had (content, structuredContent,
+        // isError, resultType, _meta): the envelope's keys need no escaping at run time.
+        let failed = |e: serde_json::Error| {
+            tracing::error!("a tools/call result failed to serialize: {e}");
+            Error::internal()
+        };
+        let mut out = Vec::with_capacity(256);
+        out.extend_from_slice(b"{\"content\":");
+        write::push_json(&mut out, &result.content).map_err(failed)?;
+        if let Some(structured) = &result.structured_content {
+            out.extend_from_slice(b",\"structuredContent\":");
+            write::push_json(&mut out, structured).map_err(failed)?;
+        }
+        out.extend_from_slice(if result.is_error {
+            b",\"isError\":true,\"resultType\":\"complete\""
+        } else {
+            b",\"isError\":false,\"resultType\":\"complete\""
+        });
+        // The handler's `_meta` entries, then serverInfo unless the handler set it.
         let server_info = self
             .inner
             .config
             .server_info_in_results
             .then_some(&*self.inner.server_info_raw);
-        let meta = (result.meta.is_some() || server_info.is_some()).then_some(ResultMeta {
-            user: result.meta.as_ref(),
-            server_info,
-        });
-        serde_json::to_string(&ShapedCallResult {
-            content: &result.content,
-            structured_content: result.structured_content.as_ref(),
-            is_error: result.is_error,
-            result_type: "complete",
-            meta,
-        })
-        .map_err(|e| {
-            tracing::error!("a tools/call result failed to serialize: {e}");
-            Error::internal()
-        })
+        if result.meta.is_some() || server_info.is_some() {
+            out.extend_from_slice(b",\"_meta\":{");
+            let mut has_info = false;
+            for (k, v) in result.meta.iter().flatten() {
+                has_info |= k == KEY_SERVER_INFO;
+                write::push_str(&mut out, k);
+                out.push(b':');
+                write::push_json(&mut out, v).map_err(failed)?;
+                out.push(b',');
+            }
+            if let (Some(info), false) = (server_info, has_info) {
+                write::push_str(&mut out, KEY_SERVER_INFO);
+                out.push(b':');
+                out.extend_from_slice(info.get().as_bytes());
+            } else if out.last() == Some(&b',') {
+                out.pop();
+            }
+            out.push(b'}');
+        }
+        out.push(b'}');
+        write::into_string(out).ok_or_else(Error::internal)
     }
 
     /// Like [`Server::shape`], keeping the object.
@@ -445,41 +471,6 @@ impl Server {
             }
         }
         result
-    }
-}
-
-#[derive(serde::Serialize)]
-struct ShapedCallResult<'a> {
-    content: &'a [crate::Content],
-    #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
-    structured_content: Option<&'a Value>,
-    #[serde(rename = "isError")]
-    is_error: bool,
-    #[serde(rename = "resultType")]
-    result_type: &'static str,
-    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-    meta: Option<ResultMeta<'a>>,
-}
-
-/// A result's `_meta`: the handler's entries, then serverInfo unless the handler set it.
-struct ResultMeta<'a> {
-    user: Option<&'a Map<String, Value>>,
-    server_info: Option<&'a serde_json::value::RawValue>,
-}
-
-impl serde::Serialize for ResultMeta<'_> {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeMap;
-        let mut map = s.serialize_map(None)?;
-        let mut has_info = false;
-        for (k, v) in self.user.into_iter().flatten() {
-            has_info |= k == KEY_SERVER_INFO;
-            map.serialize_entry(k, v)?;
-        }
-        if let (Some(info), false) = (self.server_info, has_info) {
-            map.serialize_entry(KEY_SERVER_INFO, info)?;
-        }
-        map.end()
     }
 }
 

@@ -459,15 +459,8 @@ pub fn encode_notification(method: &str, params: &Value) -> String {
 
 fn push_id(out: &mut String, id: &RequestId) {
     match id {
-        RequestId::Int(i) => {
-            use std::fmt::Write;
-            let _ = write!(out, "{i}");
-        }
-        RequestId::Str(s) => {
-            if let Ok(quoted) = serde_json::to_string(s) {
-                out.push_str(&quoted);
-            }
-        }
+        RequestId::Int(i) => super::write::push_int(out, *i),
+        RequestId::Str(s) => super::write::push_str(out, s),
     }
 }
 

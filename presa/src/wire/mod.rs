@@ -38,6 +38,7 @@ macro_rules! non_objects_are {
 pub mod jsonrpc;
 pub mod meta;
 pub mod types;
+pub(crate) mod write;
 
 /// The length of `value` as compact JSON, counted without building the text.
 pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
