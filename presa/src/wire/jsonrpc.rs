@@ -206,9 +206,6 @@ pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
 /// The `params` member: an object, with `_meta` read apart, or something else.
 #[derive(Debug)]
-// Lives for one decode or one admission, by value: boxing would cost an allocation
-// per message, the very thing reading the envelope directly saves.
-#[allow(clippy::large_enum_variant)]
 enum Params {
     Object(Map<String, Value>, RawMeta),
     NotObject,
@@ -249,9 +246,6 @@ impl<'de> serde::Deserialize<'de> for Params {
 }
 
 /// One inbound frame as read from the bytes: an object's envelope, or what else it was.
-// Lives for one decode or one admission, by value: boxing would cost an allocation
-// per message, the very thing reading the envelope directly saves.
-#[allow(clippy::large_enum_variant)]
 enum Frame {
     Object(Envelope),
     Array,
