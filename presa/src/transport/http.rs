@@ -18,12 +18,14 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use futures_util::stream;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// Settings of the Streamable HTTP transport.
@@ -288,14 +290,12 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
                 );
             };
             let keepalive = listen.then_some(endpoint.config.keepalive);
-            let (tx, rx) = mpsc::unbounded_channel();
+            let outbound = Arc::new(ChannelOutbound::default());
+            let rx = Notifications(Arc::clone(&outbound));
             let cancel = CancellationToken::new();
             let exchange = Exchange {
                 headers: Some(parts.headers),
-                outbound: Arc::new(ChannelOutbound {
-                    tx,
-                    backlog: Arc::default(),
-                }),
+                outbound,
                 cancel: cancel.clone(),
             };
             // Dropping this handler (the client went away) drops the guard, which cancels
@@ -311,16 +311,16 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
 /// notification first switches the response to SSE.
 async fn respond(
     mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
-    mut rx: mpsc::UnboundedReceiver<(String, Queued)>,
+    rx: Notifications,
     guard: tokio_util::sync::DropGuard,
     slot: OwnedSemaphorePermit,
     keepalive: Option<Duration>,
 ) -> Response {
     tokio::select! {
         biased;
-        Some((first, _taken)) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
+        (first, _taken) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
         reply = &mut fut => {
-            if let Ok((first, _taken)) = rx.try_recv() {
+            if let Some((first, _taken)) = rx.try_recv() {
                 // Notifications were produced just before the reply.
                 let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
                     Box::pin(async move { reply });
@@ -338,7 +338,7 @@ async fn respond(
 
 struct SseState {
     fut: Option<std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>>,
-    rx: mpsc::UnboundedReceiver<(String, Queued)>,
+    rx: Notifications,
     pending: Option<String>,
     guard: Option<tokio_util::sync::DropGuard>,
     /// The request's slot under its cap, held until the stream ends.
@@ -350,7 +350,7 @@ struct SseState {
 fn sse(
     first: String,
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
-    rx: mpsc::UnboundedReceiver<(String, Queued)>,
+    rx: Notifications,
     guard: tokio_util::sync::DropGuard,
     slot: OwnedSemaphorePermit,
     keepalive: Option<Duration>,
@@ -385,7 +385,7 @@ fn sse(
         tokio::select! {
             biased;
             // The frame leaves the backlog once the body takes it.
-            Some((frame, _taken)) = s.rx.recv() => {
+            (frame, _taken) = s.rx.recv() => {
                 // Keepalives are for idle streams: an event restarts the wait.
                 if let Some(timer) = s.keepalive.as_mut() {
                     timer.reset();
@@ -400,7 +400,7 @@ fn sse(
                 }
                 // Notifications always precede the final response.
                 let mut out = String::new();
-                while let Ok((frame, _taken)) = s.rx.try_recv() {
+                while let Some((frame, _taken)) = s.rx.try_recv() {
                     out.push_str(&event(&frame));
                 }
                 match reply {
@@ -434,20 +434,97 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-/// A request's notifications on their way to the response body; each carries its place
-/// in the backlog until the body takes it.
+/// A request's notifications on their way to the response body, each with its place in
+/// the backlog until the body takes it. One allocation per request, where tokio's
+/// channel took two and a block of slots; the backlog is made when first used.
+#[derive(Default)]
 struct ChannelOutbound {
-    tx: mpsc::UnboundedSender<(String, Queued)>,
-    backlog: Arc<Backlog>,
+    queue: Mutex<Queue>,
+    backlog: OnceLock<Arc<Backlog>>,
+}
+
+#[derive(Default)]
+struct Queue {
+    frames: VecDeque<(String, Queued)>,
+    /// The response waiting for the next frame.
+    waker: Option<Waker>,
+    /// The response is gone: nothing more is queued.
+    closed: bool,
+}
+
+impl ChannelOutbound {
+    fn shared_backlog(&self) -> &Arc<Backlog> {
+        self.backlog.get_or_init(Arc::default)
+    }
 }
 
 impl Outbound for ChannelOutbound {
     fn send(&self, frame: String) -> bool {
-        self.tx.send((frame, self.backlog.enqueue())).is_ok()
+        let queued = self.shared_backlog().enqueue();
+        let Ok(mut queue) = self.queue.lock() else {
+            return false;
+        };
+        if queue.closed {
+            return false;
+        }
+        queue.frames.push_back((frame, queued));
+        if let Some(waker) = queue.waker.take() {
+            waker.wake();
+        }
+        true
     }
 
     fn backlog(&self) -> Option<Arc<Backlog>> {
-        Some(Arc::clone(&self.backlog))
+        Some(Arc::clone(self.shared_backlog()))
+    }
+}
+
+/// The response's end of a [`ChannelOutbound`]. Dropping it (the response is done or the
+/// client went away) closes the queue and frees what was still in it.
+struct Notifications(Arc<ChannelOutbound>);
+
+impl Notifications {
+    fn try_recv(&self) -> Option<(String, Queued)> {
+        self.0.queue.lock().ok()?.frames.pop_front()
+    }
+
+    /// The next frame, whenever one is queued.
+    async fn recv(&self) -> (String, Queued) {
+        std::future::poll_fn(|cx| {
+            let Ok(mut queue) = self.0.queue.lock() else {
+                // Only after a panic while the queue was held: nothing will come.
+                return Poll::Pending;
+            };
+            match queue.frames.pop_front() {
+                Some(frame) => Poll::Ready(frame),
+                None => {
+                    if !queue
+                        .waker
+                        .as_ref()
+                        .is_some_and(|w| w.will_wake(cx.waker()))
+                    {
+                        queue.waker = Some(cx.waker().clone());
+                    }
+                    Poll::Pending
+                }
+            }
+        })
+        .await
+    }
+}
+
+impl Drop for Notifications {
+    fn drop(&mut self) {
+        let frames = match self.0.queue.lock() {
+            Ok(mut queue) => {
+                queue.closed = true;
+                queue.waker = None;
+                std::mem::take(&mut queue.frames)
+            }
+            Err(_) => VecDeque::new(),
+        };
+        // Freed outside the lock: dropping a frame's place wakes backlog waiters.
+        drop(frames);
     }
 }
 
@@ -499,20 +576,15 @@ fn accepts(headers: &HeaderMap) -> bool {
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };
         for item in value.split(',') {
-            let media = item
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_ascii_lowercase();
-            match media.as_str() {
-                "*/*" => {
-                    json = true;
-                    sse = true;
-                }
-                "application/json" | "application/*" => json = true,
-                "text/event-stream" | "text/*" => sse = true,
-                _ => {}
+            let media = item.split(';').next().unwrap_or("").trim();
+            let is = |name: &str| media.eq_ignore_ascii_case(name);
+            if is("*/*") {
+                json = true;
+                sse = true;
+            } else if is("application/json") || is("application/*") {
+                json = true;
+            } else if is("text/event-stream") || is("text/*") {
+                sse = true;
             }
         }
     }

@@ -19,7 +19,7 @@ use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -83,8 +83,8 @@ struct Gate {
     tx: mpsc::UnboundedSender<Frame>,
     /// Whether this is a subscription stream (ended at once when stdin closes).
     listen: bool,
-    /// This request's frames not yet written.
-    backlog: Arc<Backlog>,
+    /// This request's frames not yet written (made when first used).
+    backlog: OnceLock<Arc<Backlog>>,
 }
 
 impl Gate {
@@ -98,7 +98,7 @@ impl Gate {
                 .send(Frame {
                     text,
                     _permit: None,
-                    _queued: Some(self.backlog.enqueue()),
+                    _queued: Some(self.backlog.get_or_init(Arc::default).enqueue()),
                 })
                 .is_ok()
     }
@@ -133,7 +133,7 @@ impl Outbound for Gate {
     }
 
     fn backlog(&self) -> Option<Arc<Backlog>> {
-        Some(Arc::clone(&self.backlog))
+        Some(Arc::clone(self.backlog.get_or_init(Arc::default)))
     }
 }
 
@@ -241,7 +241,7 @@ impl Server {
                                 cancel: CancellationToken::new(),
                                 tx: tx.clone(),
                                 listen: request.method == "subscriptions/listen",
-                                backlog: Arc::default(),
+                                backlog: OnceLock::new(),
                             });
                             let id = request.id.clone();
                             let duplicate = match in_flight.lock() {
