@@ -237,13 +237,20 @@ async fn call_tool(
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
 ) -> Result<String, Error> {
-    let name = required_string(
-        &params,
-        "name",
-        "tools/call requires a non-empty string name",
-    )?
-    .to_owned();
-    tracing::Span::current().record("mcp.name", name.as_str());
+    // Looked up while the name is borrowed from the params (no copy of it); an unknown
+    // name is reported after the arguments are checked, as before.
+    let entry = {
+        let name = required_string(
+            &params,
+            "name",
+            "tools/call requires a non-empty string name",
+        )?;
+        tracing::Span::current().record("mcp.name", name);
+        match catalog.tools.get(name) {
+            Some(entry) => Ok(Arc::clone(entry)),
+            None => Err(format!("Unknown tool: {name}")),
+        }
+    };
     let arguments = match params.remove("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(a)) => a,
@@ -253,11 +260,8 @@ async fn call_tool(
             ));
         }
     };
-    let entry = catalog
-        .tools
-        .get(&name)
-        .cloned()
-        .ok_or_else(|| Error::invalid_params(format!("Unknown tool: {name}")))?;
+    let entry = entry.map_err(Error::invalid_params)?;
+    let name = entry.tool.name.as_str();
     if let Some(h) = headers {
         headers::params_match(h, &entry.headers, &arguments)?;
     }

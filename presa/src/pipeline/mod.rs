@@ -217,8 +217,8 @@ impl Server {
         // Admission of _meta, with the HTTP version header checked where section 2 says.
         let meta = match headers {
             Some(h) => {
-                let header_version = headers::version_present(h)?.to_owned();
-                let mirror = |body: &str| headers::version_matches(&header_version, body);
+                let header_version = headers::version_present(h)?;
+                let mirror = |body: &str| headers::version_matches(header_version, body);
                 meta::admit_request(meta, Some(&mirror))?
             }
             None => meta::admit_request(meta, None)?,

@@ -553,8 +553,7 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     let content_type_ok = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.split(';').next())
-        .is_some_and(|v| v.trim().eq_ignore_ascii_case("application/json"));
+        .is_some_and(|v| media_type(v.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if !content_type_ok {
         return Err(transport_error(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
@@ -575,20 +574,30 @@ fn accepts(headers: &HeaderMap) -> bool {
     let mut sse = false;
     for value in headers.get_all(header::ACCEPT) {
         let Ok(value) = value.to_str() else { continue };
-        for item in value.split(',') {
-            let media = item.split(';').next().unwrap_or("").trim();
-            let is = |name: &str| media.eq_ignore_ascii_case(name);
-            if is("*/*") {
+        // Split by hand: these run on every POST, and `str::split` with a char pattern
+        // calls memchr for each piece.
+        for item in value.as_bytes().split(|&b| b == b',') {
+            let media = media_type(item);
+            let is = |name: &[u8]| media.eq_ignore_ascii_case(name);
+            if is(b"*/*") {
                 json = true;
                 sse = true;
-            } else if is("application/json") || is("application/*") {
+            } else if is(b"application/json") || is(b"application/*") {
                 json = true;
-            } else if is("text/event-stream") || is("text/*") {
+            } else if is(b"text/event-stream") || is(b"text/*") {
                 sse = true;
             }
         }
     }
     json && sse
+}
+
+/// The media type of a Content-Type or Accept item: before any `;` parameters, trimmed.
+fn media_type(item: &[u8]) -> &[u8] {
+    item.split(|&b| b == b';')
+        .next()
+        .unwrap_or_default()
+        .trim_ascii()
 }
 
 fn origin_allowed(config: &HttpConfig, origin: &str) -> bool {

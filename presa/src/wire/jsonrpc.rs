@@ -282,10 +282,7 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                 }
                 "method" => envelope.method = Some(map.next_value()?),
                 "params" => envelope.params = Some(map.next_value()?),
-                "jsonrpc" => {
-                    let v: Value = map.next_value()?;
-                    envelope.jsonrpc_2_0 = v.as_str() == Some("2.0");
-                }
+                "jsonrpc" => envelope.jsonrpc_2_0 = map.next_value::<IsVersion2>()?.0,
                 "result" | "error" => {
                     envelope.reply = true;
                     map.next_value::<Value>()?;
@@ -300,6 +297,55 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
 
     // An array is told apart (batching is not supported); any other non-object is Other.
     non_objects_are!(Frame, Frame::Array, Frame::Other);
+}
+
+/// The `jsonrpc` member: whether it is the string `"2.0"`, read without allocating it.
+struct IsVersion2(bool);
+
+impl<'de> serde::Deserialize<'de> for IsVersion2 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = IsVersion2;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("the jsonrpc member")
+            }
+            fn visit_str<E>(self, v: &str) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(v == "2.0"))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<IsVersion2, A::Error> {
+                // Parsed as values all the same, to be held to the checks of one.
+                while map.next_entry::<String, Value>()?.is_some() {}
+                Ok(IsVersion2(false))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<IsVersion2, A::Error> {
+                while seq.next_element::<Value>()?.is_some() {}
+                Ok(IsVersion2(false))
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+            fn visit_unit<E>(self) -> Result<IsVersion2, E> {
+                Ok(IsVersion2(false))
+            }
+        }
+        d.deserialize_any(Visit)
+    }
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.
@@ -507,6 +553,12 @@ mod tests {
             r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#,
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":"2.0 ","id":1,"method":"m"}"#,
+            r#"{"jsonrpc":{"v":"2.0"},"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":["2.0"],"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":null,"id":1,"method":"m"}"#,
+            r#"{"jsonrpc":true,"id":1,"method":"m"}"#,
             r#"{"jsonrpc":"2.0","id":"\u00e9","method":"m\n"}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"t","x/y":[1],"progressToken":"p"}}}"#,
             r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"bad key":1,"baggage":2}}}"#,
@@ -543,6 +595,9 @@ mod tests {
             br#"{"jsonrpc":"2.0","id":1,"method":"m","x":1e400}"#,
             br#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"a/b":"\ud800"}}}"#,
             br#"{"jsonrpc":"2.0","id":1,"result":1e400}"#,
+            br#"{"jsonrpc":{"v":1e400},"id":1,"method":"m"}"#,
+            br#"{"jsonrpc":["\ud800"],"id":1,"method":"m"}"#,
+            br#"{"jsonrpc":"\ud800","id":1,"method":"m"}"#,
             br#"[1e400]"#,
             deep.as_bytes(),
         ] {
