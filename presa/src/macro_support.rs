@@ -105,6 +105,7 @@ pub struct ToolSchema {
     required: Vec<Value>,
     whole: Option<Value>,
     states: Vec<StateRequirement>,
+    injects: bool,
 }
 
 impl Default for ToolSchema {
@@ -115,11 +116,18 @@ impl Default for ToolSchema {
             required: Vec::new(),
             whole: None,
             states: Vec::new(),
+            injects: false,
         }
     }
 }
 
 impl ToolSchema {
+    /// Whether some parameter is injected from the request context: only then can the
+    /// function reach a context to ask the client for input with.
+    pub fn injects(&self) -> bool {
+        self.injects
+    }
+
     /// The input schema and the state the tool needs.
     pub fn finish(mut self) -> (Value, Vec<StateRequirement>) {
         if let Some(whole) = self.whole {
@@ -262,6 +270,7 @@ pub trait ViaInject {
 impl<T: FromContext> ViaInject for &&Probe<T> {
     type Out = T;
     fn describe(&self, schema: &mut ToolSchema, _: &ArgMeta) {
+        schema.injects = true;
         schema.require(T::required_state());
     }
     fn extract(&self, call: &mut CallParts, _: &ArgMeta) -> Result<T, Refusal> {

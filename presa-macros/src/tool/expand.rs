@@ -88,12 +88,14 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             #(#metas)*
             let mut __schema = __p::ToolSchema::default();
             #(#describes)*
+            let __asks_input = __schema.injects();
             #[allow(unused_mut)]
             let (mut __input, __states) = __schema.finish();
             #raw_schema
             let mut __tool = ::presa::Tool::new(#name)
                 .input_schema(__input)
-                .location(::core::concat!(::core::file!(), ":", ::core::line!()));
+                .location(::core::concat!(::core::file!(), ":", ::core::line!()))
+                .asks_input(__asks_input);
             #description
             #common
             #annotations

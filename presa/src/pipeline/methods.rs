@@ -21,14 +21,17 @@ use std::sync::Arc;
 /// Most completion values sent in one result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
-/// Whether the item a request targets streams its notifications live on HTTP.
-pub(super) fn streams_live(catalog: &Catalog, method: &str, params: &Map<String, Value>) -> bool {
-    method == "tools/call"
-        && params
-            .get("name")
-            .and_then(Value::as_str)
-            .and_then(|n| catalog.tools.get(n))
-            .is_some_and(|t| t.tool.live_notifications)
+/// The tool a `tools/call` names, when it exists.
+pub(super) fn target_tool<'c>(
+    catalog: &'c Catalog,
+    method: &str,
+    params: &Map<String, Value>,
+) -> Option<&'c crate::Tool> {
+    if method != "tools/call" {
+        return None;
+    }
+    let name = params.get("name").and_then(Value::as_str)?;
+    catalog.tools.get(name).map(|entry| &entry.tool)
 }
 
 /// Whether the capability behind `method` is advertised now.

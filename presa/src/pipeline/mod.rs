@@ -274,7 +274,8 @@ impl Server {
         };
         // On HTTP, hold notifications of the methods that may end in -32021 until the
         // outcome is known, unless the tool streams them live (errata W-11).
-        let hold = headers.is_some() && mrtr && !methods::streams_live(&catalog, &method, &params);
+        let target = methods::target_tool(&catalog, &method, &params);
+        let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.live_notifications);
         let ctx = RequestContext::new(ContextInit {
             id,
             method: method.clone(),
@@ -298,8 +299,9 @@ impl Server {
             return Ok(self.shape(result));
         }
         // What a request state is bound to: written now, while the params are here, and
-        // hashed only if the handler asks for input.
-        let bound = mrtr.then(|| token::BindingText::new(&method, &params, principal.as_deref()));
+        // hashed only if the handler asks for input; not at all for a tool that cannot.
+        let bound = (mrtr && target.is_none_or(|t| t.asks_input))
+            .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let result = methods::dispatch(
             &self,
             &catalog,
@@ -316,6 +318,9 @@ impl Server {
         }
         if outcome.demanded {
             let Some(bind) = bound.map(|text| text.digest()) else {
+                if mrtr {
+                    tracing::error!("a tool declared with asks_input(false) asked for input");
+                }
                 return Err(Error::new(
                     crate::error::code::INTERNAL_ERROR,
                     "Input-required result is not permitted for this operation",

@@ -200,6 +200,7 @@ pub struct Tool {
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
     pub(crate) live_notifications: bool,
+    pub(crate) asks_input: bool,
     #[cfg(feature = "tasks")]
     pub(crate) task: crate::tasks::TaskPolicy,
 }
@@ -221,6 +222,7 @@ impl Tool {
             location: None,
             states: Vec::new(),
             live_notifications: false,
+            asks_input: true,
             #[cfg(feature = "tasks")]
             task: crate::tasks::TaskPolicy::Default,
         }
@@ -279,6 +281,16 @@ impl Tool {
     /// asks the client for input it did not declare.
     pub fn live_notifications(mut self, live: bool) -> Self {
         self.live_notifications = live;
+        self
+    }
+
+    /// Whether the handler may ask the client for input (multi round-trip requests;
+    /// default true). With false, a call does not prepare the binding a request state
+    /// would be signed with; a handler that asks anyway gets -32603. `#[tool]` sets it
+    /// to false for a function without injected parameters, which has no context to ask
+    /// with.
+    pub fn asks_input(mut self, asks: bool) -> Self {
+        self.asks_input = asks;
         self
     }
 

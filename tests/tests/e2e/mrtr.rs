@@ -1849,3 +1849,44 @@ async fn every_fixture_interactive_item_completes_with_a_client_that_answers() {
     assert_eq!(r.result()["ttlMs"], json!(0));
     assert_eq!(r.result()["cacheScope"], "private");
 }
+
+// ---- a tool declared not to ask for input ----
+
+#[tokio::test]
+async fn a_tool_declared_not_to_ask_for_input_that_asks_is_an_internal_error() {
+    // `asks_input(false)` skips preparing the request-state binding; a handler that asks
+    // anyway must get a clean -32603, never a state bound to nothing.
+    for kind in KINDS {
+        let probe = Arc::new(Probe::default());
+        let server = builder()
+            .tool(greet_tool("greet", &probe))
+            .tool(greet_tool("greet_undeclared", &probe).asks_input(false))
+            .build()
+            .expect("the server builds");
+        let mut w = Wire::start(kind, &server).await;
+        let got = w
+            .call(
+                1,
+                "tools/call",
+                call_params("greet_undeclared", json!({}), form_caps()),
+            )
+            .await;
+        let error = got.error(-32603, 500);
+        assert!(
+            got.response().get("result").is_none() && error.get("data").is_none(),
+            "{kind:?}: {}",
+            got.response()
+        );
+        // The same handler, left to the default, asks as usual.
+        let got = w
+            .call(
+                2,
+                "tools/call",
+                call_params("greet", json!({}), form_caps()),
+            )
+            .await;
+        let round = input_required(&got);
+        assert!(round.requests.contains_key("user_name"), "{kind:?}");
+        assert_eq!(probe.runs(), 2, "{kind:?}");
+    }
+}
