@@ -226,7 +226,7 @@ impl<'de> serde::Deserialize<'de> for Params {
                 let mut params = Map::new();
                 let mut meta = RawMeta::Absent;
                 let mut first = true;
-                while let Some(key) = map.next_key::<String>()? {
+                while let Some(super::Key(key)) = map.next_key()? {
                     if std::mem::take(&mut first) && key == NUMBER_TOKEN {
                         map.next_value::<Value>()?;
                         return Ok(Params::NotObject);
@@ -234,7 +234,7 @@ impl<'de> serde::Deserialize<'de> for Params {
                     if key == "_meta" {
                         meta = map.next_value()?;
                     } else {
-                        params.insert(key, map.next_value()?);
+                        params.insert(key.into_owned(), map.next_value()?);
                     }
                 }
                 Ok(Params::Object(params, meta))
@@ -270,7 +270,7 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
     fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
         let mut envelope = Envelope::default();
         let mut first = true;
-        while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+        while let Some(super::Key(key)) = map.next_key()? {
             if std::mem::take(&mut first) && key == NUMBER_TOKEN {
                 map.next_value::<Value>()?;
                 return Ok(Frame::Other);
@@ -554,6 +554,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
             r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
             r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
+            r#"{"json\u0072pc":"2.0","\u0069d":1,"method":"m","params":{"\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","bad\u0020key":1},"n\u0061me":"x"}}"#,
             r#"{"jsonrpc":"2.0 ","id":1,"method":"m"}"#,
             r#"{"jsonrpc":{"v":"2.0"},"id":1,"method":"m"}"#,
             r#"{"jsonrpc":["2.0"],"id":1,"method":"m"}"#,

@@ -289,7 +289,7 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
             ) -> Result<RawMeta, A::Error> {
                 let mut fields = Box::<MetaFields>::default();
                 let mut first = true;
-                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                while let Some(super::Key(key)) = map.next_key()? {
                     if std::mem::take(&mut first) && key == crate::wire::jsonrpc::NUMBER_TOKEN {
                         map.next_value::<Value>()?;
                         return Ok(RawMeta::NotObject);
