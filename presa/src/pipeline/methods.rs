@@ -100,7 +100,9 @@ pub(super) async fn dispatch(
                     }
                 }
             }
-            let result = subscriptions::listen(&server.inner.hub, filter, &ctx).await;
+            // Boxed: a stream's future is the largest of the methods', and the space of
+            // the largest is what every request's future carries.
+            let result = Box::pin(subscriptions::listen(&server.inner.hub, filter, &ctx)).await;
             Ok(server.shape(result))
         }
         other => Err(Error::method_not_found(other)),

@@ -39,6 +39,30 @@ pub(crate) struct Exchange {
 /// The methods that may answer `input_required` (wire section 10).
 pub(crate) const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 
+/// A request that passed admission, on its way to its handler.
+struct Admitted {
+    method: String,
+    params: Map<String, Value>,
+    ctx: RequestContext,
+    catalog: Arc<crate::registry::Catalog>,
+    route: Route,
+}
+
+/// Who answers an admitted request.
+enum Route {
+    /// An extension that owns the method.
+    Extension(Arc<dyn crate::extension::Extension>),
+    /// The method's own handler.
+    Method {
+        /// Whether the method may answer `input_required`.
+        mrtr: bool,
+        /// Whether the request is a retry.
+        retry: bool,
+        /// The binding of a request state, when the handler may ask for input.
+        bound: Option<token::BindingText>,
+    },
+}
+
 /// The multi round-trip state a request arrives with.
 #[derive(Default)]
 struct Round {
@@ -92,7 +116,6 @@ impl Server {
         request: Request,
         exchange: Exchange,
     ) -> impl Future<Output = Reply> + Send + 'static {
-        let server = self.clone();
         let span = tracing::info_span!(
             "mcp.request",
             mcp.method.name = %request.method,
@@ -104,13 +127,18 @@ impl Server {
             trace_state = tracing::field::Empty,
             baggage = tracing::field::Empty,
         );
+        let cancel = exchange.cancel.clone();
+        let id = request.id.clone();
+        let listen = request.method == "subscriptions/listen";
+        // The pipeline's own future, boxed here rather than held inline: an async block
+        // keeps its captured values beside the futures it builds from them, so inline the
+        // request would take its space twice. Boxed, each of the two allocations stays
+        // small enough for the allocator's per-thread cache, and moving this future
+        // (into its task, through its wrappers) copies a pointer.
+        let work = Box::pin(AssertUnwindSafe(self.clone().serve(request, exchange)).catch_unwind());
         async move {
             // The clock is read only when someone records the span.
             let started = (!tracing::Span::current().is_disabled()).then(Instant::now);
-            let cancel = exchange.cancel.clone();
-            let id = request.id.clone();
-            let listen = request.method == "subscriptions/listen";
-            let work = AssertUnwindSafe(server.serve(request, exchange)).catch_unwind();
             let outcome = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
@@ -194,14 +222,59 @@ impl Server {
     }
 
     /// Admission, gate, mirror checks, dispatch and shaping: the result JSON or an error.
+    ///
+    /// Everything before the handler runs is in [`Server::admit`], a plain function: what
+    /// an `async fn` keeps across an await is part of its future, which is moved and
+    /// allocated with every request, so only what dispatch needs is kept here.
     async fn serve(self, request: Request, exchange: Exchange) -> Result<String, Error> {
+        let Exchange {
+            headers,
+            outbound,
+            cancel,
+        } = exchange;
+        let Admitted {
+            method,
+            params,
+            ctx,
+            catalog,
+            route,
+        } = self.admit(request, headers.as_ref(), outbound, cancel)?;
+        match route {
+            Route::Extension(extension) => {
+                let result = extension.handle(&method, params, ctx).await?;
+                Ok(self.shape(result))
+            }
+            Route::Method { mrtr, retry, bound } => {
+                let result = methods::dispatch(
+                    &self,
+                    &catalog,
+                    &method,
+                    params,
+                    headers.as_ref(),
+                    ctx.clone(),
+                    retry,
+                )
+                .await;
+                self.conclude(result, &ctx, mrtr, bound)
+            }
+        }
+    }
+
+    /// Admission of `_meta` (with the HTTP version header where section 2 says), the
+    /// method gate, the HTTP mirror checks, the request state, and the context.
+    fn admit(
+        &self,
+        request: Request,
+        headers: Option<&HeaderMap>,
+        outbound: Arc<dyn Outbound>,
+        cancel: CancellationToken,
+    ) -> Result<Admitted, Error> {
         let Request {
             id,
             method,
             params,
             meta,
         } = request;
-        let headers = exchange.headers.as_ref();
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
         // no 2026-07-28 `_meta`: tell it which versions this server speaks (errata W-13).
@@ -214,7 +287,6 @@ impl Server {
             return Err(Error::unsupported_version(requested, SUPPORTED_VERSIONS));
         }
 
-        // Admission of _meta, with the HTTP version header checked where section 2 says.
         let meta = match headers {
             Some(h) => {
                 let header_version = headers::version_present(h)?;
@@ -240,7 +312,7 @@ impl Server {
         let catalog = self.catalog();
         let extension = self.extension_for(&method).cloned();
         if extension.is_none()
-            && (!METHODS.contains(&method.as_str()) || !methods::offered(&self, &catalog, &method))
+            && (!METHODS.contains(&method.as_str()) || !methods::offered(self, &catalog, &method))
         {
             let error = Error::method_not_found(&method);
             return Err(if method == "initialize" {
@@ -276,42 +348,56 @@ impl Server {
         // outcome is known, unless the tool streams them live (errata W-11).
         let target = methods::target_tool(&catalog, &method, &params);
         let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.live_notifications);
+        // What a request state is bound to: written now, while the params are here, and
+        // hashed only if the handler asks for input; not at all for a tool that cannot.
+        let bound = (mrtr && target.is_none_or(|t| t.asks_input))
+            .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
             id,
             method: method.clone(),
             meta,
-            cancel: exchange.cancel.clone(),
-            outbound: exchange.outbound,
+            cancel,
+            outbound,
             logging_enabled: self.inner.config.logging,
             state: Arc::clone(&self.inner.state),
-            principal: principal.clone(),
+            principal,
             server: self.clone(),
             answers: round.answers,
             carried: round.carried,
             hold,
         });
-        // A method an extension owns: the client must have declared the extension.
-        if let Some(extension) = extension {
-            if !crate::extension::declared(&ctx, extension.id()) {
-                return Err(crate::extension::missing(extension.id()));
+        let route = match extension {
+            // A method an extension owns: the client must have declared the extension.
+            Some(extension) => {
+                if !crate::extension::declared(&ctx, extension.id()) {
+                    return Err(crate::extension::missing(extension.id()));
+                }
+                Route::Extension(extension)
             }
-            let result = extension.handle(&method, params, ctx).await?;
-            return Ok(self.shape(result));
-        }
-        // What a request state is bound to: written now, while the params are here, and
-        // hashed only if the handler asks for input; not at all for a tool that cannot.
-        let bound = (mrtr && target.is_none_or(|t| t.asks_input))
-            .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
-        let result = methods::dispatch(
-            &self,
-            &catalog,
-            &method,
+            None => Route::Method {
+                mrtr,
+                retry: round.retry,
+                bound,
+            },
+        };
+        Ok(Admitted {
+            method,
             params,
-            headers,
-            ctx.clone(),
-            round.retry,
-        )
-        .await;
+            ctx,
+            catalog,
+            route,
+        })
+    }
+
+    /// The answer once the handler has run: its result, or `input_required` when it
+    /// asked for input it was not given.
+    fn conclude(
+        &self,
+        result: Result<String, Error>,
+        ctx: &RequestContext,
+        mrtr: bool,
+        bound: Option<token::BindingText>,
+    ) -> Result<String, Error> {
         let outcome = ctx.inputs_outcome();
         if let Some(failure) = outcome.failure {
             return Err(failure);
