@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -178,7 +178,7 @@ impl Server {
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let in_flight: InFlight = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
-        let mut reader = BufReader::with_capacity(64 * 1024, reader);
+        let mut reader = Input::new(reader);
         let mut line = Vec::with_capacity(1024);
 
         loop {
@@ -421,6 +421,43 @@ fn stdio_streams() -> (Reader, Writer) {
     }
 }
 
+/// The input, read in chunks of up to 64 KiB. The buffer is allocated once and never
+/// zero-filled (tokio's `BufReader` zeroes all of it up front, 64 KiB of writes and page
+/// faults before the first request is read): its pages are touched only as input
+/// arrives.
+struct Input<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// How much of `buf` has been consumed.
+    start: usize,
+}
+
+impl<R: AsyncRead + Unpin> Input<R> {
+    fn new(reader: R) -> Self {
+        Input {
+            reader,
+            buf: Vec::with_capacity(64 * 1024),
+            start: 0,
+        }
+    }
+
+    /// The bytes read and not yet consumed, reading more when there are none; empty at
+    /// the end of the input.
+    async fn fill_buf(&mut self) -> io::Result<&[u8]> {
+        if self.start == self.buf.len() {
+            self.buf.clear();
+            self.start = 0;
+            // Reads into the spare capacity, which needs no initializing.
+            self.reader.read_buf(&mut self.buf).await?;
+        }
+        Ok(&self.buf[self.start..])
+    }
+
+    fn consume(&mut self, n: usize) {
+        self.start = (self.start + n).min(self.buf.len());
+    }
+}
+
 enum Line {
     Complete,
     TooLong,
@@ -430,7 +467,7 @@ enum Line {
 /// Reads one line into `line` (without its `\n` or `\r\n`), never holding more than
 /// `max` bytes: an oversize line is skipped to its end and reported as too long.
 async fn read_line<R: AsyncRead + Unpin>(
-    reader: &mut BufReader<R>,
+    reader: &mut Input<R>,
     line: &mut Vec<u8>,
     max: usize,
 ) -> io::Result<Line> {
