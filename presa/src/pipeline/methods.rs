@@ -218,8 +218,12 @@ fn required_string<'a>(
 
 /// Structural checks of `inputResponses` and `requestState` (wire section 10.3), run at
 /// admission for the three methods that may take part in a multi round-trip request.
-pub(super) fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error> {
-    match params.get("inputResponses") {
+/// The shapes of a request's `inputResponses` and `requestState` members.
+pub(super) fn check_mrtr_params(
+    responses: Option<&Value>,
+    state: Option<&Value>,
+) -> Result<(), Error> {
+    match responses {
         None => {}
         Some(Value::Object(m)) if !m.values().all(Value::is_object) => {
             return Err(Error::invalid_params(
@@ -229,7 +233,7 @@ pub(super) fn check_mrtr_params(params: &Map<String, Value>) -> Result<(), Error
         Some(Value::Object(_)) => {}
         Some(_) => return Err(Error::invalid_params("inputResponses must be an object")),
     }
-    if params.get("requestState").is_some_and(|s| !s.is_string()) {
+    if state.is_some_and(|s| !s.is_string()) {
         return Err(Error::invalid_params("requestState must be a string"));
     }
     Ok(())

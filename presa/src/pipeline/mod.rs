@@ -14,7 +14,7 @@ use crate::context::{ContextInit, InputsOutcome, Outbound, RequestContext};
 use crate::error::Error;
 use crate::mrtr::{self, token};
 use crate::server::Server;
-use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result};
+use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
 use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
 use crate::wire::write;
 use axum::http::HeaderMap;
@@ -157,7 +157,7 @@ impl Server {
                 Some(Ok(Ok(result))) if listen => {
                     span.record("outcome", "stream ended");
                     Reply::StreamEnded {
-                        body: encode_result(&id, &result),
+                        body: encode_result_owned(&id, result),
                         id,
                     }
                 }
@@ -165,7 +165,7 @@ impl Server {
                     span.record("outcome", "ok");
                     tracing::debug!("request served");
                     Reply::Response {
-                        body: encode_result(&id, &result),
+                        body: encode_result_owned(&id, result),
                         status: 200,
                     }
                 }
@@ -428,12 +428,15 @@ impl Server {
         params: &Map<String, Value>,
         principal: Option<&str>,
     ) -> Result<Round, Error> {
-        methods::check_mrtr_params(params)?;
+        // Each member looked up once: this runs for every call of the three methods.
+        let responses = params.get("inputResponses");
+        let state = params.get("requestState");
+        methods::check_mrtr_params(responses, state)?;
         let mut round = Round {
-            retry: params.contains_key("inputResponses") || params.contains_key("requestState"),
+            retry: responses.is_some() || state.is_some(),
             ..Round::default()
         };
-        if let Some(Value::String(state)) = params.get("requestState") {
+        if let Some(Value::String(state)) = state {
             let bind = token::binding(method, params, principal);
             let payload = self.inner.keys.open(state, &self.inner.info.name, &bind)?;
             if payload.once && !self.inner.replay.first_use(&payload.jti, payload.exp) {
@@ -442,7 +445,7 @@ impl Server {
             round.answers = payload.answers;
             round.carried = payload.data;
         }
-        if let Some(Value::Object(responses)) = params.get("inputResponses") {
+        if let Some(Value::Object(responses)) = responses {
             for (k, v) in responses {
                 round.answers.insert(k.clone(), v.clone());
             }
@@ -506,9 +509,27 @@ impl Server {
             tracing::error!("a tools/call result failed to serialize: {e}");
             Error::internal()
         };
-        let mut out = Vec::with_capacity(256);
-        out.extend_from_slice(b"{\"content\":");
-        write::push_json(&mut out, &result.content).map_err(failed)?;
+        // Room for the JSON-RPC envelope to be put around it without growing.
+        let mut out = Vec::with_capacity(320);
+        out.extend_from_slice(b"{\"content\":[");
+        for (i, block) in result.content.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            match block {
+                // The common block, written as serde writes it (tag first).
+                crate::Content::Text {
+                    text,
+                    annotations: None,
+                } => {
+                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    write::push_str(&mut out, text);
+                    out.push(b'}');
+                }
+                other => write::push_json(&mut out, other).map_err(failed)?,
+            }
+        }
+        out.push(b']');
         if let Some(structured) = &result.structured_content {
             out.extend_from_slice(b",\"structuredContent\":");
             write::push_json(&mut out, structured).map_err(failed)?;
@@ -571,5 +592,97 @@ pub(crate) fn error_reply(id: Option<&RequestId>, error: &Error) -> Reply {
     Reply::Response {
         body: encode_error(id.as_ref(), error),
         status: error.http_status(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::wire::types::{CallToolResult, Content, Implementation};
+    use serde_json::{Map, Value, json};
+
+    /// What serde's derive wrote for a result, the reference for the hand-written form.
+    #[derive(serde::Serialize)]
+    struct Reference<'a> {
+        content: &'a [Content],
+        #[serde(rename = "structuredContent", skip_serializing_if = "Option::is_none")]
+        structured_content: Option<&'a Value>,
+        #[serde(rename = "isError")]
+        is_error: bool,
+        #[serde(rename = "resultType")]
+        result_type: &'static str,
+        #[serde(rename = "_meta")]
+        meta: MetaInOrder,
+    }
+
+    /// Map entries written in the order given.
+    struct MetaInOrder(Vec<(String, Value)>);
+
+    impl serde::Serialize for MetaInOrder {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_map(self.0.iter().map(|(k, v)| (k, v)))
+        }
+    }
+
+    /// The hand-written result is byte for byte what the derive wrote.
+    #[test]
+    fn call_results_are_shaped_as_serde_would_write_them() {
+        let server = crate::Server::builder(Implementation::new("shape", "1"))
+            .build()
+            .expect("a server");
+        let info = "io.modelcontextprotocol/serverInfo";
+        let text = |t: &str| Content::Text {
+            text: t.to_owned(),
+            annotations: None,
+        };
+        let meta = |v: Value| -> Option<Map<String, Value>> { v.as_object().cloned() };
+        let mut annotated = CallToolResult::text("x");
+        annotated.content = vec![
+            serde_json::from_value(
+                json!({"type": "text", "text": "a", "annotations": {"priority": 0.5}}),
+            )
+            .expect("annotated text"),
+            text("tab\t \"quoted\" \u{1} é"),
+            serde_json::from_value(
+                json!({"type": "image", "data": "AA==", "mimeType": "image/png"}),
+            )
+            .expect("an image"),
+        ];
+        let mut structured = CallToolResult::text("{}");
+        structured.structured_content = Some(json!({"k": [1, "two"]}));
+        let mut own_info = CallToolResult::error("boom");
+        own_info.meta = meta(json!({"z": 1, info: {"name": "own"}}));
+        let mut user_meta = CallToolResult::text("m");
+        user_meta.meta = meta(json!({"a\"b": true, "z": null}));
+        let mut empty = CallToolResult::text("");
+        empty.content.clear();
+        let results = [
+            annotated,
+            structured,
+            own_info,
+            user_meta,
+            empty,
+            CallToolResult::text("plain"),
+        ];
+        for result in results {
+            let shaped = server.shape_call_result(&result).expect("shapes");
+            let mut entries: Vec<(String, Value)> = result
+                .meta
+                .clone()
+                .unwrap_or_default()
+                .into_iter()
+                .collect();
+            if !entries.iter().any(|(k, _)| k == info) {
+                entries.push((info.to_owned(), json!({"name": "shape", "version": "1"})));
+            }
+            let reference = serde_json::to_string(&Reference {
+                content: &result.content,
+                structured_content: result.structured_content.as_ref(),
+                is_error: result.is_error,
+                result_type: "complete",
+                meta: MetaInOrder(entries),
+            })
+            .expect("serializes");
+            assert_eq!(shaped, reference);
+        }
     }
 }

@@ -438,6 +438,34 @@ fn readable_id(v: &Value) -> Option<Value> {
     }
 }
 
+/// Like [`encode_result`], reusing the result's own buffer when the id is an integer:
+/// the envelope's head is put in front of it (a move of its bytes, usually within the
+/// capacity it has), instead of a second buffer for the copy.
+pub(crate) fn encode_result_owned(id: &RequestId, result: String) -> String {
+    let RequestId::Int(n) = id else {
+        return encode_result(id, &result);
+    };
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(*n);
+    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
+    const RESULT: &str = r#","result":"#;
+    // The head on the stack (at most 22 + 20 + 10 bytes), then one move of the result.
+    let mut head = [0u8; 64];
+    let mut len = 0;
+    for part in [HEAD, digits, RESULT] {
+        head[len..len + part.len()].copy_from_slice(part.as_bytes());
+        len += part.len();
+    }
+    let Ok(head) = std::str::from_utf8(&head[..len]) else {
+        return encode_result(id, &result);
+    };
+    let mut out = result;
+    out.reserve(len + 1);
+    out.insert_str(0, head);
+    out.push('}');
+    out
+}
+
 /// Encodes a success response whose `result` is already serialized JSON.
 pub fn encode_result(id: &RequestId, result: &str) -> String {
     let mut out = String::with_capacity(result.len() + 48);
@@ -605,6 +633,26 @@ mod tests {
             let r = decode(broken).err().map(|r| (r.error.code(), r.id));
             assert_eq!(r, Some((-32700, None)), "{broken:?}");
         }
+    }
+
+    #[test]
+    fn results_are_enveloped_the_same_in_place() {
+        for id in [
+            RequestId::Int(0),
+            RequestId::Int(i64::MIN),
+            RequestId::Int(i64::MAX),
+            RequestId::Str("a\"b".into()),
+        ] {
+            for result in [r#"{"a":1}"#, "{}", ""] {
+                let mut owned = String::with_capacity(result.len());
+                owned.push_str(result);
+                assert_eq!(encode_result_owned(&id, owned), encode_result(&id, result));
+            }
+        }
+        assert_eq!(
+            encode_result_owned(&RequestId::Int(-7), "{}".into()),
+            r#"{"jsonrpc":"2.0","id":-7,"result":{}}"#
+        );
     }
 
     #[test]

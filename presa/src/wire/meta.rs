@@ -421,27 +421,39 @@ fn check_client_info(v: Value) -> Result<Map<String, Value>, Error> {
     let Value::Object(info) = v else {
         return Err(bad());
     };
-    if !info.get("name").is_some_and(Value::is_string)
-        || !info.get("version").is_some_and(Value::is_string)
-    {
+    // One pass over the members (this runs for every request that sends clientInfo);
+    // the errors keep their order: name and version, then each optional text, then icons.
+    const TEXTS: [&str; 3] = ["title", "description", "websiteUrl"];
+    let (mut name, mut version, mut bad_text, mut bad_icons) = (false, false, [false; 3], false);
+    for (key, value) in &info {
+        match key.as_str() {
+            "name" => name = value.is_string(),
+            "version" => version = value.is_string(),
+            "icons" => {
+                bad_icons = !value
+                    .as_array()
+                    .is_some_and(|a| a.iter().all(|i| i.get("src").is_some_and(Value::is_string)));
+            }
+            other => {
+                if let Some(i) = TEXTS.iter().position(|t| *t == other) {
+                    bad_text[i] = !value.is_string();
+                }
+            }
+        }
+    }
+    if !(name && version) {
         return Err(bad());
     }
-    for key in ["title", "description", "websiteUrl"] {
-        if info.get(key).is_some_and(|v| !v.is_string()) {
-            return Err(Error::invalid_params(format!(
-                "Client info {key} must be a string"
-            )));
-        }
+    if let Some(i) = bad_text.iter().position(|b| *b) {
+        return Err(Error::invalid_params(format!(
+            "Client info {} must be a string",
+            TEXTS[i]
+        )));
     }
-    if let Some(icons) = info.get("icons") {
-        let ok = icons
-            .as_array()
-            .is_some_and(|a| a.iter().all(|i| i.get("src").is_some_and(Value::is_string)));
-        if !ok {
-            return Err(Error::invalid_params(
-                "Client info icons must be a list of icons with a string src",
-            ));
-        }
+    if bad_icons {
+        return Err(Error::invalid_params(
+            "Client info icons must be a list of icons with a string src",
+        ));
     }
     Ok(info)
 }
@@ -496,6 +508,49 @@ fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// With several problems, the error reported is the first in a fixed order: name and
+    /// version, then title, description and websiteUrl, then icons.
+    #[test]
+    fn client_info_errors_keep_their_order() {
+        let message = |info: Value| match check_client_info(info) {
+            Ok(_) => "ok".to_owned(),
+            Err(e) => e.message().to_owned(),
+        };
+        let cases = [
+            (
+                serde_json::json!({"version": "1", "title": 5, "icons": 1}),
+                "Client info must include string name and version",
+            ),
+            (
+                serde_json::json!({"name": 1, "version": "1"}),
+                "Client info must include string name and version",
+            ),
+            (
+                serde_json::json!({"name": "a", "version": "1", "websiteUrl": 5, "title": 5}),
+                "Client info title must be a string",
+            ),
+            (
+                serde_json::json!({"name": "a", "version": "1", "icons": "x", "websiteUrl": 1, "description": 1}),
+                "Client info description must be a string",
+            ),
+            (
+                serde_json::json!({"name": "a", "version": "1", "icons": [{"src": "s"}, {}]}),
+                "Client info icons must be a list of icons with a string src",
+            ),
+            (
+                serde_json::json!({"name": "a", "version": "1", "icons": [], "other": 1}),
+                "ok",
+            ),
+            (
+                serde_json::json!("x"),
+                "Client info must include string name and version",
+            ),
+        ];
+        for (info, expected) in cases {
+            assert_eq!(message(info.clone()), expected, "{info}");
+        }
+    }
 
     /// The reserved keys skip the byte scan; they must pass it too.
     #[test]
