@@ -139,10 +139,14 @@ impl Server {
         async move {
             // The clock is read only when someone records the span.
             let started = (!tracing::Span::current().is_disabled()).then(Instant::now);
+            // The work is polled first: a request that completes without waiting (most
+            // do) never registers with the cancellation token. A cancellation that races
+            // a completion changes nothing on the wire either way: the transport closes a
+            // cancelled request's output before it fires the token.
             let outcome = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => None,
                 result = work => Some(result),
+                _ = cancel.cancelled() => None,
             };
             let span = tracing::Span::current();
             if let Some(started) = started {
