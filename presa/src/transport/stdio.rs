@@ -21,7 +21,7 @@ use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
@@ -515,28 +515,34 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
     memchr::memchr(b'\n', buf)
 }
 
-/// Writes queued frames, flushing whenever the queue runs dry.
+/// Writes queued frames, flushing whenever the queue runs dry. Frames queued together
+/// are copied into one buffer and written with one call; each frame (and the permit it
+/// carries) is dropped only once the write that holds its bytes has completed.
 async fn write_frames<W: AsyncWrite + Unpin>(
-    writer: W,
+    mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Frame>,
 ) -> io::Result<()> {
-    let mut out = BufWriter::with_capacity(64 * 1024, writer);
+    /// Past this many bytes a batch is written before more frames are taken.
+    const BATCH_BYTES: usize = 64 * 1024;
+    let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
+    let mut written: Vec<Frame> = Vec::new();
     while let Some(frame) = rx.recv().await {
-        write_frame(&mut out, frame).await?;
-        while let Ok(frame) = rx.try_recv() {
-            write_frame(&mut out, frame).await?;
+        let mut next = Some(frame);
+        while let Some(frame) = next.take() {
+            batch.extend_from_slice(frame.text.as_bytes());
+            batch.push(b'\n');
+            written.push(frame);
+            if batch.len() < BATCH_BYTES {
+                next = rx.try_recv().ok();
+            }
+            if next.is_none() || batch.len() >= BATCH_BYTES {
+                writer.write_all(&batch).await?;
+                batch.clear();
+                written.clear();
+            }
         }
-        out.flush().await?;
+        writer.flush().await?;
     }
-    out.flush().await?;
-    out.shutdown().await.or(Ok(()))
-}
-
-async fn write_frame<W: AsyncWrite + Unpin>(
-    out: &mut BufWriter<W>,
-    frame: Frame,
-) -> io::Result<()> {
-    out.write_all(frame.text.as_bytes()).await?;
-    out.write_all(b"\n").await
-    // The frame (and the permit it carries) is dropped here, after its bytes are written.
+    writer.flush().await?;
+    writer.shutdown().await.or(Ok(()))
 }
