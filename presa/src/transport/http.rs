@@ -223,9 +223,18 @@ async fn not_found() -> Response {
     )
 }
 
-async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    if let Err(response) = admit(&endpoint.config, &parts.headers) {
+fn handle_post(
+    State(endpoint): State<Endpoint>,
+    request: Request,
+) -> impl Future<Output = Response> + Send {
+    // Taken apart before the future is made, and only the headers kept: what the future
+    // captures or holds across an await is part of it, and axum boxes it per request.
+    let (axum::http::request::Parts { headers, .. }, body) = request.into_parts();
+    serve_post(endpoint, headers, body)
+}
+
+async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Response {
+    if let Err(response) = admit(&endpoint.config, &headers) {
         return response;
     }
     // Reading a body takes a slot of its own, given back once the body is decoded, so
@@ -249,79 +258,115 @@ async fn handle_post(State(endpoint): State<Endpoint>, request: Request) -> Resp
             );
         }
     };
-    let server = &endpoint.server;
     let decoded = jsonrpc::decode(&bytes);
     drop(bytes);
     drop(reading);
-    match decoded {
-        Err(rejection) => json_response(
-            status(rejection.error.http_status()),
-            rejection.to_response(),
-        ),
-        Ok(Inbound::Response) => StatusCode::ACCEPTED.into_response(),
-        Ok(Inbound::Notification(n)) => {
-            // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
-            // request is cancelled by closing its connection.
-            match server.accept_notification(&n, Some(&parts.headers)) {
-                Ok(_) => StatusCode::ACCEPTED.into_response(),
-                Err(e) => json_response(status(e.http_status()), encode_error(None, &e)),
-            }
-        }
-        Ok(Inbound::Request(request)) => {
-            // Subscription streams and other requests are capped separately; each holds
-            // a slot until its response (or stream) is done.
-            let listen = request.method == "subscriptions/listen";
-            let (cap, busy) = if listen {
-                (
-                    &endpoint.streams,
-                    "Too many open subscription streams; try again later",
-                )
-            } else {
-                (
-                    &endpoint.requests,
-                    "Too many requests in flight; try again later",
-                )
-            };
-            let Ok(slot) = Arc::clone(cap).try_acquire_owned() else {
-                let error = Error::new(crate::error::code::INTERNAL_ERROR, busy);
-                return json_response(
-                    StatusCode::SERVICE_UNAVAILABLE,
-                    encode_error(Some(&request.id.to_value()), &error),
-                );
-            };
-            let keepalive = listen.then_some(endpoint.config.keepalive);
-            let outbound = Arc::new(ChannelOutbound::default());
-            let rx = Notifications(Arc::clone(&outbound));
-            let cancel = CancellationToken::new();
-            let exchange = Exchange {
-                headers: Some(parts.headers),
-                outbound,
-                cancel: cancel.clone(),
-            };
-            // Dropping this handler (the client went away) drops the guard, which cancels
-            // the request; dropping the pipeline future stops the handler itself.
-            let guard = cancel.drop_guard();
-            let fut = Box::pin(server.handle_request(request, exchange));
-            respond(fut, rx, guard, slot, keepalive).await
-        }
+    match route(&endpoint, decoded, headers) {
+        Routed::Done(response) => response,
+        Routed::Serve(serving) => respond(serving).await,
     }
 }
 
-/// Waits for the first notification or the reply: the reply alone is sent as JSON; a
-/// notification first switches the response to SSE.
-async fn respond(
-    mut fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
+/// What a decoded POST becomes: an answer already, or a request to serve.
+enum Routed {
+    Done(Response),
+    Serve(Serving),
+}
+
+/// A request on its way through the pipeline, with what its response needs.
+struct Serving {
+    fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     rx: Notifications,
     guard: tokio_util::sync::DropGuard,
     slot: OwnedSemaphorePermit,
     keepalive: Option<Duration>,
-) -> Response {
+}
+
+/// Answers what needs no pipeline (rejections, responses, notifications) and starts
+/// the pipeline for a request, under its cap. A plain function, so its temporaries are
+/// not part of the POST's future.
+fn route(
+    endpoint: &Endpoint,
+    decoded: Result<Inbound, jsonrpc::Rejection>,
+    headers: HeaderMap,
+) -> Routed {
+    let server = &endpoint.server;
+    let request = match decoded {
+        Err(rejection) => {
+            return Routed::Done(json_response(
+                status(rejection.error.http_status()),
+                rejection.to_response(),
+            ));
+        }
+        Ok(Inbound::Response) => return Routed::Done(StatusCode::ACCEPTED.into_response()),
+        Ok(Inbound::Notification(n)) => {
+            // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
+            // request is cancelled by closing its connection.
+            return Routed::Done(match server.accept_notification(&n, Some(&headers)) {
+                Ok(_) => StatusCode::ACCEPTED.into_response(),
+                Err(e) => json_response(status(e.http_status()), encode_error(None, &e)),
+            });
+        }
+        Ok(Inbound::Request(request)) => request,
+    };
+    // Subscription streams and other requests are capped separately; each holds a slot
+    // until its response (or stream) is done.
+    let listen = request.method == "subscriptions/listen";
+    let (cap, busy) = if listen {
+        (
+            &endpoint.streams,
+            "Too many open subscription streams; try again later",
+        )
+    } else {
+        (
+            &endpoint.requests,
+            "Too many requests in flight; try again later",
+        )
+    };
+    let Ok(slot) = Arc::clone(cap).try_acquire_owned() else {
+        let error = Error::new(crate::error::code::INTERNAL_ERROR, busy);
+        return Routed::Done(json_response(
+            StatusCode::SERVICE_UNAVAILABLE,
+            encode_error(Some(&request.id.to_value()), &error),
+        ));
+    };
+    let keepalive = listen.then_some(endpoint.config.keepalive);
+    let outbound = Arc::new(ChannelOutbound::default());
+    let rx = Notifications(Arc::clone(&outbound));
+    let cancel = CancellationToken::new();
+    let exchange = Exchange {
+        headers: Some(headers),
+        outbound,
+        cancel: cancel.clone(),
+    };
+    // Dropping the response (the client went away) drops the guard, which cancels the
+    // request; dropping the pipeline future stops the handler itself.
+    let guard = cancel.drop_guard();
+    Routed::Serve(Serving {
+        fut: Box::pin(server.handle_request(request, exchange)),
+        rx,
+        guard,
+        slot,
+        keepalive,
+    })
+}
+
+/// Waits for the first notification or the reply: the reply alone is sent as JSON; a
+/// notification first switches the response to SSE. The reply is polled first, so a
+/// request that completes at once never registers a waker with its queue.
+async fn respond(serving: Serving) -> Response {
+    let Serving {
+        mut fut,
+        rx,
+        guard,
+        slot,
+        keepalive,
+    } = serving;
     tokio::select! {
         biased;
-        (first, _taken) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
         reply = &mut fut => {
             if let Some((first, _taken)) = rx.try_recv() {
-                // Notifications were produced just before the reply.
+                // Notifications were produced before the reply: they go first.
                 let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
                     Box::pin(async move { reply });
                 return sse(first, done, rx, guard, slot, keepalive);
@@ -333,6 +378,7 @@ async fn respond(
                 Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
             }
         }
+        (first, _taken) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
     }
 }
 
