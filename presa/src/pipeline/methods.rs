@@ -8,6 +8,7 @@ use crate::extension::{Intercepted, ToolInvocation, call_checked};
 use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
+use crate::registry::tool::ToolEntry;
 use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
 use crate::server::Server;
 use crate::subscriptions;
@@ -21,17 +22,25 @@ use std::sync::Arc;
 /// Most completion values sent in one result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
+/// What admission found out about a request that dispatch uses again.
+pub(super) struct Found {
+    /// Whether the request is a multi round-trip retry.
+    pub(super) retry: bool,
+    /// The tool a `tools/call` names, when it exists.
+    pub(super) tool: Option<Arc<ToolEntry>>,
+}
+
 /// The tool a `tools/call` names, when it exists.
 pub(super) fn target_tool<'c>(
     catalog: &'c Catalog,
     method: &str,
     params: &Map<String, Value>,
-) -> Option<&'c crate::Tool> {
+) -> Option<&'c Arc<ToolEntry>> {
     if method != "tools/call" {
         return None;
     }
     let name = params.get("name").and_then(Value::as_str)?;
-    catalog.tools.get(name).map(|entry| &entry.tool)
+    catalog.tools.get(name)
 }
 
 /// Whether the capability behind `method` is advertised now.
@@ -55,8 +64,9 @@ pub(super) async fn dispatch(
     params: Map<String, Value>,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
-    retry: bool,
+    found: Found,
 ) -> Result<String, Error> {
+    let Found { retry, tool } = found;
     match method {
         "server/discover" => Ok(discover(server, catalog)),
         "tools/list" => list(
@@ -87,7 +97,7 @@ pub(super) async fn dispatch(
             &params,
             server.config().templates_cache,
         ),
-        "tools/call" => call_tool(server, catalog, params, headers, ctx).await,
+        "tools/call" => call_tool(server, catalog, params, headers, ctx, tool).await,
         "resources/read" => read_resource(server, catalog, params, ctx, retry).await,
         "prompts/get" => get_prompt(server, catalog, params, ctx).await,
         "completion/complete" => complete(server, catalog, params, ctx).await,
@@ -245,10 +255,15 @@ async fn call_tool(
     mut params: Map<String, Value>,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
+    tool: Option<Arc<ToolEntry>>,
 ) -> Result<String, Error> {
-    // Looked up while the name is borrowed from the params (no copy of it); an unknown
-    // name is reported after the arguments are checked, as before.
-    let entry = {
+    // Admission found the tool already (under a valid name); otherwise it is looked up
+    // here, with the name borrowed from the params, and an unknown name is reported
+    // after the arguments are checked, as before.
+    let entry = if let Some(entry) = tool {
+        tracing::Span::current().record("mcp.name", entry.tool.name.as_str());
+        Ok(entry)
+    } else {
         let name = required_string(
             &params,
             "name",

@@ -60,6 +60,8 @@ enum Route {
         retry: bool,
         /// The binding of a request state, when the handler may ask for input.
         bound: Option<token::BindingText>,
+        /// The tool a `tools/call` names, as admission found it.
+        tool: Option<Arc<crate::registry::tool::ToolEntry>>,
     },
 }
 
@@ -248,7 +250,12 @@ impl Server {
                 let result = extension.handle(&method, params, ctx).await?;
                 Ok(self.shape(result))
             }
-            Route::Method { mrtr, retry, bound } => {
+            Route::Method {
+                mrtr,
+                retry,
+                bound,
+                tool,
+            } => {
                 let result = methods::dispatch(
                     &self,
                     &catalog,
@@ -256,7 +263,7 @@ impl Server {
                     params,
                     headers.as_ref(),
                     ctx.clone(),
-                    retry,
+                    methods::Found { retry, tool },
                 )
                 .await;
                 self.conclude(result, &ctx, mrtr, bound)
@@ -351,10 +358,10 @@ impl Server {
         // On HTTP, hold notifications of the methods that may end in -32021 until the
         // outcome is known, unless the tool streams them live (errata W-11).
         let target = methods::target_tool(&catalog, &method, &params);
-        let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.live_notifications);
+        let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.tool.live_notifications);
         // What a request state is bound to: written now, while the params are here, and
         // hashed only if the handler asks for input; not at all for a tool that cannot.
-        let bound = (mrtr && target.is_none_or(|t| t.asks_input))
+        let bound = (mrtr && target.is_none_or(|t| t.tool.asks_input))
             .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
             id,
@@ -382,6 +389,7 @@ impl Server {
                 mrtr,
                 retry: round.retry,
                 bound,
+                tool: target.cloned(),
             },
         };
         Ok(Admitted {
