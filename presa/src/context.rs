@@ -87,7 +87,7 @@ pub struct RequestContext {
 
 struct Inner {
     id: RequestId,
-    method: String,
+    method: std::borrow::Cow<'static, str>,
     meta: RequestMeta,
     cancel: CancellationToken,
     outbound: Arc<dyn Outbound>,
@@ -104,7 +104,7 @@ struct Inner {
 /// Everything a request context starts from.
 pub(crate) struct ContextInit {
     pub(crate) id: RequestId,
-    pub(crate) method: String,
+    pub(crate) method: std::borrow::Cow<'static, str>,
     pub(crate) meta: RequestMeta,
     pub(crate) cancel: CancellationToken,
     pub(crate) outbound: Arc<dyn Outbound>,

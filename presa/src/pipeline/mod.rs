@@ -365,7 +365,11 @@ impl Server {
             .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
             id,
-            method: method.clone(),
+            // The served methods are static strings: no copy of the name per request.
+            method: match METHODS.iter().find(|m| **m == method) {
+                Some(known) => std::borrow::Cow::Borrowed(*known),
+                None => std::borrow::Cow::Owned(method.clone()),
+            },
             meta,
             cancel,
             outbound,

@@ -116,7 +116,9 @@ impl Listed for resource::TemplateEntry {
 /// One kind of item, sorted by key, with O(1) lookup.
 pub(crate) struct Listing<T> {
     sorted: Vec<Arc<T>>,
-    by_key: HashMap<String, Arc<T>>,
+    /// Hashed with aHash (randomly keyed, like std's): every tools/call looks its tool
+    /// up here, and std's SipHash cost ~300 instructions a lookup.
+    by_key: HashMap<String, Arc<T>, ahash::RandomState>,
 }
 
 impl<T> Clone for Listing<T> {
@@ -132,7 +134,7 @@ impl<T> Default for Listing<T> {
     fn default() -> Self {
         Listing {
             sorted: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: HashMap::default(),
         }
     }
 }
