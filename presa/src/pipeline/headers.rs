@@ -5,7 +5,7 @@
 
 use crate::error::Error;
 use crate::registry::schema::{HeaderParam, HeaderType, MAX_HEADER_INTEGER};
-use axum::http::{HeaderMap, HeaderName};
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use base64::Engine;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;
@@ -15,41 +15,87 @@ const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-versi
 const METHOD: HeaderName = HeaderName::from_static("mcp-method");
 const NAME: HeaderName = HeaderName::from_static("mcp-name");
 
+/// How often a header appears, and its value when once.
+#[derive(Clone, Copy, Default)]
+enum Seen<'h> {
+    #[default]
+    Absent,
+    Once(&'h HeaderValue),
+    Repeated,
+}
+
+impl<'h> Seen<'h> {
+    fn add(&mut self, value: &'h HeaderValue) {
+        *self = match self {
+            Seen::Absent => Seen::Once(value),
+            _ => Seen::Repeated,
+        };
+    }
+
+    /// The value of a header that must appear at most once, trimmed.
+    fn single(self, display: &str) -> Result<Option<&'h str>, Error> {
+        match self {
+            Seen::Absent => Ok(None),
+            Seen::Repeated => Err(Error::header_mismatch(format!(
+                "Missing or repeated required header: {display}"
+            ))),
+            Seen::Once(value) => value
+                .to_str()
+                .map(str::trim)
+                .map(Some)
+                .map_err(|_| Error::header_mismatch(format!("{display} is malformed"))),
+        }
+    }
+
+    /// Like `single`, and the header must be there.
+    fn required(self, display: &str) -> Result<&'h str, Error> {
+        self.single(display)?.ok_or_else(|| {
+            Error::header_mismatch(format!("Missing or repeated required header: {display}"))
+        })
+    }
+}
+
+/// The headers that mirror the body (`MCP-Protocol-Version`, `Mcp-Method`, `Mcp-Name`),
+/// found in one pass over the map: a lookup each hashed the name every time.
+#[derive(Default)]
+pub(crate) struct Mirrored<'h> {
+    version: Seen<'h>,
+    method: Seen<'h>,
+    name: Seen<'h>,
+}
+
+impl<'h> Mirrored<'h> {
+    pub(crate) fn scan(headers: &'h HeaderMap) -> Self {
+        let mut found = Mirrored::default();
+        for (key, value) in headers {
+            if *key == PROTOCOL_VERSION {
+                found.version.add(value);
+            } else if *key == METHOD {
+                found.method.add(value);
+            } else if *key == NAME {
+                found.name.add(value);
+            }
+        }
+        found
+    }
+}
+
 /// Reads a header that must appear at most once; its value trimmed.
 fn single<'h>(
     headers: &'h HeaderMap,
     name: &HeaderName,
     display: &str,
 ) -> Result<Option<&'h str>, Error> {
-    let mut values = headers.get_all(name).iter();
-    let Some(first) = values.next() else {
-        return Ok(None);
-    };
-    if values.next().is_some() {
-        return Err(Error::header_mismatch(format!(
-            "Missing or repeated required header: {display}"
-        )));
+    let mut seen = Seen::Absent;
+    for value in headers.get_all(name) {
+        seen.add(value);
     }
-    first
-        .to_str()
-        .map(str::trim)
-        .map(Some)
-        .map_err(|_| Error::header_mismatch(format!("{display} is malformed")))
-}
-
-fn required<'h>(
-    headers: &'h HeaderMap,
-    name: &HeaderName,
-    display: &str,
-) -> Result<&'h str, Error> {
-    single(headers, name, display)?.ok_or_else(|| {
-        Error::header_mismatch(format!("Missing or repeated required header: {display}"))
-    })
+    seen.single(display)
 }
 
 /// `MCP-Protocol-Version` must be present on every request POST.
-pub(crate) fn version_present(headers: &HeaderMap) -> Result<&str, Error> {
-    required(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")
+pub(crate) fn version_present<'h>(mirrored: &Mirrored<'h>) -> Result<&'h str, Error> {
+    mirrored.version.required("MCP-Protocol-Version")
 }
 
 /// The header must equal the body's `_meta` version (step 6 of admission).
@@ -65,8 +111,8 @@ pub(crate) fn version_matches(header: &str, body: &str) -> Result<(), Error> {
 }
 
 /// `Mcp-Method` must be present and equal the body's method (case-sensitive).
-pub(crate) fn method_matches(headers: &HeaderMap, method: &str) -> Result<(), Error> {
-    let value = required(headers, &METHOD, "Mcp-Method")?;
+pub(crate) fn method_matches(mirrored: &Mirrored<'_>, method: &str) -> Result<(), Error> {
+    let value = mirrored.method.required("Mcp-Method")?;
     if value == method {
         Ok(())
     } else {
@@ -77,8 +123,8 @@ pub(crate) fn method_matches(headers: &HeaderMap, method: &str) -> Result<(), Er
 }
 
 /// `Mcp-Name` must be present and equal `name` (the tool or prompt name, or the URI).
-pub(crate) fn name_matches(headers: &HeaderMap, name: &str) -> Result<(), Error> {
-    let raw = required(headers, &NAME, "Mcp-Name")?;
+pub(crate) fn name_matches(mirrored: &Mirrored<'_>, name: &str) -> Result<(), Error> {
+    let raw = mirrored.name.required("Mcp-Name")?;
     let value = decode_value(raw).ok_or_else(|| Error::header_mismatch("Mcp-Name is malformed"))?;
     if value == name {
         Ok(())
@@ -95,7 +141,8 @@ pub(crate) fn notification_headers(
     method: &str,
     body_version: Option<&str>,
 ) -> Result<(), Error> {
-    if let Some(m) = single(headers, &METHOD, "Mcp-Method")?
+    let mirrored = Mirrored::scan(headers);
+    if let Some(m) = mirrored.method.single("Mcp-Method")?
         && m != method
     {
         return Err(Error::header_mismatch(
@@ -103,7 +150,7 @@ pub(crate) fn notification_headers(
         ));
     }
     if let (Some(h), Some(b)) = (
-        single(headers, &PROTOCOL_VERSION, "MCP-Protocol-Version")?,
+        mirrored.version.single("MCP-Protocol-Version")?,
         body_version,
     ) {
         version_matches(h, b)?;

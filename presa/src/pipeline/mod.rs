@@ -298,7 +298,8 @@ impl Server {
             return Err(Error::unsupported_version(requested, SUPPORTED_VERSIONS));
         }
 
-        let meta = match headers {
+        let mirrored = headers.map(headers::Mirrored::scan);
+        let meta = match &mirrored {
             Some(h) => {
                 let header_version = headers::version_present(h)?;
                 let mirror = |body: &str| headers::version_matches(header_version, body);
@@ -334,7 +335,7 @@ impl Server {
         }
 
         // HTTP mirror checks of Mcp-Method and Mcp-Name.
-        if let Some(h) = headers {
+        if let Some(h) = &mirrored {
             headers::method_matches(h, &method)?;
             let mirrored = match method.as_str() {
                 "tools/call" | "prompts/get" => Some("name"),

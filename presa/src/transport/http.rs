@@ -574,15 +574,30 @@ impl Drop for Notifications {
     }
 }
 
-/// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept.
+/// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept, read in one pass over
+/// the headers (a lookup each hashed the name every time).
 #[allow(clippy::result_large_err)]
 fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     let forbidden = |message: &'static str| {
         transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
     };
-    let mut origins = headers.get_all(header::ORIGIN).iter();
-    if let Some(origin) = origins.next() {
-        let allowed = origins.next().is_none()
+    let (mut origin, mut origins) = (None, 0);
+    let (mut host, mut content_type) = (None, None);
+    let (mut json, mut sse) = (false, false);
+    for (name, value) in headers {
+        if *name == header::ORIGIN {
+            origins += 1;
+            origin.get_or_insert(value);
+        } else if *name == header::CONTENT_TYPE {
+            content_type.get_or_insert(value);
+        } else if *name == header::ACCEPT {
+            accept(value, &mut json, &mut sse);
+        } else if *name == header::HOST {
+            host.get_or_insert(value);
+        }
+    }
+    if let Some(origin) = origin {
+        let allowed = origins == 1
             && origin
                 .to_str()
                 .is_ok_and(|o| origin_allowed(config, o.trim()));
@@ -591,13 +606,12 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
         }
     }
     if let Some(hosts) = &config.allowed_hosts {
-        let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+        let host = host.and_then(|h| h.to_str().ok());
         if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim()))) {
             return Err(forbidden("Host is not allowed"));
         }
     }
-    let content_type_ok = headers
-        .get(header::CONTENT_TYPE)
+    let content_type_ok = content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| media_type(v.as_bytes()).eq_ignore_ascii_case(b"application/json"));
     if !content_type_ok {
@@ -606,7 +620,7 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
             Error::invalid_request("Expected application/json"),
         ));
     }
-    if !accepts(headers) {
+    if !(json && sse) {
         return Err(transport_error(
             StatusCode::NOT_ACCEPTABLE,
             Error::invalid_request("Accept must list both application/json and text/event-stream"),
@@ -615,27 +629,24 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     Ok(())
 }
 
-fn accepts(headers: &HeaderMap) -> bool {
-    let mut json = false;
-    let mut sse = false;
-    for value in headers.get_all(header::ACCEPT) {
-        let Ok(value) = value.to_str() else { continue };
-        // Split by hand: these run on every POST, and `str::split` with a char pattern
-        // calls memchr for each piece.
-        for item in value.as_bytes().split(|&b| b == b',') {
-            let media = media_type(item);
-            let is = |name: &[u8]| media.eq_ignore_ascii_case(name);
-            if is(b"*/*") {
-                json = true;
-                sse = true;
-            } else if is(b"application/json") || is(b"application/*") {
-                json = true;
-            } else if is(b"text/event-stream") || is(b"text/*") {
-                sse = true;
-            }
+/// Notes what one `Accept` value lists: JSON (`application/json`, `application/*`),
+/// event streams (`text/event-stream`, `text/*`), or both (`*/*`).
+fn accept(value: &HeaderValue, json: &mut bool, sse: &mut bool) {
+    let Ok(value) = value.to_str() else { return };
+    // Split by hand: this runs on every POST, and `str::split` with a char pattern calls
+    // memchr for each piece.
+    for item in value.as_bytes().split(|&b| b == b',') {
+        let media = media_type(item);
+        let is = |name: &[u8]| media.eq_ignore_ascii_case(name);
+        if is(b"*/*") {
+            *json = true;
+            *sse = true;
+        } else if is(b"application/json") || is(b"application/*") {
+            *json = true;
+        } else if is(b"text/event-stream") || is(b"text/*") {
+            *sse = true;
         }
     }
-    json && sse
 }
 
 /// The media type of a Content-Type or Accept item: before any `;` parameters, trimmed.
