@@ -228,7 +228,8 @@ impl Default for MetaFields {
 impl MetaFields {
     /// Notes `key`'s syntax and says where its value goes (`None`: nowhere).
     fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
-        self.keys_valid &= is_valid_meta_key(key);
+        // The keys read here all have valid syntax (a test checks them), so only the
+        // others take the scan.
         Some(match key {
             KEY_PROGRESS_TOKEN => &mut self.progress_token,
             KEY_LOG_LEVEL => &mut self.log_level,
@@ -238,7 +239,10 @@ impl MetaFields {
             "traceparent" => &mut self.traceparent,
             "tracestate" => &mut self.tracestate,
             "baggage" => &mut self.baggage,
-            _ => return None,
+            _ => {
+                self.keys_valid &= is_valid_meta_key(key);
+                return None;
+            }
         })
     }
 }
@@ -567,6 +571,29 @@ mod tests {
                 "{key}"
             );
         }
+        // Every key `MetaFields::slot` reads skips the scan: each must pass it, and
+        // each must be read (so none is skipped unchecked by mistake).
+        for key in [
+            KEY_PROGRESS_TOKEN,
+            KEY_LOG_LEVEL,
+            KEY_PROTOCOL_VERSION,
+            KEY_CLIENT_INFO,
+            KEY_CLIENT_CAPABILITIES,
+            "traceparent",
+            "tracestate",
+            "baggage",
+        ] {
+            let key_bytes = key.as_bytes();
+            let valid = match key_bytes.iter().rposition(|&c| c == b'/') {
+                Some(slash) => is_prefix(&key_bytes[..slash]) && is_name(&key_bytes[slash + 1..]),
+                None => is_name(key_bytes),
+            };
+            assert!(valid, "{key}");
+            let mut fields = MetaFields::default();
+            assert!(fields.slot(key).is_some() && fields.keys_valid, "{key}");
+        }
+        let mut fields = MetaFields::default();
+        assert!(fields.slot("bad key").is_none() && !fields.keys_valid);
     }
 
     #[test]
