@@ -22,6 +22,7 @@ use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -141,15 +142,23 @@ impl Server {
         async move {
             // The clock is read only when someone records the span.
             let started = (!tracing::Span::current().is_disabled()).then(Instant::now);
-            // The work is polled first: a request that completes without waiting (most
-            // do) never registers with the cancellation token. A cancellation that races
-            // a completion changes nothing on the wire either way: the transport closes a
-            // cancelled request's output before it fires the token.
-            let outcome = tokio::select! {
-                biased;
-                result = work => Some(result),
-                _ = cancel.cancelled() => None,
-            };
+            // Cancellation comes first: once the token has fired, the handler is not
+            // polled again (its future is dropped), whatever else woke it. It is checked
+            // with a look at the token; the waiter is registered only after the work has
+            // been polled and is still pending, so a request that completes without
+            // waiting (most do) never registers one.
+            let mut work = work;
+            let mut cancelled = std::pin::pin!(cancel.cancelled());
+            let outcome = std::future::poll_fn(|cx| {
+                if cancel.is_cancelled() {
+                    return Poll::Ready(None);
+                }
+                if let Poll::Ready(result) = work.as_mut().poll(cx) {
+                    return Poll::Ready(Some(result));
+                }
+                cancelled.as_mut().poll(cx).map(|()| None)
+            })
+            .await;
             let span = tracing::Span::current();
             if let Some(started) = started {
                 span.record("duration_us", started.elapsed().as_micros() as u64);
@@ -362,7 +371,10 @@ impl Server {
         let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.tool.live_notifications);
         // What a request state is bound to: written now, while the params are here, and
         // hashed only if the handler asks for input; not at all for a tool that cannot.
-        let bound = (mrtr && target.is_none_or(|t| t.tool.asks_input))
+        // Extensions see every tool call with its context and may ask too, so the
+        // binding is skipped only when none is registered.
+        let may_ask = target.is_none_or(|t| t.tool.asks_input) || !self.inner.extensions.is_empty();
+        let bound = (mrtr && may_ask)
             .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
             id,

@@ -899,6 +899,49 @@ async fn cancelled_request_stops_and_sends_nothing_more() {
     assert!(s.finish().await);
 }
 
+/// Once a request is cancelled its handler is not polled again, even when what it awaits
+/// became ready in the same wake-up: code after the handler's own `cancelled().await`
+/// never runs (book, cancellation.md: presa drops the handler's future).
+#[tokio::test]
+async fn a_cancelled_handler_is_never_polled_again() {
+    let ran_on = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&ran_on);
+    let server = Server::builder(Implementation::new("cancel-probe", "1"))
+        .tool(
+            Tool::new("awaits_cancel")
+                .description("Waits for its own cancellation, then counts")
+                .handler(move |call: ToolCall| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        call.ctx.cancelled().await;
+                        seen.fetch_add(1, Ordering::SeqCst);
+                        "ran on after cancellation"
+                    }
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let mut s = Session::in_process(server, StdioConfig::default());
+    s.send(&call(1, "awaits_cancel")).await;
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1}}),
+    )
+    .await;
+    // Answered after the cancellation was read; then give a stray poll time to happen.
+    next_is_answer_to(&mut s, 2).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(
+        ran_on.load(Ordering::SeqCst),
+        0,
+        "the handler ran past its await"
+    );
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("nothing may be written for a cancelled request, got {m}");
+    }
+    assert!(s.finish().await);
+}
+
 /// Notifications stop with the response (`basic/patterns/progress.mdx`: they "MUST stop
 /// after completion"; wire section 8.2: they precede the response): work a handler left
 /// behind that reports through a clone of its context after the response is written
