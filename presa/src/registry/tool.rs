@@ -285,10 +285,11 @@ impl Tool {
     }
 
     /// Whether the handler may ask the client for input (multi round-trip requests;
-    /// default true). With false, a call does not prepare the binding a request state
-    /// would be signed with; a handler that asks anyway gets -32603. `#[tool]` sets it
-    /// to false for a function without injected parameters, which has no context to ask
-    /// with.
+    /// default true). With false, and no extension registered (extensions see every
+    /// tool call with its context, and may ask), a call does not prepare the binding a
+    /// request state would be signed with; a handler that asks anyway then gets -32603.
+    /// `#[tool]` sets it to false for a function without injected parameters, which has
+    /// no context to ask with.
     pub fn asks_input(mut self, asks: bool) -> Self {
         self.asks_input = asks;
         self

@@ -1890,3 +1890,55 @@ async fn a_tool_declared_not_to_ask_for_input_that_asks_is_an_internal_error() {
         assert_eq!(probe.runs(), 2, "{kind:?}");
     }
 }
+
+/// A `#[tool]` with no injected parameter cannot ask for input itself, but an extension
+/// sees every tool call with its context and may: with one registered, the call still
+/// answers `input_required` with a state bound to it, and the retry completes.
+#[presa::tool]
+async fn context_free() -> String {
+    "ran".to_owned()
+}
+
+/// Asks the user for a name before any tool runs (an approval gate).
+struct Gatekeeper;
+
+impl presa::extension::Extension for Gatekeeper {
+    fn id(&self) -> &'static str {
+        "x.example/gatekeeper"
+    }
+
+    fn intercept_tool_call(
+        &self,
+        call: presa::extension::ToolInvocation,
+    ) -> Result<presa::extension::Intercepted, Error> {
+        // A missing answer marks the call input_required; the tool still runs.
+        let _ = call.ctx().elicit::<Name>("gate", "Who is asking?").get();
+        Ok(presa::extension::Intercepted::Continue(call))
+    }
+}
+
+#[tokio::test]
+async fn an_extension_may_ask_for_input_around_a_context_free_tool() {
+    for kind in KINDS {
+        let server = builder()
+            .add::<context_free>()
+            .extension(Gatekeeper)
+            .build()
+            .expect("the server builds");
+        let mut w = Wire::start(kind, &server).await;
+        let params = call_params("context_free", json!({}), form_caps());
+        let got = w.call(1, "tools/call", params.clone()).await;
+        let round = input_required(&got);
+        assert!(round.requests.contains_key("gate"), "{kind:?}");
+        let got = w
+            .answer(
+                2,
+                "tools/call",
+                &params,
+                json!({"gate": accept(json!({"name": "Alice"}))}),
+                &round,
+            )
+            .await;
+        assert_eq!(got.text(), "ran", "{kind:?}");
+    }
+}
