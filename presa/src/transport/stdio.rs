@@ -539,6 +539,10 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 writer.write_all(&batch).await?;
                 batch.clear();
                 written.clear();
+                // A large response grew the buffer: give the memory back.
+                if batch.capacity() > 2 * BATCH_BYTES {
+                    batch.shrink_to(BATCH_BYTES);
+                }
             }
         }
         writer.flush().await?;
