@@ -1942,3 +1942,42 @@ async fn an_extension_may_ask_for_input_around_a_context_free_tool() {
         assert_eq!(got.text(), "ran", "{kind:?}");
     }
 }
+
+/// A `#[tool]` whose context is injected can ask for input even with no extension
+/// registered: the macro marks it as one that may ask, so the call prepares the binding
+/// its request state is signed with (the fixture registers Tasks, which prepares it
+/// anyway, so only a server without extensions shows the mark working).
+#[presa::tool]
+async fn asks_through_its_context(
+    ctx: presa::RequestContext,
+) -> Result<String, presa::mrtr::InputRequired> {
+    Ok(greeting(
+        ctx.elicit::<Name>("user_name", "What is your name?")
+            .get()?,
+    ))
+}
+
+#[tokio::test]
+async fn a_macro_tool_with_an_injected_context_asks_without_any_extension() {
+    for kind in KINDS {
+        let server = builder()
+            .add::<asks_through_its_context>()
+            .build()
+            .expect("the server builds");
+        let mut w = Wire::start(kind, &server).await;
+        let params = call_params("asks_through_its_context", json!({}), form_caps());
+        let got = w.call(1, "tools/call", params.clone()).await;
+        let round = input_required(&got);
+        assert!(round.requests.contains_key("user_name"), "{kind:?}");
+        let got = w
+            .answer(
+                2,
+                "tools/call",
+                &params,
+                json!({"user_name": accept(json!({"name": "Alice"}))}),
+                &round,
+            )
+            .await;
+        assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
+    }
+}
