@@ -199,11 +199,6 @@ struct Envelope {
     reply: bool,
 }
 
-/// The key serde_json hands a visitor's `visit_map` for a number when some crate in the
-/// build enables its `arbitrary_precision` feature: such a "map" is a number, not an
-/// object.
-pub(crate) const NUMBER_TOKEN: &str = "$serde_json::private::Number";
-
 /// The `params` member: an object, with `_meta` read apart, or something else.
 #[derive(Debug)]
 enum Params {
@@ -227,8 +222,7 @@ impl<'de> serde::Deserialize<'de> for Params {
                 let mut meta = RawMeta::Absent;
                 let mut first = true;
                 while let Some(super::Key(key)) = map.next_key()? {
-                    if std::mem::take(&mut first) && key == NUMBER_TOKEN {
-                        map.next_value::<Value>()?;
+                    if super::number_in_disguise(&mut map, &mut first, &key)? {
                         return Ok(Params::NotObject);
                     }
                     if key == "_meta" {
@@ -271,8 +265,7 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
         let mut envelope = Envelope::default();
         let mut first = true;
         while let Some(super::Key(key)) = map.next_key()? {
-            if std::mem::take(&mut first) && key == NUMBER_TOKEN {
-                map.next_value::<Value>()?;
+            if super::number_in_disguise(&mut map, &mut first, &key)? {
                 return Ok(Frame::Other);
             }
             match &*key {
@@ -321,28 +314,7 @@ impl<'de> serde::Deserialize<'de> for IsVersion2 {
                 while map.next_entry::<String, Value>()?.is_some() {}
                 Ok(IsVersion2(false))
             }
-            fn visit_seq<A: serde::de::SeqAccess<'de>>(
-                self,
-                mut seq: A,
-            ) -> Result<IsVersion2, A::Error> {
-                while seq.next_element::<Value>()?.is_some() {}
-                Ok(IsVersion2(false))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(false))
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(false))
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(false))
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(false))
-            }
-            fn visit_unit<E>(self) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(false))
-            }
+            non_objects_are!(@except_str IsVersion2, IsVersion2(false), IsVersion2(false));
         }
         d.deserialize_any(Visit)
     }

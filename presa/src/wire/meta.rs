@@ -294,8 +294,7 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 let mut fields = Box::<MetaFields>::default();
                 let mut first = true;
                 while let Some(super::Key(key)) = map.next_key()? {
-                    if std::mem::take(&mut first) && key == crate::wire::jsonrpc::NUMBER_TOKEN {
-                        map.next_value::<Value>()?;
+                    if super::number_in_disguise(&mut map, &mut first, &key)? {
                         return Ok(RawMeta::NotObject);
                     }
                     match fields.slot(&key) {

@@ -4,12 +4,18 @@
 /// The `visit_seq` and scalar `visit_*` methods of a visitor that reads an object: an
 /// array answers `$array`, anything else `$other`. An array's elements are still parsed
 /// (as values, then dropped), so every input is held to the checks of a parse into a
-/// `Value`.
+/// `Value`. With `@except_str`, `visit_str` is left to the visitor.
 macro_rules! non_objects_are {
     ($ty:ty, $other:expr) => {
         non_objects_are!($ty, $other, $other);
     };
     ($ty:ty, $array:expr, $other:expr) => {
+        non_objects_are!(@except_str $ty, $array, $other);
+        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
+            Ok($other)
+        }
+    };
+    (@except_str $ty:ty, $array:expr, $other:expr) => {
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
             while seq.next_element::<serde_json::Value>()?.is_some() {}
             Ok($array)
@@ -24,9 +30,6 @@ macro_rules! non_objects_are {
             Ok($other)
         }
         fn visit_f64<E>(self, _: f64) -> Result<$ty, E> {
-            Ok($other)
-        }
-        fn visit_str<E>(self, _: &str) -> Result<$ty, E> {
             Ok($other)
         }
         fn visit_unit<E>(self) -> Result<$ty, E> {
@@ -59,6 +62,27 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
         }
         d.deserialize_str(Visit)
     }
+}
+
+/// The key serde_json hands a visitor's `visit_map` for a number when some crate in the
+/// build enables its `arbitrary_precision` feature: such a "map" is a number, not an
+/// object.
+const NUMBER_TOKEN: &str = "$serde_json::private::Number";
+
+/// For the visitors that read an object member by member: whether `key`, read from
+/// `map`, shows the "object" to be a number in disguise (see [`NUMBER_TOKEN`]); only the
+/// first key can. The number is then read and dropped, and the caller answers "not an
+/// object".
+pub(crate) fn number_in_disguise<'de, A: serde::de::MapAccess<'de>>(
+    map: &mut A,
+    first: &mut bool,
+    key: &str,
+) -> Result<bool, A::Error> {
+    if std::mem::take(first) && key == NUMBER_TOKEN {
+        map.next_value::<serde::de::IgnoredAny>()?;
+        return Ok(true);
+    }
+    Ok(false)
 }
 
 pub mod jsonrpc;
