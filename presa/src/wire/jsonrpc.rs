@@ -410,43 +410,30 @@ fn readable_id(v: &Value) -> Option<Value> {
     }
 }
 
-/// Like [`encode_result`], reusing the result's own buffer when the id is an integer:
-/// the envelope's head is put in front of it (a move of its bytes, usually within the
-/// capacity it has), instead of a second buffer for the copy.
-pub(crate) fn encode_result_owned(id: &RequestId, result: String) -> String {
-    let RequestId::Int(n) = id else {
-        return encode_result(id, &result);
-    };
-    let mut digits = itoa::Buffer::new();
-    let digits = digits.format(*n);
-    const HEAD: &str = r#"{"jsonrpc":"2.0","id":"#;
-    const RESULT: &str = r#","result":"#;
-    // The head on the stack (at most 22 + 20 + 10 bytes), then one move of the result.
-    let mut head = [0u8; 64];
-    let mut len = 0;
-    for part in [HEAD, digits, RESULT] {
-        head[len..len + part.len()].copy_from_slice(part.as_bytes());
-        len += part.len();
-    }
-    let Ok(head) = std::str::from_utf8(&head[..len]) else {
-        return encode_result(id, &result);
-    };
-    let mut out = result;
-    out.reserve(len + 1);
-    out.insert_str(0, head);
-    out.push('}');
-    out
+/// Like [`encode_result`], reusing the result's own buffer: the envelope's head is put
+/// in front of it (a move of its bytes, usually within the capacity it has) instead of
+/// copying the result into a second buffer.
+pub(crate) fn encode_result_owned(id: &RequestId, mut result: String) -> String {
+    result.insert_str(0, &result_head(id, 0));
+    result.push('}');
+    result
 }
 
 /// Encodes a success response whose `result` is already serialized JSON.
 pub fn encode_result(id: &RequestId, result: &str) -> String {
-    let mut out = String::with_capacity(result.len() + 48);
-    out.push_str(r#"{"jsonrpc":"2.0","id":"#);
-    push_id(&mut out, id);
-    out.push_str(r#","result":"#);
+    let mut out = result_head(id, result.len() + 1);
     out.push_str(result);
     out.push('}');
     out
+}
+
+/// `{"jsonrpc":"2.0","id":<id>,"result":`, with room for `more` bytes after it.
+fn result_head(id: &RequestId, more: usize) -> String {
+    let mut head = String::with_capacity(48 + more);
+    head.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    push_id(&mut head, id);
+    head.push_str(r#","result":"#);
+    head
 }
 
 /// Encodes an error response; `id` is left out when it could not be read.
