@@ -48,6 +48,26 @@ pub(crate) struct Backlog {
     drained: tokio::sync::Notify,
 }
 
+/// A request's [`Backlog`], made when first used: most requests never queue a frame.
+#[derive(Default)]
+pub(crate) struct LazyBacklog(std::sync::OnceLock<Arc<Backlog>>);
+
+impl LazyBacklog {
+    fn get(&self) -> &Arc<Backlog> {
+        self.0.get_or_init(Arc::default)
+    }
+
+    /// Takes a place for one more queued frame.
+    pub(crate) fn enqueue(&self) -> Queued {
+        self.get().enqueue()
+    }
+
+    /// The backlog, for [`Outbound::backlog`].
+    pub(crate) fn shared(&self) -> Arc<Backlog> {
+        Arc::clone(self.get())
+    }
+}
+
 /// One queued frame's place in a [`Backlog`]; dropping it (once written) frees it.
 pub(crate) struct Queued(Arc<Backlog>);
 

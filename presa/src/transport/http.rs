@@ -6,7 +6,7 @@
 //! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
 //! run in the pipeline.
 
-use crate::context::{Backlog, Outbound, Queued};
+use crate::context::{Backlog, LazyBacklog, Outbound, Queued};
 use crate::error::Error;
 use crate::pipeline::{Exchange, Reply};
 use crate::server::Server;
@@ -21,7 +21,7 @@ use futures_util::stream;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
@@ -486,7 +486,7 @@ fn status(code: u16) -> StatusCode {
 #[derive(Default)]
 struct ChannelOutbound {
     queue: Mutex<Queue>,
-    backlog: OnceLock<Arc<Backlog>>,
+    backlog: LazyBacklog,
 }
 
 #[derive(Default)]
@@ -498,15 +498,9 @@ struct Queue {
     closed: bool,
 }
 
-impl ChannelOutbound {
-    fn shared_backlog(&self) -> &Arc<Backlog> {
-        self.backlog.get_or_init(Arc::default)
-    }
-}
-
 impl Outbound for ChannelOutbound {
     fn send(&self, frame: String) -> bool {
-        let queued = self.shared_backlog().enqueue();
+        let queued = self.backlog.enqueue();
         let Ok(mut queue) = self.queue.lock() else {
             return false;
         };
@@ -521,7 +515,7 @@ impl Outbound for ChannelOutbound {
     }
 
     fn backlog(&self) -> Option<Arc<Backlog>> {
-        Some(Arc::clone(self.shared_backlog()))
+        Some(self.backlog.shared())
     }
 }
 

@@ -12,14 +12,14 @@
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
 //! bound, when clients pipeline more than it.
 
-use crate::context::{Backlog, Outbound, Queued};
+use crate::context::{Backlog, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::io;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
@@ -84,7 +84,7 @@ struct Gate {
     /// Whether this is a subscription stream (ended at once when stdin closes).
     listen: bool,
     /// This request's frames not yet written (made when first used).
-    backlog: OnceLock<Arc<Backlog>>,
+    backlog: LazyBacklog,
 }
 
 impl Gate {
@@ -98,7 +98,7 @@ impl Gate {
                 .send(Frame {
                     text,
                     _permit: None,
-                    _queued: Some(self.backlog.get_or_init(Arc::default).enqueue()),
+                    _queued: Some(self.backlog.enqueue()),
                 })
                 .is_ok()
     }
@@ -133,7 +133,7 @@ impl Outbound for Gate {
     }
 
     fn backlog(&self) -> Option<Arc<Backlog>> {
-        Some(Arc::clone(self.backlog.get_or_init(Arc::default)))
+        Some(self.backlog.shared())
     }
 }
 
@@ -241,7 +241,7 @@ impl Server {
                                 cancel: CancellationToken::new(),
                                 tx: tx.clone(),
                                 listen: request.method == "subscriptions/listen",
-                                backlog: OnceLock::new(),
+                                backlog: LazyBacklog::default(),
                             });
                             let id = request.id.clone();
                             let duplicate = match in_flight.lock() {
