@@ -162,6 +162,11 @@ async fn accept_in_any_order_or_split_is_accepted() {
     for accept in [
         "text/event-stream, application/json",
         "application/json;q=0.9, text/event-stream;q=0.5",
+        // Media types are case-insensitive, and wildcards cover what they name.
+        "APPLICATION/JSON, Text/Event-Stream",
+        "*/*",
+        "application/*, text/*",
+        " application/json ; q=1 ,text/event-stream ",
     ] {
         result(&post(&h, &discover(5), &[("Accept", accept)]).await);
     }
