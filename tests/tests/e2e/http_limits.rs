@@ -10,6 +10,13 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Notify;
 
+/// A tool that answers at once.
+fn quick() -> Tool {
+    Tool::new("quick")
+        .description("Answers at once")
+        .handler(|_: ToolCall| async { "quick" })
+}
+
 #[tokio::test]
 async fn requests_past_max_in_flight_get_503() {
     let release = Arc::new(Notify::new());
@@ -28,11 +35,7 @@ async fn requests_past_max_in_flight_get_503() {
                     }
                 }),
         )
-        .tool(
-            Tool::new("quick")
-                .description("Answers at once")
-                .handler(|_: ToolCall| async { "quick" }),
-        )
+        .tool(quick())
         .build()
         .expect("builds");
     let h = Arc::new(Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await);
@@ -65,14 +68,7 @@ async fn requests_past_max_in_flight_get_503() {
 #[tokio::test]
 async fn bodies_being_read_are_capped_too() {
     use tokio::io::AsyncWriteExt;
-    let server = builder()
-        .tool(
-            Tool::new("quick")
-                .description("Answers at once")
-                .handler(|_: ToolCall| async { "quick" }),
-        )
-        .build()
-        .expect("builds");
+    let server = builder().tool(quick()).build().expect("builds");
     let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
     let addr = h.base.trim_start_matches("http://").to_owned();
     let mut slow = tokio::net::TcpStream::connect(&addr)
