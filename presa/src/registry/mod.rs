@@ -10,9 +10,9 @@ pub mod completion;
 pub mod prompt;
 pub mod resource;
 pub(crate) mod schema;
-pub(crate) mod simple_schema;
 pub mod tool;
 pub mod uri_template;
+pub(crate) mod validator;
 
 use crate::error::Error;
 use crate::wire::types::Icon;

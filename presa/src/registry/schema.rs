@@ -1,11 +1,10 @@
 //! JSON Schema handling for tool input and output schemas: structural bounds, the refusal
-//! of any `$ref` that is not same-document (nothing is ever fetched), compilation with the
-//! `jsonschema` crate (draft 2020-12 unless `$schema` says otherwise), and the
-//! `x-mcp-header` table of a tool's input schema.
+//! of any `$ref` that is not same-document (nothing is ever fetched), compilation (by
+//! presa's own 2020-12 validator, or by the `jsonschema` crate for what it leaves out when
+//! the `jsonschema` feature is on), and the `x-mcp-header` table of a tool's input schema.
 
-use super::simple_schema::SimpleSchema;
+use super::validator::{CompileError, Validator};
 use serde_json::{Map, Value};
-use std::sync::OnceLock;
 
 /// Deepest nesting of a schema presa accepts.
 pub const MAX_SCHEMA_DEPTH: usize = 32;
@@ -16,25 +15,12 @@ pub const MAX_HEADER_INTEGER: i64 = 9_007_199_254_740_991;
 
 /// A compiled schema.
 pub(crate) enum CompiledSchema {
-    /// In the simple subset: checked directly; `jsonschema` compiles it only when a value
-    /// fails, to word the problems (see [`super::simple_schema`]).
-    Simple(Box<Simple>),
-    /// Anything else: compiled by `jsonschema` up front.
-    Full(jsonschema::Validator),
-}
-
-/// A schema of the simple subset, with the `jsonschema` validator built on first need.
-pub(crate) struct Simple {
-    fast: SimpleSchema,
-    schema: Value,
-    full: OnceLock<Result<jsonschema::Validator, String>>,
-}
-
-fn build(schema: &Value) -> Result<jsonschema::Validator, String> {
-    jsonschema::options()
-        .should_validate_formats(false)
-        .build(schema)
-        .map_err(|e| format!("schema does not compile: {e}"))
+    /// Checked by presa's own validator (see [`super::validator`]).
+    Own(Validator),
+    /// A schema using what presa's validator leaves out, compiled by the `jsonschema`
+    /// crate (the `jsonschema` feature).
+    #[cfg(feature = "jsonschema")]
+    Full(Box<jsonschema::Validator>),
 }
 
 impl CompiledSchema {
@@ -42,51 +28,50 @@ impl CompiledSchema {
     pub(crate) fn compile(schema: &Value) -> Result<Self, String> {
         let mut nodes = 0;
         walk(schema, 0, &mut nodes)?;
-        Ok(match SimpleSchema::recognise(schema) {
-            Some(fast) => CompiledSchema::Simple(Box::new(Simple {
-                fast,
-                schema: schema.clone(),
-                full: OnceLock::new(),
-            })),
-            None => CompiledSchema::Full(build(schema)?),
-        })
+        match Validator::compile(schema) {
+            Ok(own) => Ok(CompiledSchema::Own(own)),
+            Err(CompileError::Invalid(why)) => Err(format!("schema does not compile: {why}")),
+            #[cfg(feature = "jsonschema")]
+            Err(CompileError::Unsupported(_)) => jsonschema::options()
+                .should_validate_formats(false)
+                .build(schema)
+                .map(|v| CompiledSchema::Full(Box::new(v)))
+                .map_err(|e| format!("schema does not compile: {e}")),
+            #[cfg(not(feature = "jsonschema"))]
+            Err(CompileError::Unsupported(why)) => Err(format!(
+                "schema uses {why}, which presa's built-in validator leaves out; enable presa's \
+                 `jsonschema` feature to validate it with the jsonschema crate"
+            )),
+        }
     }
 
     /// Validates `value`; on failure, a short description of the first few problems.
     pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
-        let validator = match self {
-            CompiledSchema::Simple(simple) => {
-                if simple.fast.is_valid(value) {
-                    return Ok(());
-                }
-                match simple.full.get_or_init(|| build(&simple.schema)) {
-                    Ok(v) => v,
-                    // Not expected: the subset only holds schemas that compile.
-                    Err(e) => return Err(e.clone()),
-                }
-            }
+        match self {
+            CompiledSchema::Own(own) => own.validate(value),
+            #[cfg(feature = "jsonschema")]
             CompiledSchema::Full(v) => {
                 if v.is_valid(value) {
                     return Ok(());
                 }
-                v
-            }
-        };
-        let mut problems = validator.iter_errors(value).take(5).peekable();
-        if problems.peek().is_none() {
-            return Ok(());
-        }
-        let text: Vec<String> = problems
-            .map(|e| {
-                let path = e.instance_path().to_string();
-                if path.is_empty() {
-                    e.to_string()
-                } else {
-                    format!("{path}: {e}")
+                let text: Vec<String> = v
+                    .iter_errors(value)
+                    .take(5)
+                    .map(|e| {
+                        let path = e.instance_path().to_string();
+                        if path.is_empty() {
+                            e.to_string()
+                        } else {
+                            format!("{path}: {e}")
+                        }
+                    })
+                    .collect();
+                if text.is_empty() {
+                    return Ok(());
                 }
-            })
-            .collect();
-        Err(text.join("; "))
+                Err(text.join("; "))
+            }
+        }
     }
 }
 
@@ -220,6 +205,38 @@ pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<Hea
 
 #[cfg(test)]
 mod tests {
+
+    /// A schema presa's validator leaves out: refused at build without the `jsonschema`
+    /// feature (naming the keyword and the feature), validated by the crate with it.
+    #[test]
+    fn what_the_own_validator_leaves_out() {
+        let schema =
+            json!({"type": "object", "properties": {"a": {}}, "unevaluatedProperties": false});
+        let compiled = CompiledSchema::compile(&schema);
+        #[cfg(not(feature = "jsonschema"))]
+        {
+            let Err(why) = compiled else {
+                panic!("compiled without the feature");
+            };
+            assert!(why.contains("unevaluatedProperties"), "{why}");
+            assert!(why.contains("`jsonschema` feature"), "{why}");
+        }
+        #[cfg(feature = "jsonschema")]
+        {
+            let compiled = compiled.expect("the jsonschema crate compiles it");
+            assert!(matches!(compiled, CompiledSchema::Full(_)));
+            assert_eq!(compiled.validate(&json!({"a": 1})), Ok(()));
+            let why = compiled
+                .validate(&json!({"a": 1, "b": 2}))
+                .expect_err("b is unevaluated");
+            assert!(why.contains("b"), "{why}");
+        }
+        // Within the validator's reach: presa's own, with or without the feature.
+        let own =
+            CompiledSchema::compile(&json!({"anyOf": [{"type": "string"}]})).expect("compiles");
+        assert!(matches!(own, CompiledSchema::Own(_)));
+    }
+
     use super::*;
     use serde_json::json;
 

@@ -1,0 +1,1713 @@
+//! presa's own JSON Schema 2020-12 validator: compiles a schema once into a tree of
+//! keyword checks, then answers "valid or not" for each instance and, for an invalid one,
+//! words the first few problems with their instance paths.
+//!
+//! It covers the 2020-12 assertion and applicator keywords a tool schema uses: `type`,
+//! `enum`, `const`, the numeric bounds and `multipleOf`, `minLength`/`maxLength`,
+//! `pattern`, the array keywords (`items`, `prefixItems`, `contains` with
+//! `minContains`/`maxContains`, `minItems`/`maxItems`, `uniqueItems`), the object keywords
+//! (`properties`, `patternProperties`, `additionalProperties`, `propertyNames`,
+//! `required`, `dependentRequired`, `dependentSchemas`, `minProperties`/`maxProperties`),
+//! `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else`, boolean schemas, and same-document
+//! `$ref` (`#`, a JSON pointer, or an `$anchor`). `format` is an annotation, as the
+//! 2020-12 default says. Unknown keywords are annotations and ignored, as the
+//! specification says, after the keywords above are checked for well-formed values.
+//!
+//! What it leaves out is refused by name rather than skipped: `unevaluatedProperties`,
+//! `unevaluatedItems`, `$dynamicRef`/`$dynamicAnchor`, `$id` below the root, another
+//! `$schema` dialect, and a `pattern` the `regex-lite` engine cannot compile (lookaround,
+//! backreferences, Unicode classes). With presa's `jsonschema` feature such a schema is
+//! handed to the `jsonschema` crate whole; without it, building the server fails and
+//! says which keyword needs the feature (see `registry::schema`).
+//!
+//! Why presa has its own: the `jsonschema` crate (with its regex engines, big-number and
+//! URI crates) was 70 % of a presa server binary and 83 % of its start-up relocations.
+//! `tests` below checks this validator against `jsonschema` on every schema and instance
+//! pair it tries.
+
+use serde_json::{Map, Number, Value};
+use std::cmp::Ordering;
+use std::collections::HashMap;
+use std::fmt::Write as _;
+
+/// The 2020-12 dialect, the only `$schema` recognised.
+const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
+
+/// How many problems an error message lists.
+const MAX_PROBLEMS: usize = 5;
+
+/// How deep evaluation may go (schema steps, references included) before it stops: a
+/// reference cycle that reads no instance would otherwise never end.
+const MAX_EVAL_DEPTH: u32 = 256;
+
+/// Why a schema could not be compiled.
+#[derive(Debug)]
+pub(crate) enum CompileError {
+    /// The schema is malformed: no validator accepts it.
+    Invalid(String),
+    /// The schema is well formed, but uses something this validator does not implement
+    /// (the keyword or feature is named).
+    Unsupported(String),
+}
+
+impl std::fmt::Display for CompileError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CompileError::Invalid(why) | CompileError::Unsupported(why) => f.write_str(why),
+        }
+    }
+}
+
+type Compiled<T> = Result<T, CompileError>;
+
+fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
+    Err(CompileError::Invalid(why.into()))
+}
+
+/// A compiled schema.
+#[derive(Debug)]
+pub(crate) struct Validator {
+    nodes: Vec<Node>,
+}
+
+/// Index of a node in [`Validator::nodes`]; the root is 0.
+type NodeId = usize;
+
+#[derive(Debug)]
+enum Node {
+    /// `true` or `false`.
+    Bool(bool),
+    /// A schema object's checks, in the order they run.
+    Checks(Vec<Check>),
+    /// Reserved while its schema is being compiled (a reference may point back to it).
+    Pending,
+}
+
+/// JSON types, as a bit set.
+const NULL: u8 = 1;
+const BOOLEAN: u8 = 2;
+const OBJECT: u8 = 4;
+const ARRAY: u8 = 8;
+const NUMBER: u8 = 16;
+const STRING: u8 = 32;
+const INTEGER: u8 = 64;
+
+#[derive(Debug)]
+enum Check {
+    Type(u8),
+    Enum(Vec<Value>),
+    Const(Value),
+    MultipleOf(Number),
+    Minimum(Number),
+    Maximum(Number),
+    ExclusiveMinimum(Number),
+    ExclusiveMaximum(Number),
+    MinLength(u64),
+    MaxLength(u64),
+    Pattern(Pattern),
+    MinItems(u64),
+    MaxItems(u64),
+    UniqueItems,
+    Items {
+        prefix: Vec<NodeId>,
+        rest: Option<NodeId>,
+    },
+    Contains {
+        schema: NodeId,
+        min: u64,
+        max: Option<u64>,
+    },
+    MinProperties(u64),
+    MaxProperties(u64),
+    Required(Vec<String>),
+    DependentRequired(Vec<(String, Vec<String>)>),
+    DependentSchemas(Vec<(String, NodeId)>),
+    Properties {
+        named: Vec<(String, NodeId)>,
+        patterns: Vec<(Pattern, NodeId)>,
+        additional: Option<NodeId>,
+    },
+    PropertyNames(NodeId),
+    AllOf(Vec<NodeId>),
+    AnyOf(Vec<NodeId>),
+    OneOf(Vec<NodeId>),
+    Not(NodeId),
+    IfThenElse {
+        condition: NodeId,
+        then: Option<NodeId>,
+        otherwise: Option<NodeId>,
+    },
+    Ref(NodeId),
+}
+
+/// A compiled `pattern`, with its source for messages.
+#[derive(Debug)]
+struct Pattern {
+    source: String,
+    regex: regex_lite::Regex,
+}
+
+impl Pattern {
+    fn compile(source: &str) -> Compiled<Pattern> {
+        match regex_lite::Regex::new(source) {
+            Ok(regex) => Ok(Pattern {
+                source: source.to_owned(),
+                regex,
+            }),
+            Err(e) => Err(CompileError::Unsupported(format!(
+                "pattern {source:?} is not one presa's regex engine runs ({e}); lookaround, \
+                 backreferences and Unicode classes need the `jsonschema` feature"
+            ))),
+        }
+    }
+}
+
+/// Keywords this validator refuses rather than ignores (their meaning would be lost).
+const UNSUPPORTED: [&str; 7] = [
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$dynamicAnchor",
+    "$recursiveRef",
+    "$recursiveAnchor",
+    "$vocabulary",
+];
+
+impl Validator {
+    /// Compiles `schema` (a schema object or boolean).
+    pub(crate) fn compile(schema: &Value) -> Compiled<Validator> {
+        if let Value::Object(root) = schema {
+            if let Some(dialect) = root.get("$schema") {
+                match dialect.as_str() {
+                    Some(DRAFT_2020_12) => {}
+                    Some(other) => {
+                        return Err(CompileError::Unsupported(format!(
+                            "$schema {other:?}: presa's validator speaks only draft 2020-12"
+                        )));
+                    }
+                    None => return invalid("$schema must be a string"),
+                }
+            }
+            if let Some(id) = root.get("$id")
+                && !id.is_string()
+            {
+                return invalid("$id must be a string");
+            }
+        }
+        let mut compiler = Compiler {
+            root: schema,
+            nodes: Vec::new(),
+            seen: HashMap::new(),
+            anchors: HashMap::new(),
+        };
+        compiler.collect_anchors(schema, true)?;
+        compiler.node(schema, true)?;
+        Ok(Validator {
+            nodes: compiler.nodes,
+        })
+    }
+
+    /// Whether `instance` is valid.
+    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+        self.eval(0, instance, &mut None, 0)
+    }
+
+    /// Validates `instance`; on failure, its first few problems, each with the instance
+    /// path it is at, separated by `; `.
+    pub(crate) fn validate(&self, instance: &Value) -> Result<(), String> {
+        if self.is_valid(instance) {
+            return Ok(());
+        }
+        let mut report = Some(Report::default());
+        self.eval(0, instance, &mut report, 0);
+        let problems = report.map(|r| r.problems).unwrap_or_default();
+        if problems.is_empty() {
+            // Not expected: every failing check records a problem.
+            return Err("the value does not match the schema".to_owned());
+        }
+        Err(problems.join("; "))
+    }
+
+    /// Evaluates node `id` against `v`. With a report, problems are recorded and
+    /// evaluation goes on to find more (up to [`MAX_PROBLEMS`]); without one, it stops at
+    /// the first.
+    fn eval<'v>(
+        &self,
+        id: NodeId,
+        v: &'v Value,
+        report: &mut Option<Report<'v>>,
+        depth: u32,
+    ) -> bool {
+        if depth > MAX_EVAL_DEPTH {
+            note(report, || {
+                "the schema nests too deeply to evaluate (a reference cycle?)".to_owned()
+            });
+            return false;
+        }
+        let checks = match &self.nodes[id] {
+            Node::Bool(true) => return true,
+            Node::Bool(false) => {
+                note(report, || "no value is allowed here".to_owned());
+                return false;
+            }
+            Node::Checks(checks) => checks,
+            Node::Pending => return false,
+        };
+        let mut ok = true;
+        for check in checks {
+            if !self.check(check, v, report, depth + 1) {
+                ok = false;
+                match report {
+                    Some(r) if r.problems.len() < MAX_PROBLEMS => {}
+                    _ => return false,
+                }
+            }
+        }
+        ok
+    }
+
+    /// Whether `v` passes `id`, without recording anything.
+    fn passes(&self, id: NodeId, v: &Value, depth: u32) -> bool {
+        self.eval(id, v, &mut None, depth)
+    }
+
+    fn check<'v>(
+        &self,
+        check: &Check,
+        v: &'v Value,
+        report: &mut Option<Report<'v>>,
+        depth: u32,
+    ) -> bool {
+        match check {
+            Check::Type(types) => {
+                type_of(v) & types != 0
+                    || fail(report, || {
+                        format!("{} is not of type {}", show(v), type_names(*types))
+                    })
+            }
+            Check::Enum(values) => {
+                values.iter().any(|e| equal(e, v))
+                    || fail(report, || {
+                        format!("{} is not one of the allowed values", show(v))
+                    })
+            }
+            Check::Const(c) => {
+                equal(c, v) || fail(report, || format!("{} is not {}", show(v), show(c)))
+            }
+            Check::MultipleOf(m) => match v {
+                Value::Number(n) if !is_multiple(n, m) => {
+                    fail(report, || format!("{n} is not a multiple of {m}"))
+                }
+                _ => true,
+            },
+            Check::Minimum(limit) => bound(report, v, limit, &[Ordering::Less], "less than"),
+            Check::Maximum(limit) => bound(report, v, limit, &[Ordering::Greater], "greater than"),
+            Check::ExclusiveMinimum(limit) => bound(
+                report,
+                v,
+                limit,
+                &[Ordering::Less, Ordering::Equal],
+                "less than or equal to",
+            ),
+            Check::ExclusiveMaximum(limit) => bound(
+                report,
+                v,
+                limit,
+                &[Ordering::Greater, Ordering::Equal],
+                "greater than or equal to",
+            ),
+            Check::MinLength(min) => match v {
+                Value::String(s) if (s.chars().count() as u64) < *min => fail(report, || {
+                    format!("{} is shorter than {min} characters", show(v))
+                }),
+                _ => true,
+            },
+            Check::MaxLength(max) => match v {
+                Value::String(s) if s.chars().count() as u64 > *max => fail(report, || {
+                    format!("{} is longer than {max} characters", show(v))
+                }),
+                _ => true,
+            },
+            Check::Pattern(p) => match v {
+                Value::String(s) if !p.regex.is_match(s) => fail(report, || {
+                    format!("{} does not match the pattern {:?}", show(v), p.source)
+                }),
+                _ => true,
+            },
+            Check::MinItems(min) => match v {
+                Value::Array(a) if (a.len() as u64) < *min => {
+                    fail(report, || format!("the array has fewer than {min} items"))
+                }
+                _ => true,
+            },
+            Check::MaxItems(max) => match v {
+                Value::Array(a) if a.len() as u64 > *max => {
+                    fail(report, || format!("the array has more than {max} items"))
+                }
+                _ => true,
+            },
+            Check::UniqueItems => match v {
+                Value::Array(a) if !all_unique(a) => {
+                    fail(report, || "the array's items are not unique".to_owned())
+                }
+                _ => true,
+            },
+            Check::Items { prefix, rest } => {
+                let Value::Array(items) = v else {
+                    return true;
+                };
+                let mut ok = true;
+                for (i, item) in items.iter().enumerate() {
+                    let schema = match prefix.get(i) {
+                        Some(s) => *s,
+                        None => match rest {
+                            Some(s) => *s,
+                            None => break,
+                        },
+                    };
+                    if !self.eval_at(schema, item, Seg::Index(i), report, depth) {
+                        ok = false;
+                        if report.is_none() {
+                            return false;
+                        }
+                    }
+                }
+                ok
+            }
+            Check::Contains { schema, min, max } => {
+                let Value::Array(items) = v else {
+                    return true;
+                };
+                let found = items
+                    .iter()
+                    .filter(|item| self.passes(*schema, item, depth))
+                    .count() as u64;
+                if found < *min {
+                    return fail(report, || {
+                        if *min == 1 {
+                            "no item of the array matches the `contains` schema".to_owned()
+                        } else {
+                            format!("fewer than {min} items match the `contains` schema")
+                        }
+                    });
+                }
+                match max {
+                    Some(max) if found > *max => fail(report, || {
+                        format!("more than {max} items match the `contains` schema")
+                    }),
+                    _ => true,
+                }
+            }
+            Check::MinProperties(min) => match v {
+                Value::Object(o) if (o.len() as u64) < *min => fail(report, || {
+                    format!("the object has fewer than {min} properties")
+                }),
+                _ => true,
+            },
+            Check::MaxProperties(max) => match v {
+                Value::Object(o) if o.len() as u64 > *max => fail(report, || {
+                    format!("the object has more than {max} properties")
+                }),
+                _ => true,
+            },
+            Check::Required(names) => {
+                let Value::Object(o) = v else {
+                    return true;
+                };
+                required(report, o, names, None)
+            }
+            Check::DependentRequired(deps) => {
+                let Value::Object(o) = v else {
+                    return true;
+                };
+                let mut ok = true;
+                for (trigger, names) in deps {
+                    if o.contains_key(trigger) && !required(report, o, names, Some(trigger)) {
+                        ok = false;
+                        if report.is_none() {
+                            return false;
+                        }
+                    }
+                }
+                ok
+            }
+            Check::DependentSchemas(deps) => {
+                let Value::Object(o) = v else {
+                    return true;
+                };
+                let mut ok = true;
+                for (trigger, schema) in deps {
+                    if o.contains_key(trigger) && !self.eval(*schema, v, report, depth) {
+                        ok = false;
+                        if report.is_none() {
+                            return false;
+                        }
+                    }
+                }
+                ok
+            }
+            Check::Properties {
+                named,
+                patterns,
+                additional,
+            } => {
+                let Value::Object(o) = v else {
+                    return true;
+                };
+                self.properties(o, named, patterns, *additional, report, depth)
+            }
+            Check::PropertyNames(schema) => {
+                let Value::Object(o) = v else {
+                    return true;
+                };
+                for key in o.keys() {
+                    let name = Value::String(key.clone());
+                    if !self.passes(*schema, &name, depth) {
+                        return fail(report, || {
+                            format!("the property name {key:?} does not match `propertyNames`")
+                        });
+                    }
+                }
+                true
+            }
+            Check::AllOf(all) => {
+                let mut ok = true;
+                for schema in all {
+                    if !self.eval(*schema, v, report, depth) {
+                        ok = false;
+                        if report.is_none() {
+                            return false;
+                        }
+                    }
+                }
+                ok
+            }
+            Check::AnyOf(any) => {
+                any.iter().any(|s| self.passes(*s, v, depth))
+                    || fail(report, || {
+                        format!("{} matches none of the `anyOf` schemas", show(v))
+                    })
+            }
+            Check::OneOf(one) => {
+                let mut matched = 0;
+                for s in one {
+                    if self.passes(*s, v, depth) {
+                        matched += 1;
+                        if matched > 1 {
+                            return fail(report, || {
+                                format!("{} matches more than one `oneOf` schema", show(v))
+                            });
+                        }
+                    }
+                }
+                matched == 1
+                    || fail(report, || {
+                        format!("{} matches none of the `oneOf` schemas", show(v))
+                    })
+            }
+            Check::Not(schema) => {
+                !self.passes(*schema, v, depth)
+                    || fail(report, || {
+                        format!("{} matches the schema under `not`", show(v))
+                    })
+            }
+            Check::IfThenElse {
+                condition,
+                then,
+                otherwise,
+            } => {
+                let branch = if self.passes(*condition, v, depth) {
+                    then
+                } else {
+                    otherwise
+                };
+                branch.is_none_or(|s| self.eval(s, v, report, depth))
+            }
+            Check::Ref(target) => self.eval(*target, v, report, depth),
+        }
+    }
+
+    /// `properties`, `patternProperties` and `additionalProperties` of one schema object.
+    fn properties<'v>(
+        &self,
+        o: &'v Map<String, Value>,
+        named: &[(String, NodeId)],
+        patterns: &[(Pattern, NodeId)],
+        additional: Option<NodeId>,
+        report: &mut Option<Report<'v>>,
+        depth: u32,
+    ) -> bool {
+        let mut ok = true;
+        // The usual shape: a few named properties, no patterns; looked up by name.
+        if patterns.is_empty() && additional.is_none() {
+            for (name, schema) in named {
+                if let Some((key, value)) = o.get_key_value(name)
+                    && !self.eval_at(*schema, value, Seg::Key(key), report, depth)
+                {
+                    ok = false;
+                    if report.is_none() {
+                        return false;
+                    }
+                }
+            }
+            return ok;
+        }
+        for (key, value) in o {
+            let mut matched = false;
+            for (name, schema) in named {
+                if name == key {
+                    matched = true;
+                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, depth);
+                }
+            }
+            for (pattern, schema) in patterns {
+                if pattern.regex.is_match(key) {
+                    matched = true;
+                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, depth);
+                }
+            }
+            if !matched && let Some(schema) = additional {
+                let passed = match &self.nodes[schema] {
+                    // Worded as what it is rather than "no value is allowed here".
+                    Node::Bool(false) => {
+                        fail(report, || format!("the property {key:?} is not allowed"))
+                    }
+                    _ => self.eval_at(schema, value, Seg::Key(key), report, depth),
+                };
+                ok &= passed;
+            }
+            if !ok && report.is_none() {
+                return false;
+            }
+        }
+        ok
+    }
+
+    /// Evaluates `id` against `v`, one step (`seg`) below the current instance path.
+    fn eval_at<'v>(
+        &self,
+        id: NodeId,
+        v: &'v Value,
+        seg: Seg<'v>,
+        report: &mut Option<Report<'v>>,
+        depth: u32,
+    ) -> bool {
+        if let Some(r) = report {
+            r.path.push(seg);
+        }
+        let ok = self.eval(id, v, report, depth);
+        if let Some(r) = report {
+            r.path.pop();
+        }
+        ok
+    }
+}
+
+/// Problems found so far, and where evaluation stands in the instance.
+#[derive(Default)]
+struct Report<'v> {
+    path: Vec<Seg<'v>>,
+    problems: Vec<String>,
+}
+
+/// One step of an instance path.
+#[derive(Clone, Copy)]
+enum Seg<'v> {
+    Key(&'v str),
+    Index(usize),
+}
+
+/// Records a problem at the current path (when reporting).
+fn note(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) {
+    let Some(r) = report else {
+        return;
+    };
+    if r.problems.len() >= MAX_PROBLEMS {
+        return;
+    }
+    let mut line = String::new();
+    for seg in &r.path {
+        line.push('/');
+        match seg {
+            Seg::Key(k) => line.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Seg::Index(i) => {
+                let _ = write!(line, "{i}");
+            }
+        }
+    }
+    if !line.is_empty() {
+        line.push_str(": ");
+    }
+    line.push_str(&message());
+    r.problems.push(line);
+}
+
+/// Records a problem and answers `false`, for `ok || fail(...)`.
+fn fail(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) -> bool {
+    note(report, message);
+    false
+}
+
+/// A numeric bound: fails when `v` compares to `limit` as any of `failing`.
+fn bound(
+    report: &mut Option<Report<'_>>,
+    v: &Value,
+    limit: &Number,
+    failing: &[Ordering],
+    words: &str,
+) -> bool {
+    let Value::Number(n) = v else {
+        return true;
+    };
+    match compare(n, limit) {
+        Some(o) if !failing.contains(&o) => true,
+        _ => fail(report, || format!("{n} is {words} {limit}")),
+    }
+}
+
+/// `required` (or one `dependentRequired` entry, naming its trigger).
+fn required(
+    report: &mut Option<Report<'_>>,
+    o: &Map<String, Value>,
+    names: &[String],
+    trigger: Option<&str>,
+) -> bool {
+    let mut ok = true;
+    for name in names {
+        if !o.contains_key(name) {
+            ok = false;
+            if report.is_none() {
+                return false;
+            }
+            note(report, || match trigger {
+                None => format!("{name:?} is a required property"),
+                Some(t) => format!("{name:?} is required when {t:?} is present"),
+            });
+        }
+    }
+    ok
+}
+
+/// A short rendering of a value for messages.
+fn show(v: &Value) -> String {
+    const MAX: usize = 60;
+    let mut text = v.to_string();
+    if text.len() > MAX {
+        let mut end = MAX;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+        text.push('…');
+    }
+    text
+}
+
+fn type_names(types: u8) -> String {
+    let names: Vec<&str> = [
+        (NULL, "null"),
+        (BOOLEAN, "boolean"),
+        (OBJECT, "object"),
+        (ARRAY, "array"),
+        (STRING, "string"),
+    ]
+    .into_iter()
+    .chain(if types & NUMBER != 0 {
+        Some((NUMBER, "number"))
+    } else {
+        Some((INTEGER, "integer"))
+    })
+    .filter(|(bit, _)| types & bit != 0)
+    .map(|(_, name)| name)
+    .collect();
+    match names.as_slice() {
+        [one] => format!("{one:?}"),
+        many => format!(
+            "any of {}",
+            many.iter()
+                .map(|n| format!("{n:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Compilation state: the document, the nodes made so far, and which schema value each
+/// was made from (so a reference and the schema it names share one node).
+struct Compiler<'s> {
+    root: &'s Value,
+    nodes: Vec<Node>,
+    seen: HashMap<*const Value, NodeId>,
+    anchors: HashMap<String, &'s Value>,
+}
+
+impl<'s> Compiler<'s> {
+    /// Finds every `$anchor` in the document, and refuses `$id` below the root. Only
+    /// schema positions are walked: a property named `$id` is not an `$id`.
+    fn collect_anchors(&mut self, schema: &'s Value, root: bool) -> Compiled<()> {
+        let Value::Object(map) = schema else {
+            return Ok(());
+        };
+        if let Some(anchor) = map.get("$anchor") {
+            let Some(name) = anchor.as_str().filter(|n| is_anchor(n)) else {
+                return invalid(format!("$anchor {anchor} is not a valid anchor name"));
+            };
+            if self.anchors.insert(name.to_owned(), schema).is_some() {
+                return invalid(format!("$anchor {name:?} is defined twice"));
+            }
+        }
+        if !root && map.contains_key("$id") {
+            return Err(CompileError::Unsupported(
+                "$id below the root (an embedded schema resource)".to_owned(),
+            ));
+        }
+        for (key, value) in map {
+            match key.as_str() {
+                "items"
+                | "contains"
+                | "additionalProperties"
+                | "propertyNames"
+                | "not"
+                | "if"
+                | "then"
+                | "else"
+                | "contentSchema" => self.collect_anchors(value, false)?,
+                "allOf" | "anyOf" | "oneOf" | "prefixItems" => {
+                    for item in value.as_array().into_iter().flatten() {
+                        self.collect_anchors(item, false)?;
+                    }
+                }
+                "properties" | "patternProperties" | "$defs" | "dependentSchemas" => {
+                    for item in value.as_object().into_iter().flat_map(|m| m.values()) {
+                        self.collect_anchors(item, false)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Compiles one schema, or returns the node already made from it.
+    fn node(&mut self, schema: &'s Value, root: bool) -> Compiled<NodeId> {
+        let key = schema as *const Value;
+        if let Some(id) = self.seen.get(&key) {
+            return Ok(*id);
+        }
+        let id = self.nodes.len();
+        self.nodes.push(Node::Pending);
+        self.seen.insert(key, id);
+        let node = match schema {
+            Value::Bool(b) => Node::Bool(*b),
+            Value::Object(map) => Node::Checks(self.checks(map, root)?),
+            other => {
+                return invalid(format!(
+                    "a schema must be an object or a boolean, not {other}"
+                ));
+            }
+        };
+        self.nodes[id] = node;
+        Ok(id)
+    }
+
+    fn subschemas(&mut self, value: &'s Value, keyword: &str) -> Compiled<Vec<NodeId>> {
+        match value {
+            Value::Array(items) if !items.is_empty() => {
+                items.iter().map(|s| self.node(s, false)).collect()
+            }
+            _ => invalid(format!("{keyword} must be a non-empty array of schemas")),
+        }
+    }
+
+    fn named_subschemas(
+        &mut self,
+        value: &'s Value,
+        keyword: &str,
+    ) -> Compiled<Vec<(String, NodeId)>> {
+        let Value::Object(map) = value else {
+            return invalid(format!("{keyword} must be an object of schemas"));
+        };
+        map.iter()
+            .map(|(name, s)| Ok((name.clone(), self.node(s, false)?)))
+            .collect()
+    }
+
+    fn checks(&mut self, map: &'s Map<String, Value>, root: bool) -> Compiled<Vec<Check>> {
+        let mut checks = Vec::new();
+        let mut named = Vec::new();
+        let mut patterns = Vec::new();
+        let mut additional = None;
+        let mut prefix = Vec::new();
+        let mut rest = None;
+        let mut contains = None;
+        let (mut min_contains, mut max_contains) = (None, None);
+        let (mut condition, mut then, mut otherwise) = (None, None, None);
+        for (key, value) in map {
+            let key = key.as_str();
+            if UNSUPPORTED.contains(&key) {
+                return Err(CompileError::Unsupported(format!("the keyword {key}")));
+            }
+            match key {
+                "type" => checks.push(Check::Type(types(value)?)),
+                "enum" => match value {
+                    Value::Array(values) => checks.push(Check::Enum(values.clone())),
+                    _ => return invalid("enum must be an array"),
+                },
+                "const" => checks.push(Check::Const(value.clone())),
+                "multipleOf" => {
+                    let m = number(value, key)?;
+                    if compare(&m, &Number::from(0)) != Some(Ordering::Greater) {
+                        return invalid("multipleOf must be greater than 0");
+                    }
+                    checks.push(Check::MultipleOf(m));
+                }
+                "minimum" => checks.push(Check::Minimum(number(value, key)?)),
+                "maximum" => checks.push(Check::Maximum(number(value, key)?)),
+                "exclusiveMinimum" => checks.push(Check::ExclusiveMinimum(number(value, key)?)),
+                "exclusiveMaximum" => checks.push(Check::ExclusiveMaximum(number(value, key)?)),
+                "minLength" => checks.push(Check::MinLength(count(value, key)?)),
+                "maxLength" => checks.push(Check::MaxLength(count(value, key)?)),
+                "pattern" => match value.as_str() {
+                    Some(source) => checks.push(Check::Pattern(Pattern::compile(source)?)),
+                    None => return invalid("pattern must be a string"),
+                },
+                "minItems" => checks.push(Check::MinItems(count(value, key)?)),
+                "maxItems" => checks.push(Check::MaxItems(count(value, key)?)),
+                "uniqueItems" => match value {
+                    Value::Bool(true) => checks.push(Check::UniqueItems),
+                    Value::Bool(false) => {}
+                    _ => return invalid("uniqueItems must be a boolean"),
+                },
+                "prefixItems" => prefix = self.subschemas(value, key)?,
+                "items" => rest = Some(self.node(value, false)?),
+                "contains" => contains = Some(self.node(value, false)?),
+                "minContains" => min_contains = Some(count(value, key)?),
+                "maxContains" => max_contains = Some(count(value, key)?),
+                "minProperties" => checks.push(Check::MinProperties(count(value, key)?)),
+                "maxProperties" => checks.push(Check::MaxProperties(count(value, key)?)),
+                "required" => checks.push(Check::Required(names(value, key)?)),
+                "dependentRequired" => {
+                    let Value::Object(deps) = value else {
+                        return invalid("dependentRequired must be an object");
+                    };
+                    let deps = deps
+                        .iter()
+                        .map(|(trigger, names_value)| {
+                            Ok((trigger.clone(), names(names_value, key)?))
+                        })
+                        .collect::<Compiled<_>>()?;
+                    checks.push(Check::DependentRequired(deps));
+                }
+                "dependentSchemas" => {
+                    checks.push(Check::DependentSchemas(self.named_subschemas(value, key)?))
+                }
+                "properties" => named = self.named_subschemas(value, key)?,
+                "patternProperties" => {
+                    let Value::Object(map) = value else {
+                        return invalid("patternProperties must be an object of schemas");
+                    };
+                    for (source, s) in map {
+                        patterns.push((Pattern::compile(source)?, self.node(s, false)?));
+                    }
+                }
+                "additionalProperties" => additional = Some(self.node(value, false)?),
+                "propertyNames" => checks.push(Check::PropertyNames(self.node(value, false)?)),
+                "allOf" => checks.push(Check::AllOf(self.subschemas(value, key)?)),
+                "anyOf" => checks.push(Check::AnyOf(self.subschemas(value, key)?)),
+                "oneOf" => checks.push(Check::OneOf(self.subschemas(value, key)?)),
+                "not" => checks.push(Check::Not(self.node(value, false)?)),
+                "if" => condition = Some(self.node(value, false)?),
+                "then" => then = Some(self.node(value, false)?),
+                "else" => otherwise = Some(self.node(value, false)?),
+                "$ref" => {
+                    let target = self.resolve(value)?;
+                    checks.push(Check::Ref(self.node(target, false)?));
+                }
+                "$defs" => {
+                    // Compiled whether referenced or not, so a malformed one is caught.
+                    self.named_subschemas(value, key)?;
+                }
+                "$schema" | "$id" if root => {}
+                "$schema" => {
+                    return Err(CompileError::Unsupported(
+                        "$schema below the root (an embedded schema resource)".to_owned(),
+                    ));
+                }
+                "title" | "description" | "format" | "$comment" | "contentEncoding"
+                | "contentMediaType"
+                    if !value.is_string() =>
+                {
+                    return invalid(format!("{key} must be a string"));
+                }
+                "deprecated" | "readOnly" | "writeOnly" if !value.is_boolean() => {
+                    return invalid(format!("{key} must be a boolean"));
+                }
+                "examples" if !value.is_array() => return invalid("examples must be an array"),
+                "contentSchema" => {
+                    self.node(value, false)?;
+                }
+                // Annotations and unknown keywords: ignored, as 2020-12 says.
+                _ => {}
+            }
+        }
+        if !prefix.is_empty() || rest.is_some() {
+            checks.push(Check::Items { prefix, rest });
+        }
+        if let Some(schema) = contains {
+            checks.push(Check::Contains {
+                schema,
+                min: min_contains.unwrap_or(1),
+                max: max_contains,
+            });
+        }
+        if !named.is_empty() || !patterns.is_empty() || additional.is_some() {
+            checks.push(Check::Properties {
+                named,
+                patterns,
+                additional,
+            });
+        }
+        if let Some(condition) = condition {
+            checks.push(Check::IfThenElse {
+                condition,
+                then,
+                otherwise,
+            });
+        }
+        Ok(checks)
+    }
+
+    /// The schema a `$ref` names: `#`, `#/json/pointer` or `#anchor`.
+    fn resolve(&self, reference: &Value) -> Compiled<&'s Value> {
+        let Some(r) = reference.as_str() else {
+            return invalid("$ref must be a string");
+        };
+        let Some(fragment) = r.strip_prefix('#') else {
+            return Err(CompileError::Unsupported(format!(
+                "$ref {r:?} is not a same-document reference"
+            )));
+        };
+        let fragment = percent_decode(fragment)
+            .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} is not a valid URI")))?;
+        if fragment.is_empty() {
+            return Ok(self.root);
+        }
+        if let Some(pointer) = fragment.strip_prefix('/') {
+            let mut at = self.root;
+            for token in pointer.split('/') {
+                let token = token.replace("~1", "/").replace("~0", "~");
+                at = match at {
+                    Value::Object(map) => map.get(&token),
+                    Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
+                    _ => None,
+                }
+                .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names nothing")))?;
+            }
+            return Ok(at);
+        }
+        self.anchors
+            .get(&fragment)
+            .copied()
+            .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names no $anchor")))
+    }
+}
+
+/// Decodes `%XX` escapes in a URI fragment.
+fn percent_decode(s: &str) -> Option<String> {
+    if !s.contains('%') {
+        return Some(s.to_owned());
+    }
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = s.get(i + 1..i + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// An `$anchor` name: a letter or `_`, then letters, digits, `-`, `.` and `_`.
+fn is_anchor(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+}
+
+fn types(value: &Value) -> Compiled<u8> {
+    let one = |name: &str| {
+        Ok(match name {
+            "null" => NULL,
+            "boolean" => BOOLEAN,
+            "object" => OBJECT,
+            "array" => ARRAY,
+            // A number of any kind; integers are numbers too.
+            "number" => NUMBER | INTEGER,
+            "string" => STRING,
+            "integer" => INTEGER,
+            other => return invalid(format!("type {other:?} is not a JSON Schema type")),
+        })
+    };
+    match value {
+        Value::String(s) => one(s),
+        Value::Array(names) if !names.is_empty() => {
+            let mut set = 0;
+            let mut seen: Vec<&str> = Vec::with_capacity(names.len());
+            for name in names {
+                let Some(name) = name.as_str() else {
+                    return invalid("type names must be strings");
+                };
+                // Names must be unique (the meta-schema says so).
+                if seen.contains(&name) {
+                    return invalid(format!("type {name:?} is listed twice"));
+                }
+                seen.push(name);
+                set |= one(name)?;
+            }
+            Ok(set)
+        }
+        _ => invalid("type must be a type name or a non-empty array of them"),
+    }
+}
+
+fn number(value: &Value, keyword: &str) -> Compiled<Number> {
+    match value {
+        Value::Number(n) => Ok(n.clone()),
+        _ => invalid(format!("{keyword} must be a number")),
+    }
+}
+
+/// A non-negative integer keyword value (`minLength`, ...); 2020-12 counts `2.0` as one.
+fn count(value: &Value, keyword: &str) -> Compiled<u64> {
+    match value {
+        Value::Number(n) => n
+            .as_u64()
+            .or_else(|| {
+                n.as_f64()
+                    .filter(|f| *f >= 0.0 && f.fract() == 0.0 && *f < 1.8e19)
+                    .map(|f| f as u64)
+            })
+            .ok_or_else(|| {
+                CompileError::Invalid(format!("{keyword} must be a non-negative integer"))
+            }),
+        _ => invalid(format!("{keyword} must be a non-negative integer")),
+    }
+}
+
+/// An array of unique strings (`required`, a `dependentRequired` entry).
+fn names(value: &Value, keyword: &str) -> Compiled<Vec<String>> {
+    let Value::Array(items) = value else {
+        return invalid(format!("{keyword} must be an array of strings"));
+    };
+    let mut out: Vec<String> = Vec::with_capacity(items.len());
+    for item in items {
+        let Some(name) = item.as_str() else {
+            return invalid(format!("{keyword} must be an array of strings"));
+        };
+        if out.iter().any(|n| n == name) {
+            return invalid(format!("{keyword} lists {name:?} twice"));
+        }
+        out.push(name.to_owned());
+    }
+    Ok(out)
+}
+
+/// The type bit of an instance; an integer-valued number is both a number and an
+/// integer (2020-12: 1.0 is an integer).
+fn type_of(v: &Value) -> u8 {
+    match v {
+        Value::Null => NULL,
+        Value::Bool(_) => BOOLEAN,
+        Value::Object(_) => OBJECT,
+        Value::Array(_) => ARRAY,
+        Value::String(_) => STRING,
+        Value::Number(n) => {
+            let integral = n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
+            if integral { NUMBER | INTEGER } else { NUMBER }
+        }
+    }
+}
+
+/// An integer-valued number as an `i128`, exactly (floats up to ±1e20).
+fn as_int(n: &Number) -> Option<i128> {
+    n.as_i64()
+        .map(i128::from)
+        .or_else(|| n.as_u64().map(i128::from))
+}
+
+/// Compares two numbers by value, exactly: an integer against a float is not rounded to
+/// a float first (9007199254740993 is above 9007199254740992.0).
+fn compare(a: &Number, b: &Number) -> Option<Ordering> {
+    match (as_int(a), as_int(b)) {
+        (Some(x), Some(y)) => Some(x.cmp(&y)),
+        (Some(x), None) => int_against_float(x, b.as_f64()?),
+        (None, Some(y)) => int_against_float(y, a.as_f64()?).map(Ordering::reverse),
+        (None, None) => a.as_f64()?.partial_cmp(&b.as_f64()?),
+    }
+}
+
+/// `i` compared with `f`.
+fn int_against_float(i: i128, f: f64) -> Option<Ordering> {
+    if f.is_nan() {
+        return None;
+    }
+    // Beyond any i64 or u64 the integer cannot reach the float.
+    if f >= 1e20 {
+        return Some(Ordering::Less);
+    }
+    if f <= -1e20 {
+        return Some(Ordering::Greater);
+    }
+    let whole = f.trunc();
+    // Exact: |whole| < 1e20 fits an i128, and a float's integer part converts exactly.
+    Some(match i.cmp(&(whole as i128)) {
+        Ordering::Equal if f > whole => Ordering::Less,
+        Ordering::Equal if f < whole => Ordering::Greater,
+        other => other,
+    })
+}
+
+/// A number as `mantissa × 10^exponent`, from its shortest decimal text (the text a
+/// float is written with, so `0.1` is exactly one tenth here).
+fn decimal(n: &Number) -> Option<(i128, i32)> {
+    let text = n.to_string();
+    let (digits, exponent) = match text.find(['e', 'E']) {
+        Some(at) => (&text[..at], text[at + 1..].parse::<i32>().ok()?),
+        None => (text.as_str(), 0),
+    };
+    let (whole, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let mantissa: i128 = format!("{whole}{fraction}").parse().ok()?;
+    Some((
+        mantissa,
+        exponent.checked_sub(i32::try_from(fraction.len()).ok()?)?,
+    ))
+}
+
+/// Whether `x` is an integer multiple of `m` (`m > 0`), in decimal arithmetic: `0.3` is
+/// a multiple of `0.1`, as its author meant, though not in binary floating point.
+fn is_multiple(x: &Number, m: &Number) -> bool {
+    if let (Some(a), Some(b)) = (as_int(x), as_int(m)) {
+        return b != 0 && a % b == 0;
+    }
+    let (Some((a, p)), Some((b, q))) = (decimal(x), decimal(m)) else {
+        // Out of decimal range: fall back to floating point.
+        return match (x.as_f64(), m.as_f64()) {
+            (Some(x), Some(m)) => (x / m).is_finite() && (x / m).fract() == 0.0,
+            _ => false,
+        };
+    };
+    if a == 0 {
+        return true;
+    }
+    if b == 0 {
+        return false;
+    }
+    // x / m = (a / b) × 10^(p - q).
+    let shift = p - q;
+    if shift >= 0 {
+        // Whether b divides a × 10^shift: powers reduced mod b, so nothing overflows.
+        let b = b.abs();
+        let mut factor: i128 = 1;
+        for _ in 0..shift {
+            factor = factor * 10 % b;
+        }
+        match a.rem_euclid(b).checked_mul(factor) {
+            Some(product) => product % b == 0,
+            None => {
+                (x.as_f64().unwrap_or(f64::NAN) / m.as_f64().unwrap_or(f64::NAN)).fract() == 0.0
+            }
+        }
+    } else {
+        // Whether b × 10^-shift divides a.
+        let Some(scaled) = 10i128
+            .checked_pow(shift.unsigned_abs())
+            .and_then(|p| p.checked_mul(b))
+        else {
+            return false;
+        };
+        a % scaled == 0
+    }
+}
+
+/// JSON equality as `enum`, `const` and `uniqueItems` define it: numbers by value,
+/// objects regardless of member order.
+fn equal(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => compare(x, y) == Some(Ordering::Equal),
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| equal(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len() && x.iter().all(|(k, p)| y.get(k).is_some_and(|q| equal(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Whether no two items are [`equal`]: pairwise for short arrays, by a canonical text
+/// otherwise (linear, so a long array cannot make the check quadratic).
+fn all_unique(items: &[Value]) -> bool {
+    if items.len() <= 16 {
+        return items
+            .iter()
+            .enumerate()
+            .all(|(i, a)| items[i + 1..].iter().all(|b| !equal(a, b)));
+    }
+    let mut seen = std::collections::HashSet::with_capacity(items.len());
+    items.iter().all(|item| {
+        let mut text = String::new();
+        canonical(item, &mut text);
+        seen.insert(text)
+    })
+}
+
+/// A text equal for exactly the values [`equal`] calls equal.
+fn canonical(v: &Value, out: &mut String) {
+    match v {
+        Value::Number(n) => {
+            let integral = as_int(n).or_else(|| {
+                n.as_f64()
+                    .filter(|f| f.fract() == 0.0 && f.abs() < 1e20)
+                    .map(|f| f as i128)
+            });
+            match integral {
+                Some(i) => {
+                    let _ = write!(out, "{i}");
+                }
+                None => {
+                    let _ = write!(out, "{n}");
+                }
+            }
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for item in items {
+                canonical(item, out);
+                out.push(',');
+            }
+            out.push(']');
+        }
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for key in keys {
+                let _ = write!(out, "{key:?}:");
+                if let Some(value) = map.get(key) {
+                    canonical(value, out);
+                }
+                out.push(',');
+            }
+            out.push('}');
+        }
+        other => {
+            let _ = write!(out, "{other}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn reference(schema: &Value) -> jsonschema::Validator {
+        jsonschema::options()
+            .should_validate_formats(false)
+            .build(schema)
+            .expect("test schemas compile")
+    }
+
+    /// Schemas the validator compiles, over every keyword it implements.
+    fn schemas() -> Vec<Value> {
+        vec![
+            json!({"type":"object","properties":{"text":{"type":"string"}},"required":["text"],"additionalProperties":false}),
+            json!({"type":"object","properties":{"n":{"type":"integer","format":"int32"},"r":{"type":"number"},"b":{"type":"boolean"}}}),
+            json!({"type":"object","properties":{"o":{"type":["string","null"]}},"required":[]}),
+            json!({"type":"object","properties":{"tags":{"type":"array","items":{"type":"string"},"minItems":1,"maxItems":2}}}),
+            json!({"type":"object","properties":{"u":{"$ref":"#/$defs/Unit"}},"$defs":{"Unit":{"type":"string","enum":["c","f"]}}}),
+            json!({"type":"object","properties":{"p":{"$ref":"#/$defs/P","description":"d"}},"$defs":{"P":{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"]}}}),
+            json!({"type":"object","properties":{"l":{"type":["integer","null"],"minimum":0,"maximum":10}}}),
+            json!({"type":"object","properties":{"c":{"type":"integer","minimum":-9007199254740991_i64,"maximum":9007199254740991_i64}}}),
+            json!({"type":"object","properties":{"e":{"exclusiveMinimum":1.5,"exclusiveMaximum":3}}}),
+            json!({"type":"object","properties":{"big":{"maximum":9007199254740992.0_f64,"minimum":-2.5}}}),
+            json!({"type":"object","properties":{"s":{"type":"string","minLength":2,"maxLength":3}}}),
+            json!({"type":"object","properties":{"k":{"const":{"a":[1,2.0]}}}}),
+            json!({"type":"object","properties":{"m":{"enum":[1,"x",null,[1],{"a":1}]}}}),
+            json!({"$schema":"https://json-schema.org/draft/2020-12/schema","title":"T","type":"object","properties":{"sum":{"type":"integer"}},"required":["sum"]}),
+            json!({"type":"object","properties":{"t":{"$ref":"#/$defs/Tree"}},"$defs":{"Tree":{"type":"object","properties":{"kids":{"type":"array","items":{"$ref":"#/$defs/Tree"}}}}}}),
+            json!({"type":"object","x-extra":1,"properties":{"h":{"type":"string","x-mcp-header":"H","default":"a","examples":["b"],"deprecated":false}}}),
+            json!({"type":["object","array"],"items":{"type":"number"}}),
+            json!({"properties":{"n":{"type":["number","integer"]},"i":{"type":["integer","string"]}}}),
+            json!(true),
+            json!(false),
+            json!({"type":"object","properties":{"text":{"type":"string","pattern":"^h[a-z]+$"}}}),
+            json!({"patternProperties":{"^x":{"type":"integer"},"s$":{"type":"string"}},"additionalProperties":false}),
+            json!({"properties":{"n":{}},"additionalProperties":{"type":"string"}}),
+            json!({"anyOf":[{"type":"string"},{"type":"integer","minimum":0}]}),
+            json!({"oneOf":[{"type":"integer"},{"type":"number","maximum":2}]}),
+            json!({"allOf":[{"required":["n"]},{"properties":{"n":{"type":"integer"}}}]}),
+            json!({"not":{"type":"object"}}),
+            json!({"if":{"properties":{"b":{"const":true}},"required":["b"]},"then":{"required":["n"]},"else":{"required":["s"]}}),
+            json!({"if":{"type":"integer"},"then":{"minimum":3}}),
+            json!({"type":"array","prefixItems":[{"type":"integer"},{"type":"string"}],"items":false}),
+            json!({"prefixItems":[{"type":"integer"}],"items":{"type":"string"}}),
+            json!({"contains":{"type":"string"},"minContains":2,"maxContains":3}),
+            json!({"contains":{"type":"integer"}}),
+            json!({"contains":{"type":"integer"},"minContains":0}),
+            json!({"uniqueItems":true}),
+            json!({"minProperties":1,"maxProperties":2}),
+            json!({"dependentRequired":{"b":["n","s"]}}),
+            json!({"dependentSchemas":{"b":{"properties":{"n":{"maximum":0}}}}}),
+            json!({"propertyNames":{"maxLength":1}}),
+            json!({"propertyNames":{"pattern":"^[a-m]"}}),
+            json!({"multipleOf":0.5}),
+            json!({"multipleOf":3}),
+            json!({"multipleOf":0.25,"type":"number"}),
+            json!({"$ref":"#/$defs/a","$defs":{"a":{"anyOf":[{"type":"null"},{"type":"array","items":{"$ref":"#"}}]}}}),
+            json!({"properties":{"a":{"$ref":"#node"},"b":{"$ref":"#/properties/a"}},"$defs":{"n":{"$anchor":"node","type":"integer"}}}),
+            json!({"properties":{"a":{"$ref":"#/$defs/A~1B"},"b":{"$ref":"#/$defs/c%25d"}},"$defs":{"A/B":{"type":"string"},"c%d":{"type":"integer"}}}),
+            json!({"type":"object","properties":{"$id":{"type":"string"},"$anchor":{"type":"integer"}}}),
+            json!({"$id":"https://example.com/root","type":"object","properties":{"i":{"$ref":"#/$defs/I"}},"$defs":{"I":{"type":"integer"}}}),
+            json!({"minLength":2.0,"maxItems":1.0}),
+            json!({"type":"object","unknownKeyword":{"type":"string"},"title":"t","contentMediaType":"text/plain"}),
+            json!({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}),
+            json!({}),
+        ]
+    }
+
+    /// Every schema compiles, and is valid exactly where jsonschema says.
+    #[test]
+    fn agrees_with_jsonschema() {
+        let schemas = schemas();
+        let instances = [
+            json!({"text":"hi"}),
+            json!({"text":1}),
+            json!({"text":"hi","extra":true}),
+            json!({}),
+            json!(null),
+            json!([]),
+            json!([1, 2.5]),
+            json!([1, "x"]),
+            json!({"n":1,"r":2.5,"b":true}),
+            json!({"n":1.0}),
+            json!({"n":1.5}),
+            json!({"n":"1"}),
+            json!({"o":null}),
+            json!({"o":3}),
+            json!({"tags":[]}),
+            json!({"tags":["a"]}),
+            json!({"tags":["a","b","c"]}),
+            json!({"tags":["a",1]}),
+            json!({"u":"c"}),
+            json!({"u":"k"}),
+            json!({"p":{"x":1}}),
+            json!({"p":{}}),
+            json!({"p":{"x":"1"}}),
+            json!({"l":0}),
+            json!({"l":-1}),
+            json!({"l":10}),
+            json!({"l":11}),
+            json!({"l":null}),
+            json!({"c":9007199254740991_i64}),
+            json!({"c":9007199254740992_i64}),
+            json!({"c":-9007199254740992_i64}),
+            json!({"c":18446744073709551615_u64}),
+            json!({"e":1.5}),
+            json!({"e":2}),
+            json!({"e":3}),
+            json!({"e":"x"}),
+            json!({"big":9007199254740992_u64}),
+            json!({"big":9007199254740993_u64}),
+            json!({"big":18446744073709551615_u64}),
+            json!({"big":-2}),
+            json!({"big":-3}),
+            json!({"big":-2.5}),
+            json!({"big":-2.6}),
+            json!({"s":"ab"}),
+            json!({"s":"é€😀"}),
+            json!({"s":"a"}),
+            json!({"s":"abcd"}),
+            json!({"k":{"a":[1.0,2]}}),
+            json!({"k":{"a":[1,3]}}),
+            json!({"m":1.0}),
+            json!({"m":{"a":1}}),
+            json!({"m":[1]}),
+            json!({"m":"y"}),
+            json!({"sum":3}),
+            json!({"sum":3.5}),
+            json!({"t":{"kids":[{"kids":[]},{}]}}),
+            json!({"t":{"kids":[{"kids":[1]}]}}),
+            json!({"h":"x"}),
+            json!({"h":false}),
+            json!("text"),
+            json!(7),
+            json!({"n":2.5,"i":2}),
+            json!({"n":"x"}),
+            json!({"i":2.5}),
+            json!({"i":"2"}),
+            json!({"text":"hello"}),
+            json!({"text":"Hello"}),
+            json!({"xa":1,"bs":"s"}),
+            json!({"xa":"1"}),
+            json!({"q":1}),
+            json!({"n":1,"q":"s","r":2}),
+            json!([1, "a"]),
+            json!([1, "a", 2]),
+            json!(["a", 1]),
+            json!(["a", "b"]),
+            json!(["a", "b", "c", "d"]),
+            json!([1, 1.0]),
+            json!([{"a":1,"b":2},{"b":2,"a":1.0}]),
+            json!([[1], [1.0]]),
+            json!((0..40).collect::<Vec<_>>()),
+            json!((0..40).map(|i| i % 39).collect::<Vec<_>>()),
+            json!((0..40).map(|i| json!({"k": i % 39})).collect::<Vec<_>>()),
+            json!(1.5),
+            json!(-1),
+            json!(0.75),
+            json!(4.5),
+            json!(9),
+            json!({"b":true}),
+            json!({"b":true,"n":1}),
+            json!({"b":false,"s":"x"}),
+            json!({"b":true,"n":1,"s":"x"}),
+            json!({"b":1,"n":5}),
+            json!({"a":"x"}),
+            json!({"a":3,"b":4}),
+            json!({"a":"x","b":3}),
+            json!({"$id":"x","$anchor":2}),
+            json!({"$id":1}),
+            json!({"i":1}),
+            json!({"name":"n","phone":"1"}),
+            json!({"name":"n","email":"e"}),
+            json!({"contactMethod":"phone","email":"e"}),
+            json!({"contactMethod":"phone","phone":"1","address":{"city":"c"}}),
+            json!({"email":"e","address":{"city":1}}),
+            json!({"email":"e","other":1}),
+            json!(null),
+            json!([null]),
+            json!([null, [null, []]]),
+            json!([null, [1]]),
+        ];
+        for schema in &schemas {
+            let own = Validator::compile(schema)
+                .unwrap_or_else(|e| panic!("does not compile: {schema}: {e}"));
+            let full = reference(schema);
+            for instance in &instances {
+                let valid = full.is_valid(instance);
+                assert_eq!(
+                    own.is_valid(instance),
+                    valid,
+                    "schema {schema}\ninstance {instance}"
+                );
+                // The wording path agrees with the quick path.
+                assert_eq!(
+                    own.validate(instance).is_ok(),
+                    valid,
+                    "schema {schema}\ninstance {instance}"
+                );
+            }
+        }
+    }
+
+    /// The same on a few thousand generated instances: random shapes over the property
+    /// names and value kinds the schemas use (a fixed seed, so a failure reproduces).
+    #[test]
+    fn agrees_with_jsonschema_on_generated_instances() {
+        struct Lcg(u64);
+        impl Lcg {
+            fn next(&mut self, n: u64) -> u64 {
+                self.0 = self
+                    .0
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                (self.0 >> 33) % n
+            }
+        }
+        const NAMES: [&str; 20] = [
+            "text", "n", "r", "b", "o", "tags", "u", "p", "x", "l", "c", "e", "s", "k", "m", "t",
+            "xa", "bs", "a", "phone",
+        ];
+        fn value(rng: &mut Lcg, depth: u32) -> Value {
+            match rng.next(if depth > 2 { 9 } else { 11 }) {
+                0 => Value::Null,
+                1 => json!(rng.next(2) == 1),
+                2 => json!(rng.next(25) as i64 - 12),
+                3 => json!((rng.next(40) as f64 - 20.0) / 4.0),
+                4 => json!(
+                    ["", "a", "ab", "abcd", "c", "f", "x", "1", "hello", "phone"]
+                        [rng.next(10) as usize]
+                ),
+                5 => json!(9_007_199_254_740_990_u64 + rng.next(4)),
+                6 => json!(-9_007_199_254_740_993_i64 + rng.next(3) as i64),
+                7 => json!(1.0),
+                8 => json!("é€😀"),
+                9 => Value::Array((0..rng.next(4)).map(|_| value(rng, depth + 1)).collect()),
+                _ => Value::Object(
+                    (0..rng.next(4))
+                        .map(|_| {
+                            (
+                                NAMES[rng.next(20) as usize].to_owned(),
+                                value(rng, depth + 1),
+                            )
+                        })
+                        .collect(),
+                ),
+            }
+        }
+        let mut rng = Lcg(7);
+        let schemas: Vec<(Value, Validator, jsonschema::Validator)> = schemas()
+            .into_iter()
+            .map(|s| {
+                let own = Validator::compile(&s).expect("compiles");
+                let full = reference(&s);
+                (s, own, full)
+            })
+            .collect();
+        for _ in 0..3000 {
+            let instance = value(&mut rng, 0);
+            for (schema, own, full) in &schemas {
+                assert_eq!(
+                    own.is_valid(&instance),
+                    full.is_valid(&instance),
+                    "schema {schema}\ninstance {instance}"
+                );
+            }
+        }
+    }
+
+    /// What the validator leaves out is refused by name, never skipped.
+    #[test]
+    fn what_it_leaves_out_is_refused() {
+        for schema in [
+            json!({"unevaluatedProperties":false}),
+            json!({"properties":{"a":{"unevaluatedItems":false}}}),
+            json!({"$dynamicRef":"#x"}),
+            json!({"$defs":{"a":{"$dynamicAnchor":"x"}}}),
+            json!({"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}),
+            json!({"properties":{"a":{"$id":"https://example.com/a"}}}),
+            json!({"pattern":"(?=a)"}),
+            json!({"patternProperties":{"\\p{L}+":{}}}),
+        ] {
+            assert!(
+                matches!(
+                    Validator::compile(&schema),
+                    Err(CompileError::Unsupported(_))
+                ),
+                "{schema}"
+            );
+        }
+    }
+
+    /// Malformed schemas do not compile, and jsonschema agrees that they are malformed.
+    #[test]
+    fn malformed_schemas_are_refused() {
+        for schema in [
+            json!(3),
+            json!({"type":"strin"}),
+            json!({"type":["string","string"]}),
+            json!({"type":[]}),
+            json!({"required":["a","a"]}),
+            json!({"required":"a"}),
+            json!({"items":[{"type":"string"}]}),
+            json!({"minLength":-1}),
+            json!({"minLength":1.5}),
+            json!({"minimum":"1"}),
+            json!({"multipleOf":0}),
+            json!({"multipleOf":-2}),
+            json!({"enum":3}),
+            json!({"anyOf":[]}),
+            json!({"allOf":{}}),
+            json!({"not":3}),
+            json!({"properties":{"a":3}}),
+            json!({"uniqueItems":1}),
+            json!({"$ref":3}),
+            json!({"$ref":"#/$defs/missing"}),
+            json!({"$ref":"#nowhere"}),
+            json!({"$anchor":"1x"}),
+            json!({"title":3}),
+            json!({"$schema":3}),
+            json!({"dependentRequired":{"a":[1]}}),
+        ] {
+            assert!(
+                matches!(Validator::compile(&schema), Err(CompileError::Invalid(_))),
+                "{schema}"
+            );
+            assert!(
+                jsonschema::options().build(&schema).is_err(),
+                "jsonschema accepts {schema}"
+            );
+        }
+    }
+
+    /// Problems are worded with their instance paths, at most five of them.
+    #[test]
+    fn problems_name_their_paths() {
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "text": {"type": "string"},
+                "n": {"type": "integer"},
+                "tags": {"type": "array", "items": {"type": "string", "maxLength": 2}},
+                "a/b": {"minimum": 3}
+            },
+            "required": ["text", "n"],
+            "additionalProperties": false
+        });
+        let v = Validator::compile(&schema).expect("compiles");
+        let problems = v
+            .validate(&json!({"text": 1, "tags": ["ok", 7, "long"], "a/b": 2, "zz": 0}))
+            .expect_err("invalid");
+        assert_eq!(
+            problems,
+            "\"n\" is a required property; /a~1b: 2 is less than 3; \
+             /tags/1: 7 is not of type \"string\"; /tags/2: \"long\" is longer than 2 \
+             characters; /text: 1 is not of type \"string\""
+        );
+        let one = v
+            .validate(&json!({"text": "t", "n": 1, "zz": 0}))
+            .expect_err("invalid");
+        assert_eq!(one, "the property \"zz\" is not allowed");
+        assert_eq!(v.validate(&json!({"text": "t", "n": 1})), Ok(()));
+    }
+
+    /// multipleOf is decimal: what the schema's author wrote is what is checked.
+    #[test]
+    fn multiple_of_is_decimal() {
+        let cases = [
+            (json!(0.3), json!(0.1), true),
+            (json!(0.0075), json!(0.0001), true),
+            (json!(0.00751), json!(0.0001), false),
+            (json!(10), json!(0.1), true),
+            (json!(1e300), json!(3), false),
+            (json!(3e300), json!(3), true),
+            (json!(1e-7), json!(1e-8), true),
+            (json!(18446744073709551615_u64), json!(5), true),
+            (json!(18446744073709551615_u64), json!(0.5), true),
+            (json!(-4.5), json!(1.5), true),
+            (json!(0), json!(0.7), true),
+        ];
+        for (x, m, expected) in cases {
+            let v = Validator::compile(&json!({"multipleOf": m})).expect("compiles");
+            assert_eq!(v.is_valid(&x), expected, "{x} multipleOf {m}");
+        }
+    }
+
+    /// A reference cycle that reads no instance ends, as invalid.
+    #[test]
+    fn reference_cycles_end() {
+        let v = Validator::compile(&json!({"$defs":{"a":{"$ref":"#/$defs/b"},"b":{"$ref":"#/$defs/a"}},"$ref":"#/$defs/a"}))
+            .expect("compiles");
+        assert!(!v.is_valid(&json!(1)));
+        assert!(v.validate(&json!(1)).is_err());
+    }
+}
