@@ -26,3 +26,4 @@ mod tasks_exec;
 mod tasks_input;
 mod tasks_listen;
 mod tasks_methods;
+mod tool_schemas;

@@ -1,0 +1,142 @@
+//! Tool schemas over the wire: presa's own 2020-12 validator decides which arguments
+//! reach a tool and words the problems the model reads, the same over HTTP and stdio;
+//! and a schema it cannot validate, or a malformed one, is refused when the server is
+//! built (book: tools.md, "Schema validation").
+
+use crate::mrtr::{KINDS, Wire};
+use crate::pipeline::{build_error, builder};
+use presa::{Tool, ToolCall};
+use serde_json::{Value, json};
+
+/// A tool whose schema uses the keywords `#[tool]` rarely writes but hand-written
+/// schemas do: `pattern`, `uniqueItems`, `anyOf`, `prefixItems`, `multipleOf`.
+fn order_tool() -> Tool {
+    Tool::new("order")
+        .description("Places an order")
+        .input_schema(json!({
+            "type": "object",
+            "properties": {
+                "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+                "size": {"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["small", "large"]}]},
+                "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": false},
+                "price": {"type": "number", "multipleOf": 0.01}
+            },
+            "required": ["sku"],
+            "additionalProperties": false
+        }))
+        .handler(|call: ToolCall| async move { Value::Object(call.arguments).to_string() })
+}
+
+#[tokio::test]
+async fn arguments_are_checked_and_problems_worded_on_both_transports() {
+    let server = builder()
+        .tool(order_tool())
+        .build()
+        .expect("the server builds");
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        let good = json!({"sku": "ABC-1234", "tags": ["a", "b"], "size": "small", "point": [1, 2.5], "price": 19.99});
+        let got = w
+            .call(
+                1,
+                "tools/call",
+                json!({"name": "order", "arguments": good.clone()}),
+            )
+            .await;
+        assert_eq!(got.text(), good.to_string(), "{kind:?}");
+
+        let bad = json!({"sku": "abc", "tags": ["a", "a"], "size": 0, "point": [1, 2, 3], "price": 0.001, "x": 1});
+        let got = w
+            .call(2, "tools/call", json!({"name": "order", "arguments": bad}))
+            .await;
+        assert_eq!(
+            got.result(),
+            &json!({
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "t", "version": "1"}},
+                "resultType": "complete",
+                "content": [{
+                    "type": "text",
+                    "text": "Invalid arguments for tool order: /point/2: no value is allowed here; \
+                             /price: 0.001 is not a multiple of 0.01; \
+                             /size: 0 matches none of the `anyOf` schemas; \
+                             /sku: \"abc\" does not match the pattern \"^[A-Z]{3}-[0-9]{4}$\"; \
+                             /tags: the array's items are not unique"
+                }],
+                "isError": true
+            }),
+            "{kind:?}"
+        );
+
+        let got = w
+            .call(
+                3,
+                "tools/call",
+                json!({"name": "order", "arguments": {"tags": []}}),
+            )
+            .await;
+        assert_eq!(
+            got.result()["content"][0]["text"],
+            "Invalid arguments for tool order: \"sku\" is a required property",
+            "{kind:?}"
+        );
+    }
+}
+
+/// A schema presa's validator leaves out fails the build, naming the keyword and the
+/// feature that would validate it; it is never silently skipped. (The workspace builds
+/// presa without its `jsonschema` feature, as a default dependency does.)
+#[test]
+fn a_schema_the_validator_leaves_out_fails_the_build() {
+    for (schema, keyword) in [
+        (
+            json!({"type": "object", "unevaluatedProperties": false}),
+            "unevaluatedProperties",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "string", "pattern": "(?=x)"}}}),
+            "(?=x)",
+        ),
+        (
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+            "draft-07",
+        ),
+    ] {
+        let message = build_error(
+            builder().tool(
+                Tool::new("t")
+                    .input_schema(schema)
+                    .handler(|_: ToolCall| async { "" }),
+            ),
+        );
+        assert!(message.contains(keyword), "{message}");
+        assert!(message.contains("`jsonschema` feature"), "{message}");
+    }
+}
+
+/// A malformed schema fails the build, input or output.
+#[test]
+fn a_malformed_schema_fails_the_build() {
+    let message = build_error(
+        builder().tool(
+            Tool::new("t")
+                .input_schema(json!({"type": "object", "properties": {"a": {"type": "strin"}}}))
+                .handler(|_: ToolCall| async { "" }),
+        ),
+    );
+    assert!(
+        message.contains("schema does not compile: type \"strin\" is not a JSON Schema type"),
+        "{message}"
+    );
+    let message = build_error(
+        builder().tool(
+            Tool::new("t")
+                .output_schema(json!({"type": "object", "required": "a"}))
+                .handler(|_: ToolCall| async { "" }),
+        ),
+    );
+    assert!(
+        message.contains("output schema does not compile: required must be an array"),
+        "{message}"
+    );
+}
