@@ -538,19 +538,35 @@ impl Validator {
         depth: u32,
     ) -> bool {
         let mut ok = true;
-        // The usual shape: a few named properties, no patterns; looked up by name.
-        if patterns.is_empty() && additional.is_none() {
+        // The usual shape (what `#[tool]` generates): a few named properties, no
+        // patterns, and additional properties allowed or refused. The named ones are
+        // looked up by name; when they account for every member, none is additional.
+        let closed = additional.is_some_and(|a| matches!(self.nodes[a], Node::Bool(false)));
+        if patterns.is_empty() && (additional.is_none() || closed) {
+            let mut present = 0;
             for (name, schema) in named {
-                if let Some((key, value)) = o.get_key_value(name)
-                    && !self.eval_at(*schema, value, Seg::Key(key), report, depth)
-                {
-                    ok = false;
-                    if report.is_none() {
-                        return false;
+                if let Some((key, value)) = o.get_key_value(name) {
+                    present += 1;
+                    if !self.eval_at(*schema, value, Seg::Key(key), report, depth) {
+                        ok = false;
+                        if report.is_none() {
+                            return false;
+                        }
                     }
                 }
             }
-            return ok;
+            if !closed || present == o.len() {
+                return ok;
+            }
+            if report.is_none() {
+                return false;
+            }
+            for key in o.keys() {
+                if !named.iter().any(|(name, _)| name == key) {
+                    fail(report, || format!("the property {key:?} is not allowed"));
+                }
+            }
+            return false;
         }
         for (key, value) in o {
             let mut matched = false;
