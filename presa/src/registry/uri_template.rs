@@ -118,7 +118,9 @@ impl UriTemplate {
     }
 }
 
-fn percent_decode(s: &str) -> Option<String> {
+/// Decodes `%XX` escapes (two hex digits each); `None` for a malformed escape or bytes
+/// that are not UTF-8. Shared with the schema validator's `$ref` fragments.
+pub(crate) fn percent_decode(s: &str) -> Option<String> {
     if !s.contains('%') {
         return Some(s.to_owned());
     }
@@ -128,6 +130,10 @@ fn percent_decode(s: &str) -> Option<String> {
     while i < bytes.len() {
         if bytes[i] == b'%' {
             let hex = s.get(i + 1..i + 3)?;
+            // from_str_radix alone would take a sign: "%+1".
+            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                return None;
+            }
             out.push(u8::from_str_radix(hex, 16).ok()?);
             i += 3;
         } else {
@@ -157,6 +163,15 @@ mod tests {
             t.matches("notes://a%20b"),
             Some(vec![("id".into(), "a b".into())])
         );
+    }
+
+    #[test]
+    fn percent_escapes_are_two_hex_digits() {
+        assert_eq!(percent_decode("a%2Fb%7e").as_deref(), Some("a/b~"));
+        assert_eq!(percent_decode("%C3%A9").as_deref(), Some("é"));
+        for bad in ["%+1", "%-1", "%1", "%", "%zz", "%C3"] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
     }
 
     #[test]

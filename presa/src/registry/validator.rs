@@ -1003,7 +1003,7 @@ impl<'s> Compiler<'s> {
                 "$ref {r:?} is not a same-document reference"
             )));
         };
-        let fragment = percent_decode(fragment)
+        let fragment = super::uri_template::percent_decode(fragment)
             .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} is not a valid URI")))?;
         if fragment.is_empty() {
             return Ok(self.root);
@@ -1026,27 +1026,6 @@ impl<'s> Compiler<'s> {
             .copied()
             .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names no $anchor")))
     }
-}
-
-/// Decodes `%XX` escapes in a URI fragment.
-fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_owned());
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            out.push(u8::from_str_radix(hex, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
 }
 
 /// An `$anchor` name: a letter or `_`, then letters, digits, `-`, `.` and `_`.
