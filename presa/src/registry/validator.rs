@@ -15,8 +15,11 @@
 //!
 //! What it leaves out is refused by name rather than skipped: `unevaluatedProperties`,
 //! `unevaluatedItems`, `$dynamicRef`/`$dynamicAnchor`, `$id` below the root, another
-//! `$schema` dialect, and a `pattern` the `regex-lite` engine cannot compile (lookaround,
-//! backreferences, Unicode classes). With presa's `jsonschema` feature such a schema is
+//! `$schema` dialect, draft 7's `dependencies` (which the `jsonschema` crate still
+//! applies), and a `pattern` the `regex-lite` engine cannot run as ECMA-262 means it
+//! (lookaround, backreferences, Unicode classes; `\s`, `.` and class literals are
+//! rewritten to ECMA's meaning first). Evaluation is linear in the instance: alternatives
+//! (`anyOf`, `oneOf`, `not`, `if`, `contains`) evaluate each schema and value pair once. With presa's `jsonschema` feature such a schema is
 //! handed to the `jsonschema` crate whole; without it, building the server fails and
 //! says which keyword needs the feature (see `registry::schema`).
 //!
@@ -36,9 +39,11 @@ const DRAFT_2020_12: &str = "https://json-schema.org/draft/2020-12/schema";
 /// How many problems an error message lists.
 const MAX_PROBLEMS: usize = 5;
 
-/// How deep evaluation may go (schema steps, references included) before it stops: a
-/// reference cycle that reads no instance would otherwise never end.
-const MAX_EVAL_DEPTH: u32 = 256;
+/// How many schema steps (subschemas, references) evaluation may take on one instance
+/// value before it stops: a reference cycle that reads no instance would otherwise never
+/// end. The count starts again at each step into the instance (a property, an item), so
+/// a deep instance is not mistaken for a cycle; the instance's own depth bounds the rest.
+const MAX_EVAL_DEPTH: u32 = 128;
 
 /// Why a schema could not be compiled.
 #[derive(Debug)]
@@ -63,6 +68,14 @@ type Compiled<T> = Result<T, CompileError>;
 fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
     Err(CompileError::Invalid(why.into()))
 }
+
+/// What [`Validator::passes`] found for a (schema node, instance value) pair during one
+/// run. Evaluation is pure, so an `anyOf`/`oneOf`/`not`/`if` whose alternatives recurse
+/// into the same children evaluates each pair once, rather than once per alternative at
+/// every level above it (exponential in the instance's nesting). The key leaves out the
+/// depth, which only decides anything past [`MAX_EVAL_DEPTH`] (a reference cycle that
+/// reads no instance), where the answer is arbitrary anyway.
+type Memo = HashMap<(NodeId, *const Value), bool>;
 
 /// A compiled schema.
 #[derive(Debug)]
@@ -149,7 +162,13 @@ struct Pattern {
 
 impl Pattern {
     fn compile(source: &str) -> Compiled<Pattern> {
-        match regex_lite::Regex::new(source) {
+        let Some(lite) = ecma_to_lite(source) else {
+            return Err(CompileError::Unsupported(format!(
+                "pattern {source:?} is not one presa's regex engine runs (`\\S` in a class, `[]` \
+                 or `[^]`); it needs the `jsonschema` feature"
+            )));
+        };
+        match regex_lite::Regex::new(&lite) {
             Ok(regex) => Ok(Pattern {
                 source: source.to_owned(),
                 regex,
@@ -162,8 +181,68 @@ impl Pattern {
     }
 }
 
+/// ECMA-262 white space and line terminators, what its `\s` matches (regex-lite's `\s` is
+/// ASCII only), as the inside of a character class.
+const ECMA_SPACE: &str = r"\x{9}-\x{D}\x{20}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000}\x{FEFF}";
+
+/// Rewrites an ECMA-262 pattern where regex-lite would read it differently and still
+/// compile it: `\s`/`\S` (Unicode in ECMA), `.` (ECMA's excludes `\r`, U+2028 and
+/// U+2029), and `[` inside a class (a literal in ECMA; a nested or POSIX class in
+/// regex-lite). `None` for `\S` inside a class, which a class cannot spell, and for
+/// `[]`/`[^]`.
+fn ecma_to_lite(source: &str) -> Option<String> {
+    let mut out = String::with_capacity(source.len());
+    let mut in_class = false;
+    let mut chars = source.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => match chars.next() {
+                Some('s') if in_class => out.push_str(ECMA_SPACE),
+                Some('s') => {
+                    let _ = write!(out, "[{ECMA_SPACE}]");
+                }
+                Some('S') if in_class => return None,
+                Some('S') => {
+                    let _ = write!(out, "[^{ECMA_SPACE}]");
+                }
+                Some(next) => {
+                    out.push('\\');
+                    out.push(next);
+                }
+                None => out.push('\\'),
+            },
+            '[' if in_class => out.push_str(r"\["),
+            '[' => {
+                in_class = true;
+                out.push('[');
+                if chars.clone().next() == Some('^') {
+                    out.push('^');
+                    chars.next();
+                }
+                // `[]` and `[^]` are ECMA's empty and full classes; regex-lite would read
+                // the `]` as a literal.
+                if chars.clone().next() == Some(']') {
+                    return None;
+                }
+            }
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '&' | '~' if in_class => {
+                // Literals in ECMA; `&&` and `~~` are class operators in regex-lite.
+                out.push('\\');
+                out.push(c);
+            }
+            '.' if !in_class => out.push_str(r"[^\n\r\x{2028}\x{2029}]"),
+            _ => out.push(c),
+        }
+    }
+    Some(out)
+}
+
 /// Keywords this validator refuses rather than ignores (their meaning would be lost).
-const UNSUPPORTED: [&str; 7] = [
+const UNSUPPORTED: [&str; 8] = [
     "unevaluatedProperties",
     "unevaluatedItems",
     "$dynamicRef",
@@ -171,6 +250,9 @@ const UNSUPPORTED: [&str; 7] = [
     "$recursiveRef",
     "$recursiveAnchor",
     "$vocabulary",
+    // Draft 7's `dependentRequired` + `dependentSchemas`; the `jsonschema` crate still
+    // applies it under 2020-12, so ignoring it would disagree silently.
+    "dependencies",
 ];
 
 impl Validator {
@@ -209,7 +291,7 @@ impl Validator {
 
     /// Whether `instance` is valid.
     pub(crate) fn is_valid(&self, instance: &Value) -> bool {
-        self.eval(0, instance, &mut None, 0)
+        self.eval(0, instance, &mut None, &mut Memo::new(), 0)
     }
 
     /// Validates `instance`; on failure, its first few problems, each with the instance
@@ -219,7 +301,7 @@ impl Validator {
             return Ok(());
         }
         let mut report = Some(Report::default());
-        self.eval(0, instance, &mut report, 0);
+        self.eval(0, instance, &mut report, &mut Memo::new(), 0);
         let problems = report.map(|r| r.problems).unwrap_or_default();
         if problems.is_empty() {
             // Not expected: every failing check records a problem.
@@ -236,6 +318,7 @@ impl Validator {
         id: NodeId,
         v: &'v Value,
         report: &mut Option<Report<'v>>,
+        memo: &mut Memo,
         depth: u32,
     ) -> bool {
         if depth > MAX_EVAL_DEPTH {
@@ -255,7 +338,7 @@ impl Validator {
         };
         let mut ok = true;
         for check in checks {
-            if !self.check(check, v, report, depth + 1) {
+            if !self.check(check, v, report, memo, depth + 1) {
                 ok = false;
                 match report {
                     Some(r) if r.problems.len() < MAX_PROBLEMS => {}
@@ -266,9 +349,16 @@ impl Validator {
         ok
     }
 
-    /// Whether `v` passes `id`, without recording anything.
-    fn passes(&self, id: NodeId, v: &Value, depth: u32) -> bool {
-        self.eval(id, v, &mut None, depth)
+    /// Whether `v` passes `id`, without recording anything; each pair is evaluated once
+    /// per run (see [`Memo`]).
+    fn passes(&self, id: NodeId, v: &Value, memo: &mut Memo, depth: u32) -> bool {
+        let key = (id, v as *const Value);
+        if let Some(known) = memo.get(&key) {
+            return *known;
+        }
+        let ok = self.eval(id, v, &mut None, memo, depth);
+        memo.insert(key, ok);
+        ok
     }
 
     fn check<'v>(
@@ -276,6 +366,7 @@ impl Validator {
         check: &Check,
         v: &'v Value,
         report: &mut Option<Report<'v>>,
+        memo: &mut Memo,
         depth: u32,
     ) -> bool {
         match check {
@@ -365,7 +456,7 @@ impl Validator {
                             None => break,
                         },
                     };
-                    if !self.eval_at(schema, item, Seg::Index(i), report, depth) {
+                    if !self.eval_at(schema, item, Seg::Index(i), report, memo) {
                         ok = false;
                         if report.is_none() {
                             return false;
@@ -380,7 +471,8 @@ impl Validator {
                 };
                 let found = items
                     .iter()
-                    .filter(|item| self.passes(*schema, item, depth))
+                    // A step into the instance, as in `eval_at`.
+                    .filter(|item| self.passes(*schema, item, memo, 0))
                     .count() as u64;
                 if found < *min {
                     return fail(report, || {
@@ -437,7 +529,7 @@ impl Validator {
                 };
                 let mut ok = true;
                 for (trigger, schema) in deps {
-                    if o.contains_key(trigger) && !self.eval(*schema, v, report, depth) {
+                    if o.contains_key(trigger) && !self.eval(*schema, v, report, memo, depth) {
                         ok = false;
                         if report.is_none() {
                             return false;
@@ -454,7 +546,7 @@ impl Validator {
                 let Value::Object(o) = v else {
                     return true;
                 };
-                self.properties(o, named, patterns, *additional, report, depth)
+                self.properties(o, named, patterns, *additional, report, memo)
             }
             Check::PropertyNames(schema) => {
                 let Value::Object(o) = v else {
@@ -462,7 +554,8 @@ impl Validator {
                 };
                 for key in o.keys() {
                     let name = Value::String(key.clone());
-                    if !self.passes(*schema, &name, depth) {
+                    // `name` is a temporary: its address is reused, so it gets its own memo.
+                    if !self.passes(*schema, &name, &mut Memo::new(), depth) {
                         return fail(report, || {
                             format!("the property name {key:?} does not match `propertyNames`")
                         });
@@ -473,7 +566,7 @@ impl Validator {
             Check::AllOf(all) => {
                 let mut ok = true;
                 for schema in all {
-                    if !self.eval(*schema, v, report, depth) {
+                    if !self.eval(*schema, v, report, memo, depth) {
                         ok = false;
                         if report.is_none() {
                             return false;
@@ -483,7 +576,7 @@ impl Validator {
                 ok
             }
             Check::AnyOf(any) => {
-                any.iter().any(|s| self.passes(*s, v, depth))
+                any.iter().any(|s| self.passes(*s, v, memo, depth))
                     || fail(report, || {
                         format!("{} matches none of the `anyOf` schemas", show(v))
                     })
@@ -491,7 +584,7 @@ impl Validator {
             Check::OneOf(one) => {
                 let mut matched = 0;
                 for s in one {
-                    if self.passes(*s, v, depth) {
+                    if self.passes(*s, v, memo, depth) {
                         matched += 1;
                         if matched > 1 {
                             return fail(report, || {
@@ -506,7 +599,7 @@ impl Validator {
                     })
             }
             Check::Not(schema) => {
-                !self.passes(*schema, v, depth)
+                !self.passes(*schema, v, memo, depth)
                     || fail(report, || {
                         format!("{} matches the schema under `not`", show(v))
                     })
@@ -516,14 +609,14 @@ impl Validator {
                 then,
                 otherwise,
             } => {
-                let branch = if self.passes(*condition, v, depth) {
+                let branch = if self.passes(*condition, v, memo, depth) {
                     then
                 } else {
                     otherwise
                 };
-                branch.is_none_or(|s| self.eval(s, v, report, depth))
+                branch.is_none_or(|s| self.eval(s, v, report, memo, depth))
             }
-            Check::Ref(target) => self.eval(*target, v, report, depth),
+            Check::Ref(target) => self.eval(*target, v, report, memo, depth),
         }
     }
 
@@ -535,7 +628,7 @@ impl Validator {
         patterns: &[(Pattern, NodeId)],
         additional: Option<NodeId>,
         report: &mut Option<Report<'v>>,
-        depth: u32,
+        memo: &mut Memo,
     ) -> bool {
         let mut ok = true;
         // The usual shape (what `#[tool]` generates): a few named properties, no
@@ -547,7 +640,7 @@ impl Validator {
             for (name, schema) in named {
                 if let Some((key, value)) = o.get_key_value(name) {
                     present += 1;
-                    if !self.eval_at(*schema, value, Seg::Key(key), report, depth) {
+                    if !self.eval_at(*schema, value, Seg::Key(key), report, memo) {
                         ok = false;
                         if report.is_none() {
                             return false;
@@ -573,13 +666,13 @@ impl Validator {
             for (name, schema) in named {
                 if name == key {
                     matched = true;
-                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, depth);
+                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, memo);
                 }
             }
             for (pattern, schema) in patterns {
                 if pattern.regex.is_match(key) {
                     matched = true;
-                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, depth);
+                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, memo);
                 }
             }
             if !matched && let Some(schema) = additional {
@@ -588,7 +681,7 @@ impl Validator {
                     Node::Bool(false) => {
                         fail(report, || format!("the property {key:?} is not allowed"))
                     }
-                    _ => self.eval_at(schema, value, Seg::Key(key), report, depth),
+                    _ => self.eval_at(schema, value, Seg::Key(key), report, memo),
                 };
                 ok &= passed;
             }
@@ -606,12 +699,13 @@ impl Validator {
         v: &'v Value,
         seg: Seg<'v>,
         report: &mut Option<Report<'v>>,
-        depth: u32,
+        memo: &mut Memo,
     ) -> bool {
         if let Some(r) = report {
             r.path.push(seg);
         }
-        let ok = self.eval(id, v, report, depth);
+        // A step into the instance: the count of steps in place starts again.
+        let ok = self.eval(id, v, report, memo, 0);
         if let Some(r) = report {
             r.path.pop();
         }
@@ -764,6 +858,12 @@ impl<'s> Compiler<'s> {
         let Value::Object(map) = schema else {
             return Ok(());
         };
+        // Before its `$anchor`: an embedded resource's anchor may reuse a name.
+        if !root && map.contains_key("$id") {
+            return Err(CompileError::Unsupported(
+                "$id below the root (an embedded schema resource)".to_owned(),
+            ));
+        }
         if let Some(anchor) = map.get("$anchor") {
             let Some(name) = anchor.as_str().filter(|n| is_anchor(n)) else {
                 return invalid(format!("$anchor {anchor} is not a valid anchor name"));
@@ -771,11 +871,6 @@ impl<'s> Compiler<'s> {
             if self.anchors.insert(name.to_owned(), schema).is_some() {
                 return invalid(format!("$anchor {name:?} is defined twice"));
             }
-        }
-        if !root && map.contains_key("$id") {
-            return Err(CompileError::Unsupported(
-                "$id below the root (an embedded schema resource)".to_owned(),
-            ));
         }
         for (key, value) in map {
             match key.as_str() {
@@ -944,10 +1039,10 @@ impl<'s> Compiler<'s> {
                     self.named_subschemas(value, key)?;
                 }
                 "$schema" | "$id" if root => {}
-                "$schema" => {
-                    return Err(CompileError::Unsupported(
-                        "$schema below the root (an embedded schema resource)".to_owned(),
-                    ));
+                "$schema" | "$id" => {
+                    return Err(CompileError::Unsupported(format!(
+                        "{key} below the root (an embedded schema resource)"
+                    )));
                 }
                 "title" | "description" | "format" | "$comment" | "contentEncoding"
                 | "contentMediaType"
@@ -1024,7 +1119,13 @@ impl<'s> Compiler<'s> {
         self.anchors
             .get(&fragment)
             .copied()
-            .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names no $anchor")))
+            // Anchors are looked for in schema positions only (not under `definitions` or
+            // an unknown keyword), where the `jsonschema` crate may still find one.
+            .ok_or_else(|| {
+                CompileError::Unsupported(format!(
+                    "$ref {r:?}, which names no $anchor in a schema position presa reads"
+                ))
+            })
     }
 }
 
@@ -1345,6 +1446,7 @@ mod tests {
             json!(true),
             json!(false),
             json!({"type":"object","properties":{"text":{"type":"string","pattern":"^h[a-z]+$"}}}),
+            json!({"properties":{"s":{"pattern":"^\\s.$"},"xa":{"pattern":"^[[:a&]+$"}}}),
             json!({"patternProperties":{"^x":{"type":"integer"},"s$":{"type":"string"}},"additionalProperties":false}),
             json!({"properties":{"n":{}},"additionalProperties":{"type":"string"}}),
             json!({"anyOf":[{"type":"string"},{"type":"integer","minimum":0}]}),
@@ -1431,6 +1533,11 @@ mod tests {
             json!({"s":"é€😀"}),
             json!({"s":"a"}),
             json!({"s":"abcd"}),
+            json!({"s":"\u{a0}x"}),
+            json!({"s":" \r"}),
+            json!({"s":"\u{2003}\u{2028}"}),
+            json!({"xa":"a:&["}),
+            json!({"xa":"alpha"}),
             json!({"k":{"a":[1.0,2]}}),
             json!({"k":{"a":[1,3]}}),
             json!({"m":1.0}),
@@ -1592,6 +1699,13 @@ mod tests {
             json!({"properties":{"a":{"$id":"https://example.com/a"}}}),
             json!({"pattern":"(?=a)"}),
             json!({"patternProperties":{"\\p{L}+":{}}}),
+            json!({"pattern":"[\\S]"}),
+            json!({"pattern":"[]a]"}),
+            json!({"dependencies":{"a":["b"]}}),
+            json!({"$ref":"#nowhere"}),
+            json!({"$ref":"#a","definitions":{"x":{"$anchor":"a"}}}),
+            json!({"$ref":"#/definitions/a","definitions":{"a":{"$id":"https://example.com/a"}}}),
+            json!({"$defs":{"a":{"$anchor":"x"},"b":{"$id":"https://example.com/b","$anchor":"x"}}}),
         ] {
             assert!(
                 matches!(
@@ -1627,7 +1741,6 @@ mod tests {
             json!({"uniqueItems":1}),
             json!({"$ref":3}),
             json!({"$ref":"#/$defs/missing"}),
-            json!({"$ref":"#nowhere"}),
             json!({"$anchor":"1x"}),
             json!({"title":3}),
             json!({"$schema":3}),
@@ -1695,6 +1808,46 @@ mod tests {
             let v = Validator::compile(&json!({"multipleOf": m})).expect("compiles");
             assert_eq!(v.is_valid(&x), expected, "{x} multipleOf {m}");
         }
+    }
+
+    /// A deep instance is not taken for a reference cycle: the count of schema steps
+    /// starts again at each step into the instance.
+    #[test]
+    fn deep_instances_are_not_cycles() {
+        let v = Validator::compile(
+            &json!({"anyOf":[{"type":"integer"},{"type":"array","items":{"$ref":"#"}}]}),
+        )
+        .expect("compiles");
+        let mut deep = json!(1);
+        for _ in 0..120 {
+            deep = json!([deep]);
+        }
+        assert_eq!(v.validate(&deep), Ok(()));
+        let mut bad = json!("x");
+        for _ in 0..120 {
+            bad = json!([bad]);
+        }
+        assert!(!v.is_valid(&bad));
+    }
+
+    /// Alternatives that recurse into the same children cost each (schema, value) pair
+    /// once: a 40-deep tagged tree would otherwise take 2^40 evaluations.
+    #[test]
+    fn recursive_alternatives_are_linear() {
+        let v = Validator::compile(&json!({"$defs":{"node":{"oneOf":[
+            {"properties":{"kind":{"const":"a"},"kids":{"items":{"$ref":"#/$defs/node"}}}},
+            {"properties":{"kind":{"const":"b"},"kids":{"items":{"$ref":"#/$defs/node"}}}}]}},
+            "$ref":"#/$defs/node"}))
+        .expect("compiles");
+        let mut tree = json!({"kind":"a"});
+        for _ in 0..40 {
+            tree = json!({"kind":"b","kids":[tree]});
+        }
+        assert!(v.is_valid(&tree));
+        assert!(v.validate(&json!({"kind":"c","kids":[tree]})).is_err());
+        let cycle =
+            Validator::compile(&json!({"anyOf":[{"$ref":"#"},{"$ref":"#"}]})).expect("compiles");
+        assert!(!cycle.is_valid(&json!(1)));
     }
 
     /// A reference cycle that reads no instance ends, as invalid.
