@@ -275,7 +275,10 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                 }
                 "method" => envelope.method = Some(map.next_value()?),
                 "params" => envelope.params = Some(map.next_value()?),
-                "jsonrpc" => envelope.jsonrpc_2_0 = map.next_value::<IsVersion2>()?.0,
+                "jsonrpc" => {
+                    envelope.jsonrpc_2_0 =
+                        map.next_value::<super::Text>()?.0.as_deref() == Some("2.0")
+                }
                 "result" | "error" => {
                     envelope.reply = true;
                     map.next_value::<Value>()?;
@@ -290,34 +293,6 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
 
     // An array is told apart (batching is not supported); any other non-object is Other.
     non_objects_are!(Frame, Frame::Array, Frame::Other);
-}
-
-/// The `jsonrpc` member: whether it is the string `"2.0"`, read without allocating it.
-struct IsVersion2(bool);
-
-impl<'de> serde::Deserialize<'de> for IsVersion2 {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = IsVersion2;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("the jsonrpc member")
-            }
-            fn visit_str<E>(self, v: &str) -> Result<IsVersion2, E> {
-                Ok(IsVersion2(v == "2.0"))
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<IsVersion2, A::Error> {
-                // Parsed as values all the same, to be held to the checks of one.
-                while map.next_entry::<String, Value>()?.is_some() {}
-                Ok(IsVersion2(false))
-            }
-            non_objects_are!(@except_str IsVersion2, IsVersion2(false), IsVersion2(false));
-        }
-        d.deserialize_any(Visit)
-    }
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.

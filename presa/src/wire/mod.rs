@@ -64,6 +64,44 @@ impl<'de> serde::Deserialize<'de> for Key<'de> {
     }
 }
 
+/// A member read as text when it is a string (borrowed from the input when it has no
+/// escapes), or `None` when it is anything else; then it is still read through, held to
+/// the checks of a parse into a `Value`.
+pub(crate) struct Text<'de>(pub(crate) Option<std::borrow::Cow<'de, str>>);
+
+impl<'de> serde::Deserialize<'de> for Text<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Text<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Text<'de>, E> {
+                Ok(Text(Some(std::borrow::Cow::Borrowed(v))))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Text<'de>, E> {
+                Ok(Text(Some(std::borrow::Cow::Owned(v.to_owned()))))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Text<'de>, E> {
+                Ok(Text(Some(std::borrow::Cow::Owned(v))))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Text<'de>, A::Error> {
+                while map
+                    .next_entry::<client_info::Any, client_info::Any>()?
+                    .is_some()
+                {}
+                Ok(Text(None))
+            }
+            non_objects_are!(@except_str Text<'de>, Text(None), Text(None));
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
 /// The key serde_json hands a visitor's `visit_map` for a number when some crate in the
 /// build enables its `arbitrary_precision` feature: such a "map" is a number, not an
 /// object.
@@ -85,6 +123,7 @@ pub(crate) fn number_in_disguise<'de, A: serde::de::MapAccess<'de>>(
     Ok(false)
 }
 
+pub(crate) mod client_info;
 pub mod jsonrpc;
 pub mod meta;
 pub mod types;

@@ -1802,3 +1802,45 @@ async fn expect_tools_list(c: &TestClient) -> Vec<Value> {
     assert_eq!(names, sorted, "tools are listed in a stable, sorted order");
     tools
 }
+
+/// A handler reads the request's `clientInfo` as the client sent it, unknown members
+/// and escapes included, over both transports (RequestMeta::client_info).
+#[tokio::test]
+async fn client_info_reaches_the_handler_as_sent() {
+    use crate::mrtr::{KINDS, Wire};
+    let server = builder()
+        .tool(Tool::new("who").handler(|call: ToolCall| async move {
+            Value::from(call.ctx.meta().client_info()).to_string()
+        }))
+        .build()
+        .expect("the server builds");
+    let info = json!({
+        "name": "caf\u{e9}",
+        "version": "1.2",
+        "title": "A \"client\"",
+        "icons": [{"src": "https://example.com/i.png", "sizes": ["48x48"]}],
+        "com.example/extra": {"n": [1, 2.5, null]}
+    });
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        let got = w
+            .call(
+                1,
+                "tools/call",
+                json!({"name": "who", "_meta": {INFO_KEY: info.clone()}}),
+            )
+            .await;
+        assert_eq!(got.text(), info.to_string(), "{kind:?}");
+    }
+    // Without clientInfo (it is optional), the handler sees none.
+    let mut meta = meta_map();
+    meta.remove(INFO_KEY);
+    let r = raw(
+        &TestClient::new(&server),
+        2,
+        "tools/call",
+        json!({"name": "who", "_meta": meta}),
+    )
+    .await;
+    r.assert_text("null");
+}
