@@ -261,7 +261,7 @@ async fn call_tool(
     // here, with the name borrowed from the params, and an unknown name is reported
     // after the arguments are checked, as before.
     let entry = if let Some(entry) = tool {
-        tracing::Span::current().record("mcp.name", entry.tool.name.as_str());
+        super::request_span().record("mcp.name", entry.tool.name.as_str());
         Ok(entry)
     } else {
         let name = required_string(
@@ -269,7 +269,7 @@ async fn call_tool(
             "name",
             "tools/call requires a non-empty string name",
         )?;
-        tracing::Span::current().record("mcp.name", name);
+        super::request_span().record("mcp.name", name);
         match catalog.tools.get(name) {
             Some(entry) => Ok(Arc::clone(entry)),
             None => Err(format!("Unknown tool: {name}")),
@@ -336,7 +336,7 @@ async fn read_resource(
         "resources/read requires a non-empty string uri",
     )?
     .to_owned();
-    tracing::Span::current().record("mcp.name", uri.as_str());
+    super::request_span().record("mcp.name", uri.as_str());
     if !is_absolute_uri(&uri) {
         return Err(Error::invalid_params(
             "resources/read uri must be an absolute URI",
@@ -394,7 +394,7 @@ async fn get_prompt(
         "prompts/get requires a non-empty string name",
     )?
     .to_owned();
-    tracing::Span::current().record("mcp.name", name.as_str());
+    super::request_span().record("mcp.name", name.as_str());
     let arguments = string_map(
         params.get("arguments"),
         "prompts/get arguments must map strings to strings",
