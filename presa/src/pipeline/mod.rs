@@ -111,9 +111,12 @@ pub(crate) const METHODS: &[&str] = &[
     "subscriptions/listen",
 ];
 
-/// The request's span, to record into: `Span::current()` when INFO spans can be enabled
-/// at all, else a disabled span without asking the dispatcher (a lookup of the current
-/// span cost about 180 instructions, four times per `tools/call`, with nothing listening).
+/// The request's span, for the records made inside the pipeline (the trace context at
+/// admission, the item's name at dispatch): `Span::current()` when INFO spans can be
+/// enabled at all, else a disabled span without asking the dispatcher (a lookup of the
+/// current span cost about 180 instructions, with nothing listening). The outcome and
+/// duration are recorded on the span itself, so a level lowered while the request runs
+/// loses nothing recorded at its end.
 pub(crate) fn request_span() -> tracing::Span {
     if tracing::level_enabled!(tracing::Level::INFO) {
         tracing::Span::current()
@@ -150,9 +153,12 @@ impl Server {
         // small enough for the allocator's per-thread cache, and moving this future
         // (into its task, through its wrappers) copies a pointer.
         let work = Box::pin(AssertUnwindSafe(self.clone().serve(request, exchange)).catch_unwind());
+        // The span itself, to record the outcome into: no lookup of the current span, and
+        // nothing lost if the level changes while the request runs.
+        let recorded = span.clone();
         async move {
             // The clock is read only when someone records the span.
-            let started = (!request_span().is_disabled()).then(Instant::now);
+            let started = (!recorded.is_disabled()).then(Instant::now);
             // Cancellation comes first: once the token has fired, the handler is not
             // polled again (its future is dropped), whatever else woke it. It is checked
             // with a look at the token; the waiter is registered only after the work has
@@ -170,7 +176,7 @@ impl Server {
                 cancelled.as_mut().poll(cx).map(|()| None)
             })
             .await;
-            let span = request_span();
+            let span = recorded;
             if let Some(started) = started {
                 span.record("duration_us", started.elapsed().as_micros() as u64);
             }
@@ -726,18 +732,16 @@ mod tests {
         }
     }
 
-    /// The `mcp.request` span carries what book/progress.md says it does, recorded from
-    /// the pipeline's several places (the tool's name in dispatch, the trace context at
-    /// admission, the outcome and duration at the end).
-    #[tokio::test(flavor = "current_thread")]
-    async fn the_request_span_records_its_fields() {
+    /// Captures the fields of the `mcp.request` span, as made and as recorded later.
+    mod capture {
         use std::collections::BTreeMap;
         use std::sync::{Arc, Mutex};
-        use tracing_subscriber::layer::{Context, SubscriberExt};
+        use tracing_subscriber::layer::Context;
 
-        type Fields = Arc<Mutex<BTreeMap<String, String>>>;
-        struct Capture(Fields);
+        pub(super) type Fields = Arc<Mutex<BTreeMap<String, String>>>;
+        pub(super) struct Capture(pub(super) Fields);
         struct Visit<'a>(&'a mut BTreeMap<String, String>);
+
         impl tracing::field::Visit for Visit<'_> {
             fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
                 self.0.insert(field.name().to_owned(), format!("{value:?}"));
@@ -746,6 +750,7 @@ mod tests {
                 self.0.insert(field.name().to_owned(), value.to_owned());
             }
         }
+
         impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Capture {
             fn on_new_span(
                 &self,
@@ -771,8 +776,20 @@ mod tests {
             }
         }
 
-        let fields = Fields::default();
-        let subscriber = tracing_subscriber::registry().with(Capture(Arc::clone(&fields)));
+        pub(super) fn snapshot(fields: &Fields) -> BTreeMap<String, String> {
+            fields.lock().map(|f| f.clone()).unwrap_or_default()
+        }
+    }
+
+    /// The `mcp.request` span carries what book/progress.md says it does, recorded from
+    /// the pipeline's several places (the tool's name in dispatch, the trace context at
+    /// admission, the outcome and duration at the end).
+    #[tokio::test(flavor = "current_thread")]
+    async fn the_request_span_records_its_fields() {
+        use tracing_subscriber::layer::SubscriberExt;
+        let fields = capture::Fields::default();
+        let subscriber =
+            tracing_subscriber::registry().with(capture::Capture(std::sync::Arc::clone(&fields)));
         let _guard = tracing::subscriber::set_default(subscriber);
         let server = crate::Server::builder(Implementation::new("spans", "1"))
             .tool(crate::Tool::new("echo").handler(|_: crate::ToolCall| async { "hi" }))
@@ -789,7 +806,7 @@ mod tests {
                 "params": {"name": "echo", "_meta": meta}}))
             .await;
         assert!(reply.message.get("result").is_some(), "{}", reply.message);
-        let fields = fields.lock().map(|f| f.clone()).unwrap_or_default();
+        let fields = capture::snapshot(&fields);
         assert_eq!(
             fields.get("mcp.method.name").map(String::as_str),
             Some("tools/call")
@@ -803,6 +820,51 @@ mod tests {
         assert_eq!(
             fields.get("trace_parent").map(String::as_str),
             Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        );
+        assert!(fields.contains_key("duration_us"), "{fields:?}");
+    }
+
+    /// The level lowered (a reload) while a request runs: its span, enabled when made,
+    /// still gets its outcome and duration (found by review of 72e74f4, which looked the
+    /// span up again at the end and so lost them).
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_level_lowered_mid_request_loses_no_field() {
+        use tracing_subscriber::filter::LevelFilter;
+        use tracing_subscriber::layer::SubscriberExt;
+        let fields = capture::Fields::default();
+        let (filter, handle) = tracing_subscriber::reload::Layer::new(LevelFilter::INFO);
+        let subscriber = tracing_subscriber::registry()
+            .with(filter)
+            .with(capture::Capture(std::sync::Arc::clone(&fields)));
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let server = crate::Server::builder(Implementation::new("spans", "1"))
+            .tool(
+                crate::Tool::new("lower").handler(move |_: crate::ToolCall| {
+                    let handle = handle.clone();
+                    async move {
+                        handle.reload(LevelFilter::WARN)?;
+                        Ok::<_, crate::ToolError>("hi")
+                    }
+                }),
+            )
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server);
+        let meta = client.meta();
+        let reply = client
+            .send(json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "lower", "_meta": meta}}))
+            .await;
+        assert_eq!(
+            reply.message["result"]["content"][0]["text"], "hi",
+            "{}",
+            reply.message
+        );
+        let fields = capture::snapshot(&fields);
+        assert_eq!(
+            fields.get("outcome").map(String::as_str),
+            Some("ok"),
+            "{fields:?}"
         );
         assert!(fields.contains_key("duration_us"), "{fields:?}");
     }

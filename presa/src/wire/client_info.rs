@@ -1,6 +1,6 @@
 //! `_meta` `clientInfo` as admission reads it: `name` and `version` kept as strings,
 //! any other member as a value, without building a map; the map is made only when someone
-//! asks ([`crate::RequestMeta::client_info`]). Its shape is checked as it is read: string
+//! asks ([`crate::RequestMeta::client_info`]). Admission then checks its shape: string
 //! `name` and `version`, string `title`, `description` and `websiteUrl` when present,
 //! `icons` a list of objects with a string `src`.
 //!
@@ -10,7 +10,7 @@
 //! rest of the message, so it is held to exactly the checks of a parse into a `Value`.
 
 use crate::error::Error;
-use crate::wire::{Key, Text, number_in_disguise};
+use crate::wire::{Key, Text, disguised};
 use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -29,6 +29,9 @@ pub(crate) struct ReadClientInfo {
     version: Option<String>,
     /// Every other member (boxed: most clients send none).
     rest: Option<Box<Map<String, Value>>>,
+    /// Where `name` and `version` first came among the distinct members, so that
+    /// `to_map` keeps the order sent when serde_json's `preserve_order` is on.
+    at: [Option<usize>; 2],
 }
 
 impl ReadClientInfo {
@@ -62,14 +65,66 @@ impl ReadClientInfo {
         Ok(())
     }
 
-    /// The members as the client sent them (in the map's order).
-    pub(crate) fn to_map(&self) -> Map<String, Value> {
-        let mut map = self.rest.as_deref().cloned().unwrap_or_default();
-        if let Some(name) = &self.name {
-            map.insert("name".to_owned(), Value::String(name.clone()));
+    /// From an already parsed value (`decode_value`).
+    pub(crate) fn from_value(value: Value) -> ReadClientInfo {
+        let Value::Object(members) = value else {
+            return ReadClientInfo::default();
+        };
+        let mut info = ReadClientInfo {
+            object: true,
+            ..ReadClientInfo::default()
+        };
+        for (key, value) in members {
+            let text = |value| match value {
+                Value::String(s) => Some(s),
+                _ => None,
+            };
+            match key.as_str() {
+                "name" => {
+                    info.place(0);
+                    info.name = text(value);
+                }
+                "version" => {
+                    info.place(1);
+                    info.version = text(value);
+                }
+                _ => {
+                    info.rest.get_or_insert_default().insert(key, value);
+                }
+            }
         }
-        if let Some(version) = &self.version {
-            map.insert("version".to_owned(), Value::String(version.clone()));
+        info
+    }
+
+    /// Notes where `name` (0) or `version` (1) first came.
+    fn place(&mut self, which: usize) {
+        if self.at[which].is_none() {
+            let before = self.rest.as_ref().map_or(0, |r| r.len());
+            self.at[which] = Some(before + usize::from(self.at[1 - which].is_some()));
+        }
+    }
+
+    /// The members as the client sent them, in the order a `Map` parsed from the same
+    /// text has.
+    pub(crate) fn to_map(&self) -> Map<String, Value> {
+        let mut own: Vec<(usize, &str, &String)> = [
+            ("name", &self.name, self.at[0]),
+            ("version", &self.version, self.at[1]),
+        ]
+        .into_iter()
+        .filter_map(|(k, v, at)| Some((at.unwrap_or(usize::MAX), k, v.as_ref()?)))
+        .collect();
+        own.sort_unstable_by_key(|m| m.0);
+        let mut own = own.into_iter().peekable();
+        let mut map = Map::new();
+        for (key, value) in self.rest.as_deref().into_iter().flatten() {
+            while let Some((_, k, v)) = own.next_if(|m| m.0 <= map.len()) {
+                map.insert(k.to_owned(), Value::String(v.clone()));
+            }
+            map.insert(key.clone(), value.clone());
+        }
+        for (_, k, v) in own {
+            map.insert(k.to_owned(), Value::String(v.clone()));
         }
         map
     }
@@ -91,12 +146,18 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
                 let mut first = true;
                 // A member given twice counts with its last value, as in a map.
                 while let Some(Key(key)) = map.next_key()? {
-                    if number_in_disguise(&mut map, &mut first, &key)? {
-                        return Ok(ReadClientInfo::default());
+                    if let Some(value) = disguised(&mut map, &mut first, &key)? {
+                        return Ok(ReadClientInfo::from_value(value));
                     }
                     match &*key {
-                        "name" => info.name = map.next_value::<Text>()?.0.map(Into::into),
-                        "version" => info.version = map.next_value::<Text>()?.0.map(Into::into),
+                        "name" => {
+                            info.place(0);
+                            info.name = map.next_value::<Text>()?.0.map(Into::into);
+                        }
+                        "version" => {
+                            info.place(1);
+                            info.version = map.next_value::<Text>()?.0.map(Into::into);
+                        }
                         _ => {
                             let value = map.next_value::<Value>()?;
                             info.rest
@@ -127,7 +188,13 @@ impl<'de> Deserialize<'de> for Any {
                 f.write_str("any JSON value")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-                while map.next_entry::<Any, Any>()?.is_some() {}
+                let mut first = true;
+                while let Some(Key(key)) = map.next_key()? {
+                    if disguised(&mut map, &mut first, &key)?.is_some() {
+                        return Ok(Any);
+                    }
+                    map.next_value::<Any>()?;
+                }
                 Ok(Any)
             }
             fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
@@ -225,5 +292,158 @@ mod tests {
         let expected: Value =
             serde_json::json!({"name":"c","version":"1","x":{"deep":[1,2.5,"é"]},"title":"T\""});
         assert_eq!(meta.client_info().map(Value::Object), Some(expected));
+    }
+
+    /// What the rule of wire section 2 says of a message, worked out the plain way: the
+    /// whole message parsed into a `Value`, then `clientInfo` checked member by member.
+    /// `None`: the message is not JSON (-32700).
+    fn reference(text: &str) -> Option<Result<Option<Value>, String>> {
+        let message = serde_json::from_str::<Value>(text).ok()?;
+        let Some(info) = message["params"]["_meta"].get(crate::wire::meta::KEY_CLIENT_INFO) else {
+            return Some(Ok(None));
+        };
+        let Value::Object(members) = info else {
+            return Some(Err(
+                "Client info must include string name and version".into()
+            ));
+        };
+        let text_at = |k: &str| members.get(k).is_some_and(Value::is_string);
+        if !(text_at("name") && text_at("version")) {
+            return Some(Err(
+                "Client info must include string name and version".into()
+            ));
+        }
+        for t in TEXTS {
+            if members.get(t).is_some_and(|v| !v.is_string()) {
+                return Some(Err(format!("Client info {t} must be a string")));
+            }
+        }
+        if let Some(icons) = members.get("icons")
+            && !icons
+                .as_array()
+                .is_some_and(|a| a.iter().all(|i| i.get("src").is_some_and(Value::is_string)))
+        {
+            return Some(Err(
+                "Client info icons must be a list of icons with a string src".into(),
+            ));
+        }
+        Some(Ok(Some(info.clone())))
+    }
+
+    /// What presa does with the same message, from its bytes or from a parsed `Value`.
+    fn presa(
+        decoded: Result<Inbound, crate::wire::jsonrpc::Rejection>,
+    ) -> Option<Result<Option<Value>, String>> {
+        match decoded {
+            Err(rejection) if rejection.error.code() == -32700 => None,
+            Err(rejection) => Some(Err(rejection.error.message().to_owned())),
+            Ok(Inbound::Request(request)) => {
+                Some(match crate::wire::meta::admit_request(request.meta, None) {
+                    Ok(meta) => Ok(meta.client_info().map(Value::Object)),
+                    Err(e) => Err(e.message().to_owned()),
+                })
+            }
+            Ok(_) => Some(Err("not a request".into())),
+        }
+    }
+
+    /// Reading `clientInfo` member by member agrees with the plain way on thousands of
+    /// generated values: duplicates, escaped keys, every member's wrong types, junk that
+    /// only a `Value` parse would refuse, and the keys serde_json gives a meaning of its
+    /// own (`$serde_json::private::Number`, `...::RawValue`), from bytes and from a
+    /// parsed `Value` (a review's differential test of 2a07faa, kept).
+    #[test]
+    fn agrees_with_the_plain_way() {
+        let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
+        let mut parts: Vec<String> = [
+            r#""name":"c""#,
+            r#""name":1"#,
+            r#""name":null"#,
+            r#""name":["x"]"#,
+            r#""n\u0061me":"c""#,
+            r#""name":"\u00e9""#,
+            r#""name":"\ud800""#,
+            r#""name":1e400"#,
+            r#""name":{"$serde_json::private::Number":"1"}"#,
+            r#""name":{"$serde_json::private::RawValue":"\"c\""}"#,
+            r#""version":"1""#,
+            r#""version":2"#,
+            r#""versio\u006e":"1""#,
+            r#""version":{}"#,
+            r#""version":-9223372036854775809"#,
+            r#""title":"T""#,
+            r#""title":1"#,
+            r#""description":null"#,
+            r#""websiteUrl":{}"#,
+            r#""icons":[]"#,
+            r#""icons":[{"src":"a"}]"#,
+            r#""icons":[{"src":1}]"#,
+            r#""icons":[1]"#,
+            r#""icons":[{"src":"a","src":2}]"#,
+            r#""icons":[{"s\u0072c":"a"}]"#,
+            r#""icons":"x""#,
+            r#""x":1e400"#,
+            r#""x":18446744073709551616"#,
+            r#""x":"\udc00\ud800""#,
+            r#""x":"\x""#,
+            r#""k\ud800":1"#,
+            r#""$serde_json::private::Number":"1""#,
+            r#""$serde_json::private::Number":1e400"#,
+            r#""$serde_json::private::RawValue":5"#,
+            r#""$serde_json::private::RawValue":"{\"name\":\"c\",\"version\":\"1\"}""#,
+            r#""x":{"$serde_json::private::RawValue":"1e400"}"#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for n in [122, 123, 124, 125] {
+            parts.push(format!(r#""x":{}"#, deep(n)));
+        }
+        let mut infos: Vec<String> = [
+            "1",
+            "null",
+            "[]",
+            "{}",
+            "[1e400]",
+            r#"{"$serde_json::private::Number":"1"}"#,
+            r#"{"$serde_json::private::RawValue":"{\"name\":\"c\",\"version\":\"1\"}"}"#,
+        ]
+        .map(str::to_owned)
+        .to_vec();
+        for p in &parts {
+            infos.push(format!(r#"{{"name":"c","version":"1",{p}}}"#));
+            infos.push(format!(r#"{{{p},"name":"c","version":"1"}}"#));
+        }
+        let mut seed = 0x2545_F491_4F6C_DD1D_u64;
+        let mut next = |n: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % n as u64) as usize
+        };
+        for _ in 0..4000 {
+            let mut members: Vec<String> = (0..next(5))
+                .map(|_| parts[next(parts.len())].clone())
+                .collect();
+            for own in [r#""name":"c""#, r#""version":"1""#] {
+                if next(2) == 0 {
+                    members.insert(next(members.len() + 1), own.to_owned());
+                }
+            }
+            infos.push(format!("{{{}}}", members.join(",")));
+        }
+        for info in &infos {
+            let text = format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","_meta":{{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{{}},"io.modelcontextprotocol/clientInfo":{info}}}}}}}"#
+            );
+            let want = reference(&text);
+            assert_eq!(presa(decode(text.as_bytes())), want, "from bytes: {info}");
+            if let Ok(value) = serde_json::from_str::<Value>(&text) {
+                assert_eq!(
+                    presa(crate::wire::jsonrpc::decode_value(value)),
+                    want,
+                    "from a value: {info}"
+                );
+            }
+        }
     }
 }

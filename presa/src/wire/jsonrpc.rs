@@ -158,10 +158,15 @@ pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
 
 /// Decodes an already parsed JSON value into a message.
 pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
-    let Value::Object(mut obj) = value else {
+    let Value::Object(obj) = value else {
         return Err(not_an_object(value.is_array()));
     };
-    classify(Envelope {
+    classify(envelope_of(obj))
+}
+
+/// The envelope of an already parsed object.
+fn envelope_of(mut obj: Map<String, Value>) -> Envelope {
+    Envelope {
         has_id: obj.contains_key("id"),
         id: obj.remove("id"),
         method: obj.remove("method"),
@@ -174,7 +179,7 @@ pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
             _ => Params::NotObject,
         }),
         reply: obj.contains_key("result") || obj.contains_key("error"),
-    })
+    }
 }
 
 fn not_an_object(array: bool) -> Rejection {
@@ -222,8 +227,14 @@ impl<'de> serde::Deserialize<'de> for Params {
                 let mut meta = RawMeta::Absent;
                 let mut first = true;
                 while let Some(super::Key(key)) = map.next_key()? {
-                    if super::number_in_disguise(&mut map, &mut first, &key)? {
-                        return Ok(Params::NotObject);
+                    if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
+                        return Ok(match value {
+                            Value::Object(mut params) => {
+                                let meta = RawMeta::from_value(params.remove("_meta"));
+                                Params::Object(params, meta)
+                            }
+                            _ => Params::NotObject,
+                        });
                     }
                     if key == "_meta" {
                         meta = map.next_value()?;
@@ -265,8 +276,12 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
         let mut envelope = Envelope::default();
         let mut first = true;
         while let Some(super::Key(key)) = map.next_key()? {
-            if super::number_in_disguise(&mut map, &mut first, &key)? {
-                return Ok(Frame::Other);
+            if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
+                return Ok(match value {
+                    Value::Object(obj) => Frame::Object(envelope_of(obj)),
+                    Value::Array(_) => Frame::Array,
+                    _ => Frame::Other,
+                });
             }
             match &*key {
                 "id" => {

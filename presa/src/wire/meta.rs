@@ -268,7 +268,7 @@ impl RawMeta {
                 let mut fields = MetaFields::default();
                 for (k, v) in map {
                     if k == KEY_CLIENT_INFO {
-                        fields.client_info = serde::Deserialize::deserialize(&v).ok();
+                        fields.client_info = Some(ReadClientInfo::from_value(v));
                     } else if let Some(slot) = fields.slot(&k) {
                         *slot = Some(v);
                     }
@@ -308,8 +308,8 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 let mut fields = Box::<MetaFields>::default();
                 let mut first = true;
                 while let Some(super::Key(key)) = map.next_key()? {
-                    if super::number_in_disguise(&mut map, &mut first, &key)? {
-                        return Ok(RawMeta::NotObject);
+                    if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
+                        return Ok(RawMeta::from_value(Some(value)));
                     }
                     if key == KEY_CLIENT_INFO {
                         // Read without building a map (see client_info.rs).
@@ -577,7 +577,7 @@ mod tests {
             assert!(valid, "{key}");
             let mut fields = MetaFields::default();
             if key == KEY_CLIENT_INFO {
-                // Read before the slots, as text (wire/client_info.rs); its syntax passes.
+                // Read before the slots (wire/client_info.rs); its syntax passes.
                 assert!(fields.slot(key).is_none() && fields.keys_valid);
                 continue;
             }

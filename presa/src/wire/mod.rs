@@ -90,10 +90,16 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
                 self,
                 mut map: A,
             ) -> Result<Text<'de>, A::Error> {
-                while map
-                    .next_entry::<client_info::Any, client_info::Any>()?
-                    .is_some()
-                {}
+                let mut first = true;
+                while let Some(Key(key)) = map.next_key()? {
+                    if let Some(value) = disguised(&mut map, &mut first, &key)? {
+                        return Ok(Text(match value {
+                            serde_json::Value::String(s) => Some(std::borrow::Cow::Owned(s)),
+                            _ => None,
+                        }));
+                    }
+                    map.next_value::<client_info::Any>()?;
+                }
                 Ok(Text(None))
             }
             non_objects_are!(@except_str Text<'de>, Text(None), Text(None));
@@ -107,20 +113,66 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
 /// object.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-/// For the visitors that read an object member by member: whether `key`, read from
-/// `map`, shows the "object" to be a number in disguise (see [`NUMBER_TOKEN`]); only the
-/// first key can. The number is then read and dropped, and the caller answers "not an
-/// object".
-pub(crate) fn number_in_disguise<'de, A: serde::de::MapAccess<'de>>(
+/// The key by which, with serde_json's `raw_value` feature (on in this workspace), a parse
+/// into a `Value` reads `{"<key>": "<json text>"}` as the value of that text.
+const RAW_TOKEN: &str = "$serde_json::private::RawValue";
+
+/// Whether serde_json, as built, gives each token its meaning (asked once, of serde_json
+/// itself: the features are unified across the whole build, so presa cannot `cfg` on
+/// them).
+fn tokens_live() -> (bool, bool) {
+    static LIVE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+    *LIVE.get_or_init(|| {
+        let number = |token: &str| {
+            serde_json::from_str::<serde_json::Value>(&format!(r#"{{"{token}":"1"}}"#))
+                .is_ok_and(|v| v.is_number())
+        };
+        (number(NUMBER_TOKEN), number(RAW_TOKEN))
+    })
+}
+
+/// For the visitors that read an object member by member, called with each key: when
+/// `key` is the first and a parse into a `Value` would not read this "object" as an
+/// object (see [`NUMBER_TOKEN`], [`RAW_TOKEN`]), the value such a parse makes of it,
+/// checked as that parse checks it. The caller then reads no further member (serde_json
+/// rejects any that follow, as it does in a `Value` parse) and answers from that value.
+/// Any other key, or a token whose feature is off, is an ordinary member.
+#[inline]
+pub(crate) fn disguised<'de, A: serde::de::MapAccess<'de>>(
     map: &mut A,
     first: &mut bool,
     key: &str,
-) -> Result<bool, A::Error> {
-    if std::mem::take(first) && key == NUMBER_TOKEN {
-        map.next_value::<serde::de::IgnoredAny>()?;
-        return Ok(true);
+) -> Result<Option<serde_json::Value>, A::Error> {
+    // Called for every key of every object read: the common answer stays inline.
+    if !std::mem::take(first) || !key.starts_with("$serde_json::private::") {
+        return Ok(None);
     }
-    Ok(false)
+    disguised_token(map, key)
+}
+
+/// [`disguised`] for a first key that is one of serde_json's tokens.
+#[cold]
+fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
+    map: &mut A,
+    key: &str,
+) -> Result<Option<serde_json::Value>, A::Error> {
+    use serde::de::Error as _;
+    let (number, raw) = tokens_live();
+    if !((key == NUMBER_TOKEN && number) || (key == RAW_TOKEN && raw)) {
+        return Ok(None);
+    }
+    let Text(Some(text)) = map.next_value::<Text>()? else {
+        return Err(A::Error::custom("expected a string"));
+    };
+    if key == NUMBER_TOKEN {
+        text.parse::<serde_json::Number>()
+            .map(|n| Some(serde_json::Value::Number(n)))
+            .map_err(A::Error::custom)
+    } else {
+        serde_json::from_str(&text)
+            .map(Some)
+            .map_err(A::Error::custom)
+    }
 }
 
 pub(crate) mod client_info;
