@@ -11,7 +11,7 @@
 
 use crate::error::Error;
 use crate::wire::{Key, Text, disguised};
-use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -19,7 +19,7 @@ use std::fmt;
 const TEXTS: [&str; 3] = ["title", "description", "websiteUrl"];
 
 /// `clientInfo` as read.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct ReadClientInfo {
     /// Whether it was an object at all.
     object: bool,
@@ -130,6 +130,17 @@ impl ReadClientInfo {
     }
 }
 
+/// Shown as the members the client sent (what `RequestMeta`'s `Debug` prints).
+impl fmt::Debug for ReadClientInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.object {
+            self.to_map().fmt(f)
+        } else {
+            f.write_str("(not an object)")
+        }
+    }
+}
+
 impl<'de> Deserialize<'de> for ReadClientInfo {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         struct Visit;
@@ -169,56 +180,6 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
                 Ok(info)
             }
             non_objects_are!(ReadClientInfo, ReadClientInfo::default());
-        }
-        d.deserialize_any(Visit)
-    }
-}
-
-/// Any JSON value, read through and dropped, held to the checks of a parse into a
-/// `Value` (unlike `serde::de::IgnoredAny`, which serde_json skips without checking
-/// number ranges).
-pub(crate) struct Any;
-
-impl<'de> Deserialize<'de> for Any {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> Visitor<'de> for Visit {
-            type Value = Any;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("any JSON value")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
-                let mut first = true;
-                while let Some(Key(key)) = map.next_key()? {
-                    if disguised(&mut map, &mut first, &key)?.is_some() {
-                        return Ok(Any);
-                    }
-                    map.next_value::<Any>()?;
-                }
-                Ok(Any)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
-                while seq.next_element::<Any>()?.is_some() {}
-                Ok(Any)
-            }
-            fn visit_str<E>(self, _: &str) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_i64<E>(self, _: i64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_u64<E>(self, _: u64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_f64<E>(self, _: f64) -> Result<Any, E> {
-                Ok(Any)
-            }
-            fn visit_unit<E>(self) -> Result<Any, E> {
-                Ok(Any)
-            }
         }
         d.deserialize_any(Visit)
     }
@@ -445,5 +406,48 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Where `name` and `version` came among the distinct members, which `to_map` keeps
+    /// when serde_json's `preserve_order` is on (the default build sorts, so equality of
+    /// maps alone could not see a wrong order).
+    #[test]
+    fn places_of_name_and_version_are_kept() {
+        for (text, at) in [
+            (r#"{"name":"c","version":"1"}"#, [Some(0), Some(1)]),
+            (r#"{"version":"1","name":"c"}"#, [Some(1), Some(0)]),
+            (
+                r#"{"b":1,"version":"1","a":2,"name":"c"}"#,
+                [Some(3), Some(1)],
+            ),
+            (
+                r#"{"name":"c","b":1,"name":"d","version":"1"}"#,
+                [Some(0), Some(2)],
+            ),
+            (r#"{"b":1}"#, [None, None]),
+        ] {
+            let read: ReadClientInfo = serde_json::from_str(text).expect("reads");
+            assert_eq!(read.at, at, "{text}");
+            // From a parsed value, the places are those of the value's own order (sorted
+            // unless `preserve_order` is on).
+            let value: Value = serde_json::from_str(text).expect("parses");
+            let place = |k: &str| {
+                value
+                    .as_object()
+                    .and_then(|m| m.keys().position(|x| x == k))
+            };
+            let expected = [place("name"), place("version")];
+            assert_eq!(
+                ReadClientInfo::from_value(value.clone()).at,
+                expected,
+                "{text}"
+            );
+        }
+        let read: ReadClientInfo =
+            serde_json::from_str(r#"{"z":1,"name":"c","version":"1"}"#).expect("reads");
+        assert_eq!(
+            format!("{read:?}"),
+            r#"{"name": String("c"), "version": String("1"), "z": Number(1)}"#
+        );
     }
 }

@@ -98,11 +98,61 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
                             _ => None,
                         }));
                     }
-                    map.next_value::<client_info::Any>()?;
+                    map.next_value::<Any>()?;
                 }
                 Ok(Text(None))
             }
             non_objects_are!(@except_str Text<'de>, Text(None), Text(None));
+        }
+        d.deserialize_any(Visit)
+    }
+}
+
+/// Any JSON value, read through and dropped, held to the checks of a parse into a
+/// `Value` (unlike `serde::de::IgnoredAny`, which serde_json skips without checking
+/// number ranges).
+pub(crate) struct Any;
+
+impl<'de> serde::Deserialize<'de> for Any {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Any;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
+                let mut first = true;
+                while let Some(Key(key)) = map.next_key()? {
+                    if disguised(&mut map, &mut first, &key)?.is_some() {
+                        return Ok(Any);
+                    }
+                    map.next_value::<Any>()?;
+                }
+                Ok(Any)
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<Any, A::Error> {
+                while seq.next_element::<Any>()?.is_some() {}
+                Ok(Any)
+            }
+            fn visit_str<E>(self, _: &str) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_bool<E>(self, _: bool) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_i64<E>(self, _: i64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_u64<E>(self, _: u64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_f64<E>(self, _: f64) -> Result<Any, E> {
+                Ok(Any)
+            }
+            fn visit_unit<E>(self) -> Result<Any, E> {
+                Ok(Any)
+            }
         }
         d.deserialize_any(Visit)
     }
