@@ -75,7 +75,17 @@ fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
 /// every level above it (exponential in the instance's nesting). The key leaves out the
 /// depth, which only decides anything past [`MAX_EVAL_DEPTH`] (a reference cycle that
 /// reads no instance), where the answer is arbitrary anyway.
+///
+/// Only pairs that can be worth it are kept: a container (its children are what would be
+/// evaluated again), or any value once [`MEMO_SCALARS_FROM`] steps were taken on it in
+/// place (schema-only recursion). A scalar met near the top of its evaluation costs no
+/// more to evaluate again than to look up, and keeping it would make the memo as long as
+/// a flat array under `contains` or `items: {anyOf: …}`, several times the memory of the
+/// arguments themselves.
 type Memo = HashMap<(NodeId, *const Value), bool>;
+
+/// Steps in place after which a scalar's evaluations are memoised too (see [`Memo`]).
+const MEMO_SCALARS_FROM: u32 = 4;
 
 /// A compiled schema.
 #[derive(Debug)]
@@ -352,6 +362,9 @@ impl Validator {
     /// Whether `v` passes `id`, without recording anything; each pair is evaluated once
     /// per run (see [`Memo`]).
     fn passes(&self, id: NodeId, v: &Value, memo: &mut Memo, depth: u32) -> bool {
+        if !(v.is_object() || v.is_array()) && depth < MEMO_SCALARS_FROM {
+            return self.eval(id, v, &mut None, memo, depth);
+        }
         let key = (id, v as *const Value);
         if let Some(known) = memo.get(&key) {
             return *known;
@@ -1857,5 +1870,39 @@ mod tests {
             .expect("compiles");
         assert!(!v.is_valid(&json!(1)));
         assert!(v.validate(&json!(1)).is_err());
+    }
+
+    /// The memo keeps containers and deep scalars only: a flat array of scalars under
+    /// alternatives leaves it empty, and the cases it exists for stay linear (see
+    /// `recursive_alternatives_are_linear`).
+    #[test]
+    fn the_memo_keeps_only_what_can_repeat() {
+        let run = |schema: Value, instance: Value| {
+            let v = Validator::compile(&schema).expect("compiles");
+            let mut memo = Memo::default();
+            let ok = v.eval(0, &instance, &mut None, &mut memo, 0);
+            (ok, memo.len())
+        };
+        let flat = json!((0..1000).collect::<Vec<_>>());
+        assert_eq!(
+            run(json!({"contains": {"minimum": 2000}}), flat.clone()),
+            (false, 0)
+        );
+        assert_eq!(
+            run(
+                json!({"items": {"anyOf": [{"type": "string"}, {"minimum": 0}]}}),
+                flat
+            ),
+            (true, 0)
+        );
+        let nested = json!([[1], [2], [3]]);
+        assert_eq!(
+            run(
+                json!({"items": {"anyOf": [{"type": "string"}, {"items": {"minimum": 0}}]}}),
+                nested
+            ),
+            // Three inner arrays, each tried against both alternatives.
+            (true, 6)
+        );
     }
 }
