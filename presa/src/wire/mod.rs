@@ -181,6 +181,13 @@ fn tokens_live() -> (bool, bool) {
     })
 }
 
+/// Whether serde_json's `arbitrary_precision` is on in this build (numbers then reach
+/// visitors as [`NUMBER_TOKEN`] maps).
+#[cfg(test)]
+pub(crate) fn number_token_live() -> bool {
+    tokens_live().0
+}
+
 /// For the visitors that read an object member by member, called with each key: when
 /// `key` is the first and a parse into a `Value` would not read this "object" as an
 /// object (see [`NUMBER_TOKEN`], [`RAW_TOKEN`]), the value such a parse makes of it,
