@@ -1917,6 +1917,28 @@ impl presa::extension::Extension for Gatekeeper {
     }
 }
 
+/// Calls `tool` (no arguments, form elicitation declared), which must answer
+/// `input_required` asking `key` for a name; answers "Alice" and returns the retry's reply.
+async fn one_name_round(w: &mut Wire, tool: &str, key: &str) -> Got {
+    let params = call_params(tool, json!({}), form_caps());
+    let got = w.call(1, "tools/call", params.clone()).await;
+    let round = input_required(&got);
+    assert!(
+        round.requests.contains_key(key),
+        "{:?}: {:?}",
+        got.kind,
+        round.requests
+    );
+    w.answer(
+        2,
+        "tools/call",
+        &params,
+        json!({key: accept(json!({"name": "Alice"}))}),
+        &round,
+    )
+    .await
+}
+
 #[tokio::test]
 async fn an_extension_may_ask_for_input_around_a_context_free_tool() {
     for kind in KINDS {
@@ -1926,19 +1948,7 @@ async fn an_extension_may_ask_for_input_around_a_context_free_tool() {
             .build()
             .expect("the server builds");
         let mut w = Wire::start(kind, &server).await;
-        let params = call_params("context_free", json!({}), form_caps());
-        let got = w.call(1, "tools/call", params.clone()).await;
-        let round = input_required(&got);
-        assert!(round.requests.contains_key("gate"), "{kind:?}");
-        let got = w
-            .answer(
-                2,
-                "tools/call",
-                &params,
-                json!({"gate": accept(json!({"name": "Alice"}))}),
-                &round,
-            )
-            .await;
+        let got = one_name_round(&mut w, "context_free", "gate").await;
         assert_eq!(got.text(), "ran", "{kind:?}");
     }
 }
@@ -1965,19 +1975,7 @@ async fn a_macro_tool_with_an_injected_context_asks_without_any_extension() {
             .build()
             .expect("the server builds");
         let mut w = Wire::start(kind, &server).await;
-        let params = call_params("asks_through_its_context", json!({}), form_caps());
-        let got = w.call(1, "tools/call", params.clone()).await;
-        let round = input_required(&got);
-        assert!(round.requests.contains_key("user_name"), "{kind:?}");
-        let got = w
-            .answer(
-                2,
-                "tools/call",
-                &params,
-                json!({"user_name": accept(json!({"name": "Alice"}))}),
-                &round,
-            )
-            .await;
+        let got = one_name_round(&mut w, "asks_through_its_context", "user_name").await;
         assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
     }
 }
