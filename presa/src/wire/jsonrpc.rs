@@ -404,10 +404,26 @@ fn readable_id(v: &Value) -> Option<Value> {
 /// in front of it (a move of its bytes, usually within the capacity it has) instead of
 /// copying the result into a second buffer.
 pub(crate) fn encode_result_owned(id: &RequestId, mut result: String) -> String {
-    result.insert_str(0, &result_head(id, 0));
+    match id {
+        // The common case, put in front piece by piece: no head is allocated, and the
+        // shaping functions leave room for it.
+        RequestId::Int(i) => {
+            let mut buffer = itoa::Buffer::new();
+            let digits = buffer.format(*i);
+            result.reserve(HEAD_OPEN.len() + digits.len() + HEAD_CLOSE.len() + 1);
+            result.insert_str(0, HEAD_CLOSE);
+            result.insert_str(0, digits);
+            result.insert_str(0, HEAD_OPEN);
+        }
+        RequestId::Str(_) => result.insert_str(0, &result_head(id, 0)),
+    }
     result.push('}');
     result
 }
+
+/// The response head around its id.
+const HEAD_OPEN: &str = r#"{"jsonrpc":"2.0","id":"#;
+const HEAD_CLOSE: &str = r#","result":"#;
 
 /// Encodes a success response whose `result` is already serialized JSON.
 pub fn encode_result(id: &RequestId, result: &str) -> String {
@@ -420,9 +436,9 @@ pub fn encode_result(id: &RequestId, result: &str) -> String {
 /// `{"jsonrpc":"2.0","id":<id>,"result":`, with room for `more` bytes after it.
 fn result_head(id: &RequestId, more: usize) -> String {
     let mut head = String::with_capacity(48 + more);
-    head.push_str(r#"{"jsonrpc":"2.0","id":"#);
+    head.push_str(HEAD_OPEN);
     push_id(&mut head, id);
-    head.push_str(r#","result":"#);
+    head.push_str(HEAD_CLOSE);
     head
 }
 
