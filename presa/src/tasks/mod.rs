@@ -338,7 +338,7 @@ impl Tasks {
             tool: invocation.tool().name().to_owned(),
             arguments: invocation.arguments().clone(),
             client_capabilities: ctx.client_capabilities().clone(),
-            protocol_version: ctx.meta().protocol_version.clone(),
+            protocol_version: ctx.meta().protocol_version.to_owned(),
         };
         let answers = ctx.inputs().all_answers();
         // The record keeps the work input until it expires: bounded before anything is

@@ -95,8 +95,9 @@ pub type ProgressToken = RequestId;
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct RequestMeta {
-    /// The protocol version the request names.
-    pub protocol_version: String,
+    /// The protocol version the request names: after admission, always one of
+    /// [`SUPPORTED_VERSIONS`].
+    pub protocol_version: &'static str,
     /// The client capabilities declared by this request (`{}` means none).
     pub client_capabilities: Map<String, Value>,
     /// The client's implementation info, when sent (read it with
@@ -214,7 +215,7 @@ pub(crate) struct MetaFields {
     keys_valid: bool,
     progress_token: Option<Value>,
     log_level: Option<Value>,
-    protocol_version: Option<Value>,
+    protocol_version: Option<Version>,
     client_info: Option<ReadClientInfo>,
     client_capabilities: Option<Value>,
     traceparent: Option<Value>,
@@ -238,6 +239,36 @@ impl Default for MetaFields {
     }
 }
 
+/// `protocolVersion` as read: a supported version is kept as its constant, so the
+/// common request allocates nothing for it; any other string is kept for the errors
+/// that name it.
+#[derive(Debug)]
+enum Version {
+    Supported(&'static str),
+    Other(String),
+    NotText,
+}
+
+impl Version {
+    fn of(text: Option<std::borrow::Cow<'_, str>>) -> Version {
+        match text {
+            None => Version::NotText,
+            Some(t) => match SUPPORTED_VERSIONS.iter().find(|v| **v == t) {
+                Some(v) => Version::Supported(v),
+                None => Version::Other(t.into_owned()),
+            },
+        }
+    }
+
+    fn as_str(&self) -> Option<&str> {
+        match self {
+            Version::Supported(v) => Some(v),
+            Version::Other(v) => Some(v),
+            Version::NotText => None,
+        }
+    }
+}
+
 impl MetaFields {
     /// Notes `key`'s syntax and says where its value goes (`None`: nowhere).
     fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
@@ -246,7 +277,6 @@ impl MetaFields {
         Some(match key {
             KEY_PROGRESS_TOKEN => &mut self.progress_token,
             KEY_LOG_LEVEL => &mut self.log_level,
-            KEY_PROTOCOL_VERSION => &mut self.protocol_version,
             KEY_CLIENT_CAPABILITIES => &mut self.client_capabilities,
             "traceparent" => &mut self.traceparent,
             "tracestate" => &mut self.tracestate,
@@ -269,6 +299,11 @@ impl RawMeta {
                 for (k, v) in map {
                     if k == KEY_CLIENT_INFO {
                         fields.client_info = Some(ReadClientInfo::from_value(v));
+                    } else if k == KEY_PROTOCOL_VERSION {
+                        fields.protocol_version = Some(Version::of(match v {
+                            Value::String(s) => Some(s.into()),
+                            _ => None,
+                        }));
                     } else if let Some(slot) = fields.slot(&k) {
                         *slot = Some(v);
                     }
@@ -287,7 +322,7 @@ impl RawMeta {
     /// The protocol version it names, when it is a string.
     pub(crate) fn protocol_version(&self) -> Option<&str> {
         match self {
-            RawMeta::Object(f) => f.protocol_version.as_ref().and_then(Value::as_str),
+            RawMeta::Object(f) => f.protocol_version.as_ref().and_then(Version::as_str),
             _ => None,
         }
     }
@@ -314,6 +349,11 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                     if key == KEY_CLIENT_INFO {
                         // Read without building a map (see client_info.rs).
                         fields.client_info = Some(map.next_value()?);
+                        continue;
+                    }
+                    if key == KEY_PROTOCOL_VERSION {
+                        let text = map.next_value::<super::Text>()?;
+                        fields.protocol_version = Some(Version::of(text.0));
                         continue;
                     }
                     match fields.slot(&key) {
@@ -367,27 +407,28 @@ pub(crate) fn admit_request(
         ),
     };
     // 5. protocolVersion present and a string.
-    let version = match meta.protocol_version {
+    let (text, supported) = match &meta.protocol_version {
         None => {
             return Err(Error::invalid_params(format!(
                 "Missing required {KEY_PROTOCOL_VERSION} metadata"
             )));
         }
-        Some(Value::String(s)) => s,
-        Some(_) => {
+        Some(Version::NotText) => {
             return Err(Error::invalid_params(format!(
                 "{KEY_PROTOCOL_VERSION} must be a string"
             )));
         }
+        Some(Version::Supported(v)) => (*v, Some(*v)),
+        Some(Version::Other(v)) => (v.as_str(), None),
     };
     // 6. on HTTP, the MCP-Protocol-Version header must equal it.
     if let Some(mirror) = mirror {
-        mirror(&version)?;
+        mirror(text)?;
     }
     // 7. supported version.
-    if !SUPPORTED_VERSIONS.contains(&version.as_str()) {
-        return Err(Error::unsupported_version(&version, SUPPORTED_VERSIONS));
-    }
+    let Some(version) = supported else {
+        return Err(Error::unsupported_version(text, SUPPORTED_VERSIONS));
+    };
     // 8. clientInfo.
     if let Some(info) = &meta.client_info {
         info.admit()?;
@@ -542,6 +583,61 @@ mod tests {
         }
     }
 
+    /// `protocolVersion` is read as text, a supported one kept as its constant: from the
+    /// bytes and from a parsed value it comes to the same verdict, in the same order
+    /// (string first, then the header mirror, then support), and an admitted request
+    /// names the version it sent.
+    #[test]
+    fn protocol_version_reads_the_same_both_ways() {
+        let verdict = |meta: RawMeta, header: Option<&str>| {
+            let check = |sent: &str| match header {
+                Some(h) if h != sent => Err(Error::invalid_params("mirror")),
+                _ => Ok(()),
+            };
+            let mirror: Option<VersionMirror<'_>> = header.map(|_| &check as VersionMirror<'_>);
+            match admit_request(meta, mirror) {
+                Ok(m) => Ok(m.protocol_version),
+                Err(e) => Err((e.code(), e.message().to_owned())),
+            }
+        };
+        let cases = [
+            (r#""2026-07-28""#, Ok("2026-07-28")),
+            (r#""2026\u002d07-28""#, Ok("2026-07-28")),
+            (r#""2025-06-18""#, Err("Unsupported protocol version")),
+            (r#""""#, Err("Unsupported protocol version")),
+            ("7", Err("must be a string")),
+            ("null", Err("must be a string")),
+            (r#"["2026-07-28"]"#, Err("must be a string")),
+            (r#"{"v":"2026-07-28"}"#, Err("must be a string")),
+        ];
+        for (version, expected) in cases {
+            let text = format!(
+                r#"{{"{KEY_PROTOCOL_VERSION}":{version},"{KEY_CLIENT_CAPABILITIES}":{{}}}}"#
+            );
+            let value: Value = serde_json::from_str(&text).expect("valid JSON");
+            for header in [None, Some("2026-07-28"), Some("other")] {
+                let from_bytes = verdict(serde_json::from_str(&text).expect("reads"), header);
+                let from_value = verdict(RawMeta::from_value(Some(value.clone())), header);
+                assert_eq!(from_bytes, from_value, "{version} {header:?}");
+                let sent = value[KEY_PROTOCOL_VERSION].as_str();
+                match (&from_bytes, expected) {
+                    // A string that differs from the header fails the mirror first.
+                    (Err((_, m)), _)
+                        if sent.is_some() && header.is_some_and(|h| Some(h) != sent) =>
+                    {
+                        assert_eq!(m, "mirror", "{version} {header:?}")
+                    }
+                    (Ok(v), Ok(want)) => assert_eq!(*v, want),
+                    (Err((code, m)), Err(want)) => {
+                        assert!(m.contains(want), "{version}: {m}");
+                        assert!(*code == -32602 || *code == -32022, "{version}: {code}");
+                    }
+                    (got, want) => panic!("{version} {header:?}: {got:?}, expected {want:?}"),
+                }
+            }
+        }
+    }
+
     /// The reserved keys skip the byte scan; they must pass it too.
     #[test]
     fn reserved_keys_pass_the_full_check() {
@@ -576,8 +672,8 @@ mod tests {
             };
             assert!(valid, "{key}");
             let mut fields = MetaFields::default();
-            if key == KEY_CLIENT_INFO {
-                // Read before the slots (wire/client_info.rs); its syntax passes.
+            if key == KEY_CLIENT_INFO || key == KEY_PROTOCOL_VERSION {
+                // Read before the slots; its syntax passes.
                 assert!(fields.slot(key).is_none() && fields.keys_valid);
                 continue;
             }
