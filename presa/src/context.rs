@@ -145,13 +145,20 @@ pub(crate) struct ContextInit {
 #[derive(Default)]
 pub(crate) struct InputsState {
     answers: Map<String, Value>,
-    accepted: Mutex<Map<String, Value>>,
-    missing: Mutex<Vec<(String, Value, Option<Value>)>>,
-    demanded: std::sync::atomic::AtomicBool,
-    failure: Mutex<Option<crate::Error>>,
     carried_in: Option<Value>,
-    carry_out: Mutex<Option<Value>>,
+    demanded: std::sync::atomic::AtomicBool,
     single_use: std::sync::atomic::AtomicBool,
+    /// What the handler asked and carried, under one lock: the outcome takes all of it
+    /// at once.
+    asks: Mutex<Asks>,
+}
+
+#[derive(Default)]
+struct Asks {
+    accepted: Map<String, Value>,
+    missing: Vec<(String, Value, Option<Value>)>,
+    failure: Option<crate::Error>,
+    carry_out: Option<Value>,
 }
 
 /// What a handler's asks came to, read by the pipeline once it has run.
@@ -175,16 +182,16 @@ impl InputsState {
     }
 
     pub(crate) fn accept(&self, key: &str, raw: Value) {
-        if let Ok(mut a) = self.accepted.lock() {
-            a.insert(key.to_owned(), raw);
+        if let Ok(mut a) = self.asks.lock() {
+            a.accepted.insert(key.to_owned(), raw);
         }
     }
 
     pub(crate) fn record(&self, key: &str, request: Value, needs: Option<Value>) {
-        if let Ok(mut m) = self.missing.lock()
-            && !m.iter().any(|(k, _, _)| k == key)
+        if let Ok(mut a) = self.asks.lock()
+            && !a.missing.iter().any(|(k, _, _)| k == key)
         {
-            m.push((key.to_owned(), request, needs));
+            a.missing.push((key.to_owned(), request, needs));
         }
     }
 
@@ -194,10 +201,10 @@ impl InputsState {
     }
 
     pub(crate) fn fail(&self, error: crate::Error) {
-        if let Ok(mut f) = self.failure.lock()
-            && f.is_none()
+        if let Ok(mut a) = self.asks.lock()
+            && a.failure.is_none()
         {
-            *f = Some(error);
+            a.failure = Some(error);
         }
     }
 }
@@ -251,20 +258,17 @@ impl RequestContext {
     /// are taken, not copied).
     pub(crate) fn inputs_outcome(&self) -> InputsOutcome {
         let i = &self.inner.inputs;
+        let asks = i
+            .asks
+            .lock()
+            .map(|mut a| std::mem::take(&mut *a))
+            .unwrap_or_default();
         InputsOutcome {
-            failure: i.failure.lock().ok().and_then(|mut f| f.take()),
+            failure: asks.failure,
             demanded: i.demanded.load(std::sync::atomic::Ordering::SeqCst),
-            missing: i
-                .missing
-                .lock()
-                .map(|mut m| std::mem::take(&mut *m))
-                .unwrap_or_default(),
-            accepted: i
-                .accepted
-                .lock()
-                .map(|mut a| std::mem::take(&mut *a))
-                .unwrap_or_default(),
-            carry: i.carry_out.lock().ok().and_then(|mut c| c.take()),
+            missing: asks.missing,
+            accepted: asks.accepted,
+            carry: asks.carry_out,
             single_use: i.single_use.load(std::sync::atomic::Ordering::SeqCst),
         }
     }
@@ -286,9 +290,9 @@ impl RequestContext {
     /// `requestState`; signed, not encrypted, so nothing secret).
     pub fn carry<T: Serialize>(&self, value: &T) {
         if let Ok(v) = serde_json::to_value(value)
-            && let Ok(mut c) = self.inner.inputs.carry_out.lock()
+            && let Ok(mut a) = self.inner.inputs.asks.lock()
         {
-            *c = Some(v);
+            a.carry_out = Some(v);
         }
     }
 
