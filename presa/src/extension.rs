@@ -139,7 +139,7 @@ pub(crate) async fn call_checked(
 ) -> Result<crate::CallToolResult, Error> {
     let name = entry.tool.name.as_str();
     let result = (entry.handler)(ToolCall {
-        name: name.to_owned(),
+        name: Arc::clone(&entry.name),
         arguments,
         ctx,
     })

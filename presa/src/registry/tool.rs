@@ -17,8 +17,8 @@ use std::sync::Arc;
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct ToolCall {
-    /// The tool's name.
-    pub name: String,
+    /// The tool's name (shared with the catalog: a call does not copy it).
+    pub name: Arc<str>,
     /// The arguments, already checked against the input schema.
     pub arguments: Map<String, Value>,
     /// The request context.
@@ -380,6 +380,7 @@ impl Tool {
         check_meta(self.meta.as_ref()).map_err(&fail)?;
         let listing = self.listing().map_err(|e| fail(e.to_string()))?;
         Ok(ToolEntry {
+            name: Arc::from(self.name.as_str()),
             tool: self,
             handler,
             listing,
@@ -428,6 +429,8 @@ impl std::fmt::Debug for Tool {
 
 /// A compiled tool, as the catalog keeps it.
 pub(crate) struct ToolEntry {
+    /// The tool's name, handed to each call without a copy.
+    pub(crate) name: Arc<str>,
     pub(crate) tool: Tool,
     pub(crate) handler: ToolHandler,
     pub(crate) listing: Box<RawValue>,
