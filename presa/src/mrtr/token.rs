@@ -12,6 +12,7 @@
 //! -32602 "Invalid or expired request state", with no detail.
 
 use crate::error::Error;
+use crate::wire::jsonrpc::RequestParams;
 use crate::wire::write;
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
@@ -183,11 +184,7 @@ fn now() -> u64 {
 }
 
 /// The binding of a request: what a token is valid for.
-pub(crate) fn binding(
-    method: &str,
-    params: &Map<String, Value>,
-    principal: Option<&str>,
-) -> String {
+pub(crate) fn binding(method: &str, params: &RequestParams, principal: Option<&str>) -> String {
     BindingText::new(method, params, principal).digest()
 }
 
@@ -198,13 +195,16 @@ pub(crate) fn binding(
 pub(crate) struct BindingText(Vec<u8>);
 
 impl BindingText {
-    pub(crate) fn new(method: &str, params: &Map<String, Value>, principal: Option<&str>) -> Self {
+    pub(crate) fn new(method: &str, params: &RequestParams, principal: Option<&str>) -> Self {
         let mut text = Vec::with_capacity(128);
         text.extend_from_slice(b"presa-bind-v1\0");
         text.extend_from_slice(method.as_bytes());
         text.push(0);
         let bound = |k: &str| !matches!(k, "_meta" | "inputResponses" | "requestState");
-        canonical_object(params, &bound, &mut text);
+        // The members sorted by key, wherever the decoder put them (see `Lifted`).
+        let mut members: Vec<(&str, &Value)> = params.members().filter(|m| bound(m.0)).collect();
+        members.sort_unstable_by_key(|m| m.0);
+        canonical_members(members, &mut text);
         text.push(0);
         if let Some(p) = principal {
             text.extend_from_slice(p.as_bytes());
@@ -221,7 +221,7 @@ impl BindingText {
 /// JSON with object keys sorted, whatever map order serde_json was built with.
 fn canonical(v: &Value, out: &mut Vec<u8>) {
     match v {
-        Value::Object(m) => canonical_object(m, &|_| true, out),
+        Value::Object(m) => canonical_object(m, out),
         Value::Array(a) => {
             out.push(b'[');
             for (i, x) in a.iter().enumerate() {
@@ -242,32 +242,31 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
     }
 }
 
-/// An object's members that pass `keep`, keys sorted.
-fn canonical_object(m: &Map<String, Value>, keep: &dyn Fn(&str) -> bool, out: &mut Vec<u8>) {
-    let member = |first: &mut bool, k: &String, v: &Value, out: &mut Vec<u8>| {
-        if !keep(k) {
-            return;
-        }
-        if !*first {
+/// An object, keys sorted.
+fn canonical_object(m: &Map<String, Value>, out: &mut Vec<u8>) {
+    let members = m.iter().map(|(k, v)| (k.as_str(), v));
+    if m.keys().is_sorted() {
+        canonical_members(members, out);
+    } else {
+        let mut members: Vec<(&str, &Value)> = members.collect();
+        members.sort_unstable_by_key(|m| m.0);
+        canonical_members(members, out);
+    }
+}
+
+/// An object of these members, in the order given.
+fn canonical_members<'a>(
+    members: impl IntoIterator<Item = (&'a str, &'a Value)>,
+    out: &mut Vec<u8>,
+) {
+    out.push(b'{');
+    for (i, (k, v)) in members.into_iter().enumerate() {
+        if i > 0 {
             out.push(b',');
         }
-        *first = false;
         write::push_str(out, k);
         out.push(b':');
         canonical(v, out);
-    };
-    out.push(b'{');
-    let mut first = true;
-    if m.keys().is_sorted() {
-        for (k, v) in m {
-            member(&mut first, k, v, out);
-        }
-    } else {
-        let mut keys: Vec<&String> = m.keys().collect();
-        keys.sort();
-        for k in keys {
-            member(&mut first, k, &m[k], out);
-        }
     }
     out.push(b'}');
 }
@@ -498,12 +497,42 @@ mod tests {
         let Value::Object(params) = params else {
             unreachable!()
         };
-        let text = BindingText::new("tools/call", &params, Some("alice"));
+        let text = BindingText::new("tools/call", &params.clone().into(), Some("alice"));
         assert_eq!(
             String::from_utf8_lossy(&text.0),
             "presa-bind-v1\0tools/call\0{\"arguments\":{\"a\":[1,\"x\\\"y\",{\"c\":true,\"d\":2.5}],\"b\":null},\"name\":\"echo\"}\0alice"
         );
-        assert_eq!(text.digest(), binding("tools/call", &params, Some("alice")));
+        assert_eq!(
+            text.digest(),
+            binding("tools/call", &params.into(), Some("alice"))
+        );
+    }
+
+    /// A request state issued for a tools/call decoded by the transports (its `name`
+    /// and `arguments` held apart from the params map) is bound to the same text as
+    /// the same call read into one map.
+    #[test]
+    fn binding_is_the_same_for_lifted_members() {
+        let frame = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"task":{},"name":"echo","zz":1,"arguments":{"b":1,"a":[true]},"requestState":"s"}}"#;
+        let read = |bytes: &[u8], lifting: bool| {
+            let decoded = if lifting {
+                crate::wire::jsonrpc::decode_lifting(bytes)
+            } else {
+                crate::wire::jsonrpc::decode(bytes)
+            };
+            match decoded {
+                Ok(crate::wire::jsonrpc::Inbound::Request(mut r)) => r.take_params(),
+                _ => panic!("a request"),
+            }
+        };
+        let lifted = read(frame.as_bytes(), true);
+        let plain = read(frame.as_bytes(), false);
+        let text = BindingText::new("tools/call", &lifted, None);
+        assert_eq!(text.0, BindingText::new("tools/call", &plain, None).0);
+        assert_eq!(
+            String::from_utf8_lossy(&text.0),
+            "presa-bind-v1\0tools/call\0{\"arguments\":{\"a\":[true],\"b\":1},\"name\":\"echo\",\"task\":{},\"zz\":1}\0"
+        );
     }
 
     #[test]
@@ -514,16 +543,16 @@ mod tests {
         b.insert("_meta".into(), serde_json::json!({"x": 1}));
         b.insert("requestState".into(), Value::from("..."));
         assert_eq!(
-            binding("tools/call", &a, None),
-            binding("tools/call", &b, None)
+            binding("tools/call", &a.clone().into(), None),
+            binding("tools/call", &b.clone().into(), None)
         );
         assert_ne!(
-            binding("tools/call", &a, None),
-            binding("prompts/get", &a, None)
+            binding("tools/call", &a.clone().into(), None),
+            binding("prompts/get", &a.clone().into(), None)
         );
         assert_ne!(
-            binding("tools/call", &a, None),
-            binding("tools/call", &a, Some("alice"))
+            binding("tools/call", &a.clone().into(), None),
+            binding("tools/call", &a.clone().into(), Some("alice"))
         );
     }
 

@@ -12,6 +12,7 @@ use crate::registry::tool::ToolEntry;
 use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
 use crate::server::Server;
 use crate::subscriptions;
+use crate::wire::jsonrpc::RequestParams;
 use crate::wire::meta::SUPPORTED_VERSIONS;
 use crate::wire::types::CachePolicy;
 use axum::http::HeaderMap;
@@ -34,7 +35,7 @@ pub(super) struct Found {
 pub(super) fn target_tool<'c>(
     catalog: &'c Catalog,
     method: &str,
-    params: &Map<String, Value>,
+    params: &RequestParams,
 ) -> Option<&'c Arc<ToolEntry>> {
     if method != "tools/call" {
         return None;
@@ -61,12 +62,17 @@ pub(super) async fn dispatch(
     server: &Server,
     catalog: &Arc<Catalog>,
     method: &str,
-    params: Map<String, Value>,
+    params: RequestParams,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
     found: Found,
 ) -> Result<String, Error> {
     let Found { retry, tool } = found;
+    if method == "tools/call" {
+        return call_tool(server, catalog, params, headers, ctx, tool).await;
+    }
+    // Only a tools/call holds members apart: the others read one map.
+    let params = params.into_map();
     match method {
         "server/discover" => Ok(discover(server, catalog)),
         "tools/list" => list(
@@ -97,7 +103,6 @@ pub(super) async fn dispatch(
             &params,
             server.config().templates_cache,
         ),
-        "tools/call" => call_tool(server, catalog, params, headers, ctx, tool).await,
         "resources/read" => read_resource(server, catalog, params, ctx, retry).await,
         "prompts/get" => get_prompt(server, catalog, params, ctx).await,
         "completion/complete" => complete(server, catalog, params, ctx).await,
@@ -215,12 +220,9 @@ fn list<T: Listed>(
     Ok(out)
 }
 
-fn required_string<'a>(
-    params: &'a Map<String, Value>,
-    key: &str,
-    message: &'static str,
-) -> Result<&'a str, Error> {
-    match params.get(key) {
+/// A member that must be a non-empty string.
+fn required_string<'a>(member: Option<&'a Value>, message: &'static str) -> Result<&'a str, Error> {
+    match member {
         Some(Value::String(s)) if !s.is_empty() => Ok(s),
         _ => Err(Error::invalid_params(message)),
     }
@@ -252,7 +254,7 @@ pub(super) fn check_mrtr_params(
 async fn call_tool(
     server: &Server,
     catalog: &Catalog,
-    mut params: Map<String, Value>,
+    mut params: RequestParams,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
     tool: Option<Arc<ToolEntry>>,
@@ -265,8 +267,7 @@ async fn call_tool(
         Ok(entry)
     } else {
         let name = required_string(
-            &params,
-            "name",
+            params.get("name"),
             "tools/call requires a non-empty string name",
         )?;
         super::request_span().record("mcp.name", name);
@@ -275,7 +276,7 @@ async fn call_tool(
             None => Err(format!("Unknown tool: {name}")),
         }
     };
-    let arguments = match params.remove("arguments") {
+    let arguments = match params.take("arguments") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(a)) => a,
         Some(_) => {
@@ -300,25 +301,24 @@ async fn call_tool(
         return Err(Error::internal());
     };
     // Extensions see the validated call and may answer it themselves (Tasks does).
-    let mut invocation = ToolInvocation {
-        entry,
-        arguments,
-        params,
-        ctx,
-        server: server.clone(),
-    };
-    for extension in &server.inner.extensions {
-        match extension.intercept_tool_call(invocation)? {
-            Intercepted::Continue(i) => invocation = i,
-            Intercepted::Result(result) => return Ok(server.shape(result)),
+    let (entry, arguments, ctx) = if server.inner.extensions.is_empty() {
+        (entry, arguments, ctx)
+    } else {
+        let mut invocation = ToolInvocation {
+            entry,
+            arguments,
+            params: params.into_map(),
+            ctx,
+            server: server.clone(),
+        };
+        for extension in &server.inner.extensions {
+            match extension.intercept_tool_call(invocation)? {
+                Intercepted::Continue(i) => invocation = i,
+                Intercepted::Result(result) => return Ok(server.shape(result)),
+            }
         }
-    }
-    let ToolInvocation {
-        entry,
-        arguments,
-        ctx,
-        ..
-    } = invocation;
+        (invocation.entry, invocation.arguments, invocation.ctx)
+    };
     let result = call_checked(&entry, arguments, ctx).await?;
     server.shape_call_result(&result)
 }
@@ -331,8 +331,7 @@ async fn read_resource(
     retry: bool,
 ) -> Result<String, Error> {
     let uri = required_string(
-        &params,
-        "uri",
+        params.get("uri"),
         "resources/read requires a non-empty string uri",
     )?
     .to_owned();
@@ -389,8 +388,7 @@ async fn get_prompt(
     ctx: RequestContext,
 ) -> Result<String, Error> {
     let name = required_string(
-        &params,
-        "name",
+        params.get("name"),
         "prompts/get requires a non-empty string name",
     )?
     .to_owned();

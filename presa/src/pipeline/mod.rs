@@ -14,7 +14,9 @@ use crate::context::{ContextInit, InputsOutcome, Outbound, RequestContext};
 use crate::error::Error;
 use crate::mrtr::{self, token};
 use crate::server::Server;
-use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
+use crate::wire::jsonrpc::{
+    Notification, Request, RequestId, RequestParams, encode_error, encode_result_owned,
+};
 use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
 use crate::wire::write;
 use axum::http::HeaderMap;
@@ -43,7 +45,7 @@ pub(crate) const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prom
 /// A request that passed admission, on its way to its handler.
 struct Admitted {
     method: String,
-    params: Map<String, Value>,
+    params: RequestParams,
     ctx: RequestContext,
     catalog: Arc<crate::registry::Catalog>,
     route: Route,
@@ -273,7 +275,7 @@ impl Server {
         } = self.admit(request, headers.as_ref(), outbound, cancel)?;
         match route {
             Route::Extension(extension) => {
-                let result = extension.handle(&method, params, ctx).await?;
+                let result = extension.handle(&method, params.into_map(), ctx).await?;
                 Ok(self.shape(result))
             }
             Route::Method {
@@ -301,16 +303,14 @@ impl Server {
     /// method gate, the HTTP mirror checks, the request state, and the context.
     fn admit(
         &self,
-        request: Request,
+        mut request: Request,
         headers: Option<&HeaderMap>,
         outbound: Arc<dyn Outbound>,
         cancel: CancellationToken,
     ) -> Result<Admitted, Error> {
+        let params = request.take_params();
         let Request {
-            id,
-            method,
-            params,
-            meta,
+            id, method, meta, ..
         } = request;
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
@@ -471,7 +471,7 @@ impl Server {
     fn open_round(
         &self,
         method: &str,
-        params: &Map<String, Value>,
+        params: &RequestParams,
         principal: Option<&str>,
     ) -> Result<Round, Error> {
         // Each member looked up once: this runs for every call of the three methods.

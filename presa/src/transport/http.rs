@@ -258,7 +258,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
             );
         }
     };
-    let decoded = jsonrpc::decode(&bytes);
+    let decoded = jsonrpc::decode_lifting(&bytes);
     drop(bytes);
     drop(reading);
     match route(&endpoint, decoded, headers) {

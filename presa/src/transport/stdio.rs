@@ -207,7 +207,7 @@ impl Server {
                     if line.iter().all(u8::is_ascii_whitespace) {
                         continue;
                     }
-                    match jsonrpc::decode(&line) {
+                    match jsonrpc::decode_lifting(&line) {
                         Err(rejection) if !rejection.notification => {
                             let permit = Arc::clone(&permits)
                                 .acquire_owned()

@@ -78,6 +78,104 @@ pub struct Request {
     pub params: Map<String, Value>,
     /// `params._meta`, as admission reads it.
     pub(crate) meta: RawMeta,
+    /// A `tools/call`'s `name` and `arguments`, when the transports' decoder held them
+    /// apart from `params` (never in what [`decode`] returns).
+    pub(crate) lifted: Lifted,
+}
+
+/// A `tools/call`'s `name` and `arguments` held apart from the params `Map`: the common
+/// call then builds no map (nor its two keys) for its params at all. Only
+/// [`decode_lifting`] does this, and only when `method` comes before `params` (as every
+/// client writes it); [`RequestParams`] reads both places as one.
+#[derive(Debug, Default)]
+pub(crate) struct Lifted {
+    name: Option<Value>,
+    arguments: Option<Value>,
+}
+
+impl Lifted {
+    fn is_empty(&self) -> bool {
+        self.name.is_none() && self.arguments.is_none()
+    }
+
+    /// Puts the members back into `map` (a member given twice counts with its last
+    /// value, as in a map; both were read after any of the map's own).
+    fn merge_into(self, map: &mut Map<String, Value>) {
+        if let Some(name) = self.name {
+            map.insert("name".into(), name);
+        }
+        if let Some(arguments) = self.arguments {
+            map.insert("arguments".into(), arguments);
+        }
+    }
+}
+
+/// A request's params as the pipeline reads them: the `Map`, and the members a
+/// `tools/call` may hold apart ([`Lifted`]).
+#[derive(Debug, Default)]
+pub(crate) struct RequestParams {
+    map: Map<String, Value>,
+    lifted: Lifted,
+}
+
+impl RequestParams {
+    /// A member.
+    pub(crate) fn get(&self, key: &str) -> Option<&Value> {
+        let lifted = match key {
+            "name" => self.lifted.name.as_ref(),
+            "arguments" => self.lifted.arguments.as_ref(),
+            _ => None,
+        };
+        lifted.or_else(|| self.map.get(key))
+    }
+
+    /// Takes a member out.
+    pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
+        let lifted = match key {
+            "name" => self.lifted.name.take(),
+            "arguments" => self.lifted.arguments.take(),
+            _ => None,
+        };
+        lifted.or_else(|| self.map.remove(key))
+    }
+
+    /// Every member, in no particular order.
+    pub(crate) fn members(&self) -> impl Iterator<Item = (&str, &Value)> {
+        let lifted = [
+            ("name", self.lifted.name.as_ref()),
+            ("arguments", self.lifted.arguments.as_ref()),
+        ];
+        self.map
+            .iter()
+            .map(|(k, v)| (k.as_str(), v))
+            .chain(lifted.into_iter().filter_map(|(k, v)| Some((k, v?))))
+    }
+
+    /// The params as one `Map`.
+    pub(crate) fn into_map(self) -> Map<String, Value> {
+        let mut map = self.map;
+        self.lifted.merge_into(&mut map);
+        map
+    }
+}
+
+impl From<Map<String, Value>> for RequestParams {
+    fn from(map: Map<String, Value>) -> Self {
+        RequestParams {
+            map,
+            lifted: Lifted::default(),
+        }
+    }
+}
+
+impl Request {
+    /// The params as the pipeline reads them.
+    pub(crate) fn take_params(&mut self) -> RequestParams {
+        RequestParams {
+            map: std::mem::take(&mut self.params),
+            lifted: std::mem::take(&mut self.lifted),
+        }
+    }
 }
 
 /// One decoded inbound notification.
@@ -139,11 +237,23 @@ impl Rejection {
 /// every input is held to exactly the checks of a parse into a `Value` (number range,
 /// escapes, nesting depth).
 pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
+    decode_with(bytes, false)
+}
+
+/// Like [`decode`], for the transports: a `tools/call`'s `name` and `arguments` may be
+/// held apart from `params` ([`Lifted`]); the pipeline reads both as one.
+pub(crate) fn decode_lifting(bytes: &[u8]) -> Result<Inbound, Rejection> {
+    decode_with(bytes, true)
+}
+
+fn decode_with(bytes: &[u8], lift: bool) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
-    let parsed = std::str::from_utf8(bytes)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Frame>(text).ok());
+    let parsed = std::str::from_utf8(bytes).ok().and_then(|text| {
+        let mut reader = serde_json::Deserializer::from_str(text);
+        let frame = serde::de::DeserializeSeed::deserialize(FrameVisitor { lift }, &mut reader);
+        frame.and_then(|f| reader.end().map(|()| f)).ok()
+    });
     match parsed {
         Some(Frame::Object(envelope)) => classify(envelope),
         Some(Frame::Array) => Err(not_an_object(true)),
@@ -174,7 +284,7 @@ fn envelope_of(mut obj: Map<String, Value>) -> Envelope {
         params: obj.remove("params").map(|p| match p {
             Value::Object(mut map) => {
                 let meta = RawMeta::from_value(map.remove("_meta"));
-                Params::Object(map, meta)
+                Params::Object(map, Lifted::default(), meta)
             }
             _ => Params::NotObject,
         }),
@@ -204,50 +314,62 @@ struct Envelope {
     reply: bool,
 }
 
-/// The `params` member: an object, with `_meta` read apart, or something else.
+/// The `params` member: an object, with `_meta` read apart (and, when lifting, a
+/// `tools/call`'s `name` and `arguments`), or something else.
 #[derive(Debug)]
 enum Params {
-    Object(Map<String, Value>, RawMeta),
+    Object(Map<String, Value>, Lifted, RawMeta),
     NotObject,
 }
 
-impl<'de> serde::Deserialize<'de> for Params {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct Visit;
-        impl<'de> serde::de::Visitor<'de> for Visit {
-            type Value = Params;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("request params")
-            }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Params, A::Error> {
-                let mut params = Map::new();
-                let mut meta = RawMeta::Absent;
-                let mut first = true;
-                while let Some(super::Key(key)) = map.next_key()? {
-                    if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
-                        return Ok(match value {
-                            Value::Object(mut params) => {
-                                let meta = RawMeta::from_value(params.remove("_meta"));
-                                Params::Object(params, meta)
-                            }
-                            _ => Params::NotObject,
-                        });
-                    }
-                    if key == "_meta" {
-                        meta = map.next_value()?;
-                    } else {
-                        params.insert(key.into_owned(), map.next_value()?);
-                    }
-                }
-                Ok(Params::Object(params, meta))
-            }
-            non_objects_are!(Params, Params::NotObject);
-        }
-        d.deserialize_any(Visit)
+/// Reads `params`, lifting `name` and `arguments` out of the map when `lift` is set.
+struct ParamsSeed {
+    lift: bool,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for ParamsSeed {
+    type Value = Params;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Params, D::Error> {
+        d.deserialize_any(self)
     }
+}
+
+impl<'de> serde::de::Visitor<'de> for ParamsSeed {
+    type Value = Params;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("request params")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
+        let mut params = Map::new();
+        let mut lifted = Lifted::default();
+        let mut meta = RawMeta::Absent;
+        let mut first = true;
+        while let Some(super::Key(key)) = map.next_key()? {
+            if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
+                return Ok(match value {
+                    Value::Object(mut params) => {
+                        let meta = RawMeta::from_value(params.remove("_meta"));
+                        Params::Object(params, Lifted::default(), meta)
+                    }
+                    _ => Params::NotObject,
+                });
+            }
+            match &*key {
+                "_meta" => meta = map.next_value()?,
+                "name" if self.lift => lifted.name = Some(map.next_value()?),
+                "arguments" if self.lift => lifted.arguments = Some(map.next_value()?),
+                _ => {
+                    params.insert(key.into_owned(), map.next_value()?);
+                }
+            }
+        }
+        Ok(Params::Object(params, lifted, meta))
+    }
+
+    non_objects_are!(Params, Params::NotObject);
 }
 
 /// One inbound frame as read from the bytes: an object's envelope, or what else it was.
@@ -257,13 +379,19 @@ enum Frame {
     Other,
 }
 
-impl<'de> serde::Deserialize<'de> for Frame {
-    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        d.deserialize_any(FrameVisitor)
-    }
+/// Reads one frame; with `lift`, the params of a `tools/call` whose `method` came first
+/// keep `name` and `arguments` apart ([`Lifted`]).
+struct FrameVisitor {
+    lift: bool,
 }
 
-struct FrameVisitor;
+impl<'de> serde::de::DeserializeSeed<'de> for FrameVisitor {
+    type Value = Frame;
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<Frame, D::Error> {
+        d.deserialize_any(self)
+    }
+}
 
 impl<'de> serde::de::Visitor<'de> for FrameVisitor {
     type Value = Frame;
@@ -289,7 +417,11 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                     envelope.id = Some(map.next_value()?);
                 }
                 "method" => envelope.method = Some(map.next_value()?),
-                "params" => envelope.params = Some(map.next_value()?),
+                "params" => {
+                    let lift = self.lift
+                        && matches!(&envelope.method, Some(Value::String(m)) if m == "tools/call");
+                    envelope.params = Some(map.next_value_seed(ParamsSeed { lift })?);
+                }
                 "jsonrpc" => {
                     envelope.jsonrpc_2_0 =
                         map.next_value::<super::Text>()?.0.as_deref() == Some("2.0")
@@ -367,9 +499,9 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
             notification,
         ));
     };
-    let (params, meta) = match params {
-        None => (Map::new(), RawMeta::Absent),
-        Some(Params::Object(p, meta)) => (p, meta),
+    let (mut params, mut lifted, meta) = match params {
+        None => (Map::new(), Lifted::default(), RawMeta::Absent),
+        Some(Params::Object(p, lifted, meta)) => (p, lifted, meta),
         Some(Params::NotObject) => {
             return Err(Rejection::new(
                 Error::invalid_params("Request params must be an object"),
@@ -378,12 +510,18 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
             ));
         }
     };
+    // Lifted only for a request that is a tools/call in the end (a second `method`
+    // member after `params` could have changed it): otherwise the members go back.
+    if !lifted.is_empty() && (id.is_none() || method != "tools/call") {
+        std::mem::take(&mut lifted).merge_into(&mut params);
+    }
     Ok(match id {
         Some(id) => Inbound::Request(Request {
             id,
             method,
             params,
             meta,
+            lifted,
         }),
         None => Inbound::Notification(Notification {
             method,
@@ -608,6 +746,68 @@ mod tests {
             let r = decode(broken).err().map(|r| (r.error.code(), r.id));
             assert_eq!(r, Some((-32700, None)), "{broken:?}");
         }
+    }
+
+    /// The transports' decoder holds a tools/call's `name` and `arguments` apart from
+    /// the params map; read through `RequestParams` they are what the public decoder
+    /// puts in the map, whatever the member order, duplicates or method.
+    #[test]
+    fn lifted_members_read_as_the_map() {
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}"#;
+        let frames = [
+            // The common call: both lifted, the map left empty.
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}}}"#
+            ),
+            // Other members stay in the map; a member given twice counts with its last value.
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"a","task":{{"ttl":1}},"name":"b","arguments":null,"inputResponses":{{}},{meta}}}}}"#
+            ),
+            // Method after params: nothing lifted.
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"params":{{"name":"echo","arguments":{{}},{meta}}},"method":"tools/call"}}"#
+            ),
+            // A second method member after params: not a tools/call in the end.
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"p","arguments":{{"x":"1"}},{meta}}},"method":"prompts/get"}}"#
+            ),
+            // Other methods with the same members: nothing lifted.
+            r#"{"jsonrpc":"2.0","id":"x","method":"prompts/get","params":{"name":"p","arguments":{}}}"#
+                .to_owned(),
+            // No name, arguments not an object.
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"arguments":7}}"#.to_owned(),
+        ];
+        for (i, frame) in frames.iter().enumerate() {
+            let Ok(Inbound::Request(plain)) = decode(frame.as_bytes()) else {
+                panic!("{frame}");
+            };
+            let Ok(Inbound::Request(mut lifting)) = decode_lifting(frame.as_bytes()) else {
+                panic!("{frame}");
+            };
+            assert!(plain.lifted.is_empty(), "{frame}");
+            assert_eq!(lifting.method, plain.method);
+            if i < 2 {
+                assert!(!lifting.lifted.is_empty(), "{frame}");
+                assert!(!lifting.params.contains_key("name"), "{frame}");
+            } else if i < 5 {
+                assert!(lifting.lifted.is_empty(), "{frame}");
+            }
+            let params = lifting.take_params();
+            for key in ["name", "arguments", "task", "inputResponses", "x"] {
+                assert_eq!(params.get(key), plain.params.get(key), "{frame} {key}");
+            }
+            let mut members: Vec<_> = params.members().collect();
+            members.sort_by_key(|m| m.0);
+            let expected: Vec<_> = plain.params.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            assert_eq!(members, expected, "{frame}");
+            assert_eq!(params.into_map(), plain.params, "{frame}");
+        }
+        // A tools/call notification is never lifted: it is not served.
+        let n = r#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"a","arguments":{}}}"#;
+        let Ok(Inbound::Notification(n)) = decode_lifting(n.as_bytes()) else {
+            panic!("a notification");
+        };
+        assert!(n.params.contains_key("name") && n.params.contains_key("arguments"));
     }
 
     #[test]
