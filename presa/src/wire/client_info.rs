@@ -24,9 +24,9 @@ pub(crate) struct ReadClientInfo {
     /// Whether it was an object at all.
     object: bool,
     /// `name`, when it was a string.
-    name: Option<String>,
+    name: Option<Short>,
     /// `version`, when it was a string.
-    version: Option<String>,
+    version: Option<Short>,
     /// Every other member (boxed: most clients send none).
     rest: Option<Box<Map<String, Value>>>,
     /// Where `name` and `version` first came among the distinct members, so that
@@ -76,7 +76,7 @@ impl ReadClientInfo {
         };
         for (key, value) in members {
             let text = |value| match value {
-                Value::String(s) => Some(s),
+                Value::String(s) => Some(Short::from(s)),
                 _ => None,
             };
             match key.as_str() {
@@ -107,7 +107,7 @@ impl ReadClientInfo {
     /// The members as the client sent them, in the order a `Map` parsed from the same
     /// text has.
     pub(crate) fn to_map(&self) -> Map<String, Value> {
-        let mut own: Vec<(usize, &str, &String)> = [
+        let mut own: Vec<(usize, &str, &Short)> = [
             ("name", &self.name, self.at[0]),
             ("version", &self.version, self.at[1]),
         ]
@@ -119,14 +119,59 @@ impl ReadClientInfo {
         let mut map = Map::new();
         for (key, value) in self.rest.as_deref().into_iter().flatten() {
             while let Some((_, k, v)) = own.next_if(|m| m.0 <= map.len()) {
-                map.insert(k.to_owned(), Value::String(v.clone()));
+                map.insert(k.to_owned(), Value::from(v.as_str()));
             }
             map.insert(key.clone(), value.clone());
         }
         for (_, k, v) in own {
-            map.insert(k.to_owned(), Value::String(v.clone()));
+            map.insert(k.to_owned(), Value::from(v.as_str()));
         }
         map
+    }
+}
+
+/// A short string kept inline: most clients' `name` and `version` fit, so reading them
+/// allocates nothing (two allocations of every request otherwise). Longer ones go on
+/// the heap.
+#[derive(Clone)]
+enum Short {
+    Inline { len: u8, bytes: [u8; SHORT] },
+    Heap(Box<str>),
+}
+
+/// The longest string kept inline, in bytes.
+const SHORT: usize = 22;
+
+impl Short {
+    fn new(s: &str) -> Short {
+        match u8::try_from(s.len()) {
+            Ok(len) if s.len() <= SHORT => {
+                let mut bytes = [0; SHORT];
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                Short::Inline { len, bytes }
+            }
+            _ => Short::Heap(s.into()),
+        }
+    }
+
+    fn as_str(&self) -> &str {
+        match self {
+            // Copied whole from a `str`: always UTF-8, so the fallback is never taken.
+            Short::Inline { len, bytes } => {
+                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
+            }
+            Short::Heap(s) => s,
+        }
+    }
+}
+
+impl From<String> for Short {
+    fn from(s: String) -> Short {
+        if s.len() <= SHORT {
+            Short::new(&s)
+        } else {
+            Short::Heap(s.into_boxed_str())
+        }
     }
 }
 
@@ -163,11 +208,11 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
                     match &*key {
                         "name" => {
                             info.place(0);
-                            info.name = map.next_value::<Text>()?.0.map(Into::into);
+                            info.name = map.next_value::<Text>()?.0.as_deref().map(Short::new);
                         }
                         "version" => {
                             info.place(1);
-                            info.version = map.next_value::<Text>()?.0.map(Into::into);
+                            info.version = map.next_value::<Text>()?.0.as_deref().map(Short::new);
                         }
                         _ => {
                             let value = map.next_value::<Value>()?;
@@ -189,6 +234,25 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
 mod tests {
     use super::*;
     use crate::wire::jsonrpc::{Inbound, decode};
+
+    /// Short strings are kept inline and long ones on the heap; both read back exactly,
+    /// multibyte characters at the boundary included.
+    #[test]
+    fn short_strings_read_back_exactly() {
+        for len in 0..40 {
+            for tail in ["", "é", "😀"] {
+                let s = format!("{}{tail}", "x".repeat(len));
+                for short in [Short::new(&s), Short::from(s.clone())] {
+                    assert_eq!(short.as_str(), s);
+                    assert_eq!(
+                        matches!(short, Short::Inline { .. }),
+                        s.len() <= SHORT,
+                        "{s}"
+                    );
+                }
+            }
+        }
+    }
 
     /// A tools/call whose `clientInfo` carries `extra` as one more member.
     fn message(extra: &str) -> String {
