@@ -23,14 +23,6 @@ use std::sync::Arc;
 /// Most completion values sent in one result.
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
-/// What admission found out about a request that dispatch uses again.
-pub(super) struct Found {
-    /// Whether the request is a multi round-trip retry.
-    pub(super) retry: bool,
-    /// The tool a `tools/call` names, when it exists.
-    pub(super) tool: Option<Arc<ToolEntry>>,
-}
-
 /// The tool a `tools/call` names, when it exists.
 pub(super) fn target_tool<'c>(
     catalog: &'c Catalog,
@@ -62,17 +54,10 @@ pub(super) async fn dispatch(
     server: &Server,
     catalog: &Arc<Catalog>,
     method: &str,
-    params: RequestParams,
-    headers: Option<&HeaderMap>,
+    params: Map<String, Value>,
     ctx: RequestContext,
-    found: Found,
+    retry: bool,
 ) -> Result<String, Error> {
-    let Found { retry, tool } = found;
-    if method == "tools/call" {
-        return call_tool(server, catalog, params, headers, ctx, tool).await;
-    }
-    // Only a tools/call holds members apart: the others read one map.
-    let params = params.into_map();
     match method {
         "server/discover" => Ok(discover(server, catalog)),
         "tools/list" => list(
@@ -251,14 +236,45 @@ pub(super) fn check_mrtr_params(
     Ok(())
 }
 
-async fn call_tool(
+/// A `tools/call`: everything before the handler runs happens here, when it is called,
+/// and the future it returns holds only what the handler needs (the params, with the
+/// members held apart, would otherwise be part of every call's future).
+pub(super) fn call_tool<'s>(
+    server: &'s Server,
+    catalog: &Catalog,
+    params: RequestParams,
+    headers: Option<&HeaderMap>,
+    ctx: RequestContext,
+    tool: Option<Arc<ToolEntry>>,
+) -> impl Future<Output = Result<String, Error>> + Send + 's {
+    let prepared = prepare_call(server, catalog, params, headers, ctx, tool);
+    async move {
+        match prepared? {
+            Prepared::Answered(answer) => answer,
+            Prepared::Run(entry, arguments, ctx) => {
+                let result = call_checked(&entry, arguments, ctx).await?;
+                server.shape_call_result(&result)
+            }
+        }
+    }
+}
+
+/// What a `tools/call` comes to before its handler runs.
+enum Prepared {
+    /// Answered already: arguments that fail the schema, or an extension's answer.
+    Answered(Result<String, Error>),
+    /// The handler's inputs.
+    Run(Arc<ToolEntry>, Map<String, Value>, RequestContext),
+}
+
+fn prepare_call(
     server: &Server,
     catalog: &Catalog,
     mut params: RequestParams,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
     tool: Option<Arc<ToolEntry>>,
-) -> Result<String, Error> {
+) -> Result<Prepared, Error> {
     // Admission found the tool already (under a valid name); otherwise it is looked up
     // here, with the name borrowed from the params, and an unknown name is reported
     // after the arguments are checked, as before.
@@ -295,32 +311,33 @@ async fn call_tool(
         let result = crate::wire::types::CallToolResult::error(format!(
             "Invalid arguments for tool {name}: {problems}"
         ));
-        return server.shape_call_result(&result);
+        return Ok(Prepared::Answered(server.shape_call_result(&result)));
     }
     let Value::Object(arguments) = args_value else {
         return Err(Error::internal());
     };
+    if server.inner.extensions.is_empty() {
+        return Ok(Prepared::Run(entry, arguments, ctx));
+    }
     // Extensions see the validated call and may answer it themselves (Tasks does).
-    let (entry, arguments, ctx) = if server.inner.extensions.is_empty() {
-        (entry, arguments, ctx)
-    } else {
-        let mut invocation = ToolInvocation {
-            entry,
-            arguments,
-            params: params.into_map(),
-            ctx,
-            server: server.clone(),
-        };
-        for extension in &server.inner.extensions {
-            match extension.intercept_tool_call(invocation)? {
-                Intercepted::Continue(i) => invocation = i,
-                Intercepted::Result(result) => return Ok(server.shape(result)),
-            }
-        }
-        (invocation.entry, invocation.arguments, invocation.ctx)
+    let mut invocation = ToolInvocation {
+        entry,
+        arguments,
+        params: params.into_map(),
+        ctx,
+        server: server.clone(),
     };
-    let result = call_checked(&entry, arguments, ctx).await?;
-    server.shape_call_result(&result)
+    for extension in &server.inner.extensions {
+        match extension.intercept_tool_call(invocation)? {
+            Intercepted::Continue(i) => invocation = i,
+            Intercepted::Result(result) => return Ok(Prepared::Answered(Ok(server.shape(result)))),
+        }
+    }
+    Ok(Prepared::Run(
+        invocation.entry,
+        invocation.arguments,
+        invocation.ctx,
+    ))
 }
 
 async fn read_resource(

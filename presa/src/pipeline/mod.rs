@@ -284,16 +284,21 @@ impl Server {
                 bound,
                 tool,
             } => {
-                let result = methods::dispatch(
-                    &self,
-                    &catalog,
-                    &method,
-                    params,
-                    headers.as_ref(),
-                    ctx.clone(),
-                    methods::Found { retry, tool },
-                )
-                .await;
+                let result = if method == "tools/call" {
+                    methods::call_tool(&self, &catalog, params, headers.as_ref(), ctx.clone(), tool)
+                        .await
+                } else {
+                    // Only a tools/call holds members apart: the others read one map.
+                    methods::dispatch(
+                        &self,
+                        &catalog,
+                        &method,
+                        params.into_map(),
+                        ctx.clone(),
+                        retry,
+                    )
+                    .await
+                };
                 self.conclude(result, &ctx, mrtr, bound)
             }
         }
