@@ -201,10 +201,20 @@ impl BindingText {
         text.extend_from_slice(method.as_bytes());
         text.push(0);
         let bound = |k: &str| !matches!(k, "_meta" | "inputResponses" | "requestState");
-        // The members sorted by key, wherever the decoder put them (see `Lifted`).
-        let mut members: Vec<(&str, &Value)> = params.members().filter(|m| bound(m.0)).collect();
-        members.sort_unstable_by_key(|m| m.0);
-        canonical_members(members, &mut text);
+        // The members sorted by key, wherever the decoder put them (see `Lifted`); a
+        // whole map already in order is written as it is.
+        match params.whole_map() {
+            Some(map) if map.keys().is_sorted() => {
+                let members = map.iter().map(|(k, v)| (k.as_str(), v));
+                canonical_members(members.filter(|m| bound(m.0)), &mut text);
+            }
+            _ => {
+                let mut members: Vec<(&str, &Value)> =
+                    params.members().filter(|m| bound(m.0)).collect();
+                members.sort_unstable_by_key(|m| m.0);
+                canonical_members(members, &mut text);
+            }
+        }
         text.push(0);
         if let Some(p) = principal {
             text.extend_from_slice(p.as_bytes());
