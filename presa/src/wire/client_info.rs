@@ -136,7 +136,7 @@ impl ReadClientInfo {
 #[derive(Clone)]
 enum Short {
     Inline { len: u8, bytes: [u8; SHORT] },
-    Heap(Box<str>),
+    Heap(String),
 }
 
 /// The longest string kept inline, in bytes.
@@ -150,7 +150,7 @@ impl Short {
                 bytes[..s.len()].copy_from_slice(s.as_bytes());
                 Short::Inline { len, bytes }
             }
-            _ => Short::Heap(s.into()),
+            _ => Short::Heap(s.to_owned()),
         }
     }
 
@@ -165,10 +165,10 @@ impl Short {
     }
 }
 
-/// A string already allocated (read from a `Value`) is kept where it is.
+/// A string already allocated (read from a `Value`) is kept as it is.
 impl From<String> for Short {
     fn from(s: String) -> Short {
-        Short::Heap(s.into_boxed_str())
+        Short::Heap(s)
     }
 }
 

@@ -74,7 +74,9 @@ pub struct Request {
     pub id: RequestId,
     /// The method name.
     pub method: String,
-    /// The params object (empty when absent), without its `_meta`.
+    /// The params object (empty when absent), without its `_meta`. (The transports'
+    /// own decoder may hold a `tools/call`'s `name` and `arguments` apart, see
+    /// `lifted`; such requests never leave presa, and [`decode`] never does it.)
     pub params: Map<String, Value>,
     /// `params._meta`, as admission reads it.
     pub(crate) meta: RawMeta,
@@ -85,8 +87,8 @@ pub struct Request {
 
 /// A `tools/call`'s `name` and `arguments` held apart from the params `Map`: the common
 /// call then builds no map (nor its two keys) for its params at all. Only
-/// [`decode_lifting`] does this, and only when `method` comes before `params` (as every
-/// client writes it); [`RequestParams`] reads both places as one.
+/// [`decode_lifting`] does this, and only when `id` and `method` come before `params`
+/// (as every client writes them); [`RequestParams`] reads both places as one.
 ///
 /// Boxed, and only when a member is lifted: the request is moved through every layer
 /// between the bytes and the handler, and two values held inline made each move a
@@ -445,7 +447,9 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                 }
                 "method" => envelope.method = Some(map.next_value()?),
                 "params" => {
+                    // Only a request (its id read already) that is a tools/call so far.
                     let lift = self.lift
+                        && envelope.has_id
                         && matches!(&envelope.method, Some(Value::String(m)) if m == "tools/call");
                     envelope.params = Some(map.next_value_seed(ParamsSeed { lift })?);
                 }
@@ -569,21 +573,32 @@ fn readable_id(v: &Value) -> Option<Value> {
 /// in front of it (a move of its bytes, usually within the capacity it has) instead of
 /// copying the result into a second buffer.
 pub(crate) fn encode_result_owned(id: &RequestId, mut result: String) -> String {
-    match id {
-        // The common case, put in front piece by piece: no head is allocated, and the
-        // shaping functions leave room for it.
-        RequestId::Int(i) => {
-            let mut buffer = itoa::Buffer::new();
-            let digits = buffer.format(*i);
-            result.reserve(HEAD_OPEN.len() + digits.len() + HEAD_CLOSE.len() + 1);
-            result.insert_str(0, HEAD_CLOSE);
-            result.insert_str(0, digits);
-            result.insert_str(0, HEAD_OPEN);
-        }
-        RequestId::Str(_) => result.insert_str(0, &result_head(id, 0)),
+    let mut buffer = [0; 64];
+    match int_head(id, &mut buffer) {
+        // The common case: the head is written on the stack (nothing allocated) and put
+        // in front with one move of the body, which the shaping functions leave room for.
+        Some(head) => result.insert_str(0, head),
+        None => result.insert_str(0, &result_head(id, 0)),
     }
     result.push('}');
     result
+}
+
+/// The head for an integer id, written into `buffer`; `None` for a string id.
+fn int_head<'b>(id: &RequestId, buffer: &'b mut [u8; 64]) -> Option<&'b str> {
+    let RequestId::Int(i) = id else {
+        return None;
+    };
+    let mut digits = itoa::Buffer::new();
+    let mut len = 0;
+    for part in [HEAD_OPEN, digits.format(*i), HEAD_CLOSE] {
+        // At most 22 + 20 + 10 bytes: always fits.
+        buffer
+            .get_mut(len..len + part.len())?
+            .copy_from_slice(part.as_bytes());
+        len += part.len();
+    }
+    std::str::from_utf8(buffer.get(..len)?).ok()
 }
 
 /// The response head around its id.
@@ -790,11 +805,13 @@ mod tests {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"a","task":{{"ttl":1}},"name":"b","arguments":null,"inputResponses":{{}},{meta}}}}}"#
             ),
+            // The id after params: nothing lifted.
+            format!(r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{}},{meta}}},"id":3}}"#),
             // Method after params: nothing lifted.
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"params":{{"name":"echo","arguments":{{}},{meta}}},"method":"tools/call"}}"#
             ),
-            // A second method member after params: not a tools/call in the end.
+            // A second method member after params: not a tools/call in the end (put back).
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"p","arguments":{{"x":"1"}},{meta}}},"method":"prompts/get"}}"#
             ),
@@ -816,7 +833,7 @@ mod tests {
             if i < 2 {
                 assert!(!lifting.lifted.is_empty(), "{frame}");
                 assert!(!lifting.params.contains_key("name"), "{frame}");
-            } else if i < 5 {
+            } else if i < 6 {
                 assert!(lifting.lifted.is_empty(), "{frame}");
             }
             let params = lifting.take_params();
