@@ -408,8 +408,8 @@ enum Frame {
     Other,
 }
 
-/// Reads one frame; with `lift`, the params of a `tools/call` whose `method` came first
-/// keep `name` and `arguments` apart ([`Lifted`]).
+/// Reads one frame; with `lift`, the params of a `tools/call` request whose `id` and
+/// `method` came first keep `name` and `arguments` apart ([`Lifted`]).
 struct FrameVisitor {
     lift: bool,
 }
