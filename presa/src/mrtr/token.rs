@@ -201,20 +201,8 @@ impl BindingText {
         text.extend_from_slice(method.as_bytes());
         text.push(0);
         let bound = |k: &str| !matches!(k, "_meta" | "inputResponses" | "requestState");
-        // The members sorted by key, wherever the decoder put them (see `Lifted`); a
-        // whole map already in order is written as it is.
-        match params.whole_map() {
-            Some(map) if map.keys().is_sorted() => {
-                let members = map.iter().map(|(k, v)| (k.as_str(), v));
-                canonical_members(members.filter(|m| bound(m.0)), &mut text);
-            }
-            _ => {
-                let mut members: Vec<(&str, &Value)> =
-                    params.members().filter(|m| bound(m.0)).collect();
-                members.sort_unstable_by_key(|m| m.0);
-                canonical_members(members, &mut text);
-            }
-        }
+        // Every member, wherever the decoder put it (see `Lifted`), in key order.
+        canonical_members(params.members().filter(|m| bound(m.0)), &mut text);
         text.push(0);
         if let Some(p) = principal {
             text.extend_from_slice(p.as_bytes());
@@ -254,21 +242,27 @@ fn canonical(v: &Value, out: &mut Vec<u8>) {
 
 /// An object, keys sorted.
 fn canonical_object(m: &Map<String, Value>, out: &mut Vec<u8>) {
-    let members = m.iter().map(|(k, v)| (k.as_str(), v));
-    if m.keys().is_sorted() {
-        canonical_members(members, out);
+    canonical_members(m.iter().map(|(k, v)| (k.as_str(), v)), out);
+}
+
+/// An object of these members (distinct keys), in key order: written as they come when
+/// they already are in order (a map without serde_json's `preserve_order` always is),
+/// sorted first otherwise.
+fn canonical_members<'a>(
+    members: impl Iterator<Item = (&'a str, &'a Value)> + Clone,
+    out: &mut Vec<u8>,
+) {
+    if members.clone().is_sorted_by_key(|m| m.0) {
+        write_members(members, out);
     } else {
-        let mut members: Vec<(&str, &Value)> = members.collect();
-        members.sort_unstable_by_key(|m| m.0);
-        canonical_members(members, out);
+        let mut sorted: Vec<(&str, &Value)> = members.collect();
+        sorted.sort_unstable_by_key(|m| m.0);
+        write_members(sorted, out);
     }
 }
 
 /// An object of these members, in the order given.
-fn canonical_members<'a>(
-    members: impl IntoIterator<Item = (&'a str, &'a Value)>,
-    out: &mut Vec<u8>,
-) {
+fn write_members<'a>(members: impl IntoIterator<Item = (&'a str, &'a Value)>, out: &mut Vec<u8>) {
     out.push(b'{');
     for (i, (k, v)) in members.into_iter().enumerate() {
         if i > 0 {

@@ -50,6 +50,9 @@ pub(super) fn offered(server: &Server, catalog: &Catalog, method: &str) -> bool 
     }
 }
 
+/// Runs a served method other than `tools/call`, which `serve` sends to [`call_tool`]
+/// (its params may hold members apart; see `RequestParams`). A `tools/call` reaching
+/// here would be answered -32601.
 pub(super) async fn dispatch(
     server: &Server,
     catalog: &Arc<Catalog>,
@@ -267,6 +270,9 @@ enum Prepared {
     Run(Arc<ToolEntry>, Map<String, Value>, RequestContext),
 }
 
+/// Everything before a `tools/call`'s handler runs, in the order its errors are reported:
+/// the name, the arguments' shape, an unknown tool, the HTTP header mirror, the input
+/// schema (an `isError` result), then the extensions' interception.
 fn prepare_call(
     server: &Server,
     catalog: &Catalog,

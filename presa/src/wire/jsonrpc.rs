@@ -161,13 +161,8 @@ impl RequestParams {
         self.lifted.take(key).or_else(|| self.map.remove(key))
     }
 
-    /// The map, when it holds every member (nothing is held apart).
-    pub(crate) fn whole_map(&self) -> Option<&Map<String, Value>> {
-        self.lifted.is_empty().then_some(&self.map)
-    }
-
-    /// Every member, in no particular order.
-    pub(crate) fn members(&self) -> impl Iterator<Item = (&str, &Value)> {
+    /// Every member: the map's, in its order, then those held apart.
+    pub(crate) fn members(&self) -> impl Iterator<Item = (&str, &Value)> + Clone {
         let lifted = [
             ("name", self.lifted.get("name")),
             ("arguments", self.lifted.get("arguments")),
@@ -773,6 +768,7 @@ mod tests {
             br#"{"jsonrpc":["\ud800"],"id":1,"method":"m"}"#,
             br#"{"jsonrpc":"\ud800","id":1,"method":"m"}"#,
             br#"[1e400]"#,
+            br#"{"jsonrpc":"2.0","id":1,"method":"m","params":[{"a":[1e400]}]}"#,
             deep.as_bytes(),
         ] {
             // The rule is agreement with a parse into a `Value`: with serde_json's

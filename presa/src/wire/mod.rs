@@ -3,8 +3,8 @@
 
 /// The `visit_seq` and scalar `visit_*` methods of a visitor that reads an object: an
 /// array answers `$array`, anything else `$other`. An array's elements are still parsed
-/// (as values, then dropped), so every input is held to the checks of a parse into a
-/// `Value`. With `@except_str`, `visit_str` is left to the visitor.
+/// (read through and dropped), so every input is held to the checks of a parse into a
+/// `Value` (through [`Any`]). With `@except_str`, `visit_str` is left to the visitor.
 macro_rules! non_objects_are {
     ($ty:ty, $other:expr) => {
         non_objects_are!($ty, $other, $other);
@@ -17,7 +17,7 @@ macro_rules! non_objects_are {
     };
     (@except_str $ty:ty, $array:expr, $other:expr) => {
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<$ty, A::Error> {
-            while seq.next_element::<serde_json::Value>()?.is_some() {}
+            while seq.next_element::<$crate::wire::Any>()?.is_some() {}
             Ok($array)
         }
         fn visit_bool<E>(self, _: bool) -> Result<$ty, E> {
