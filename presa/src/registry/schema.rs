@@ -205,6 +205,7 @@ pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<Hea
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     /// A schema presa's validator leaves out: refused at build without the `jsonschema`
     /// feature (naming the keyword and the feature), validated by the crate with it.
@@ -236,8 +237,6 @@ mod tests {
             CompiledSchema::compile(&json!({"anyOf": [{"type": "string"}]})).expect("compiles");
         assert!(matches!(own, CompiledSchema::Own(_)));
     }
-
-    use super::*;
     use serde_json::json;
 
     #[test]

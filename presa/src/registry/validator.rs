@@ -45,6 +45,15 @@ const MAX_PROBLEMS: usize = 5;
 /// a deep instance is not mistaken for a cycle; the instance's own depth bounds the rest.
 const MAX_EVAL_DEPTH: u32 = 128;
 
+/// How many schema steps may be in progress at once, counting every step into the
+/// instance too (unlike [`MAX_EVAL_DEPTH`]): each is a pair of stack frames, so this
+/// bounds the stack a client's arguments can make evaluation use, whatever chain of
+/// references the schema has between two levels of the instance (without it, arguments
+/// 20 levels deep under a 40-reference chain overflowed a 2 MiB worker stack and aborted
+/// the process). A recursive schema of a few steps per level still reaches serde_json's
+/// own nesting limit (128) well within it.
+const MAX_EVAL_FRAMES: u32 = 512;
+
 /// Why a schema could not be compiled.
 #[derive(Debug)]
 pub(crate) enum CompileError {
@@ -82,7 +91,24 @@ fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
 /// more to evaluate again than to look up, and keeping it would make the memo as long as
 /// a flat array under `contains` or `items: {anyOf: …}`, several times the memory of the
 /// arguments themselves.
-type Memo = HashMap<(NodeId, *const Value), bool>;
+///
+/// It also counts the steps in progress, held to [`MAX_EVAL_FRAMES`].
+#[derive(Default)]
+struct Memo {
+    seen: HashMap<(NodeId, *const Value), bool, ahash::RandomState>,
+    frames: u32,
+}
+
+impl Memo {
+    /// A memo for values that are not part of the instance (their addresses mean
+    /// nothing across runs), continuing this one's count of steps in progress.
+    fn apart(&self) -> Memo {
+        Memo {
+            seen: HashMap::default(),
+            frames: self.frames,
+        }
+    }
+}
 
 /// Steps in place after which a scalar's evaluations are memoised too (see [`Memo`]).
 const MEMO_SCALARS_FROM: u32 = 4;
@@ -291,6 +317,7 @@ impl Validator {
             nodes: Vec::new(),
             seen: HashMap::new(),
             anchors: HashMap::new(),
+            depth: 0,
         };
         compiler.collect_anchors(schema, true)?;
         compiler.node(schema, true)?;
@@ -301,7 +328,7 @@ impl Validator {
 
     /// Whether `instance` is valid.
     pub(crate) fn is_valid(&self, instance: &Value) -> bool {
-        self.eval(0, instance, &mut None, &mut Memo::new(), 0)
+        self.eval(0, instance, &mut None, &mut Memo::default(), 0)
     }
 
     /// Validates `instance`; on failure, its first few problems, each with the instance
@@ -311,7 +338,7 @@ impl Validator {
             return Ok(());
         }
         let mut report = Some(Report::default());
-        self.eval(0, instance, &mut report, &mut Memo::new(), 0);
+        self.eval(0, instance, &mut report, &mut Memo::default(), 0);
         let problems = report.map(|r| r.problems).unwrap_or_default();
         if problems.is_empty() {
             // Not expected: every failing check records a problem.
@@ -337,6 +364,27 @@ impl Validator {
             });
             return false;
         }
+        if memo.frames >= MAX_EVAL_FRAMES {
+            note(report, || {
+                "the value nests too deeply to evaluate against this schema".to_owned()
+            });
+            return false;
+        }
+        memo.frames += 1;
+        let ok = self.eval_checks(id, v, report, memo, depth);
+        memo.frames -= 1;
+        ok
+    }
+
+    /// [`Validator::eval`] past its limits.
+    fn eval_checks<'v>(
+        &self,
+        id: NodeId,
+        v: &'v Value,
+        report: &mut Option<Report<'v>>,
+        memo: &mut Memo,
+        depth: u32,
+    ) -> bool {
         let checks = match &self.nodes[id] {
             Node::Bool(true) => return true,
             Node::Bool(false) => {
@@ -366,11 +414,11 @@ impl Validator {
             return self.eval(id, v, &mut None, memo, depth);
         }
         let key = (id, v as *const Value);
-        if let Some(known) = memo.get(&key) {
+        if let Some(known) = memo.seen.get(&key) {
             return *known;
         }
         let ok = self.eval(id, v, &mut None, memo, depth);
-        memo.insert(key, ok);
+        memo.seen.insert(key, ok);
         ok
     }
 
@@ -568,7 +616,7 @@ impl Validator {
                 for key in o.keys() {
                     let name = Value::String(key.clone());
                     // `name` is a temporary: its address is reused, so it gets its own memo.
-                    if !self.passes(*schema, &name, &mut Memo::new(), depth) {
+                    if !self.passes(*schema, &name, &mut memo.apart(), depth) {
                         return fail(report, || {
                             format!("the property name {key:?} does not match `propertyNames`")
                         });
@@ -814,7 +862,28 @@ fn required(
 /// A short rendering of a value for messages.
 fn show(v: &Value) -> String {
     const MAX: usize = 60;
-    let mut text = v.to_string();
+    /// Keeps the first bytes written, past `MAX` by at most one character, then refuses
+    /// more: a large argument is not serialized whole to show its start.
+    struct Head(Vec<u8>);
+    impl std::io::Write for Head {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            let room = (MAX + 4).saturating_sub(self.0.len());
+            if room == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            let n = room.min(bytes.len());
+            self.0.extend_from_slice(&bytes[..n]);
+            Ok(n)
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut head = Head(Vec::with_capacity(MAX + 4));
+    // Ends with an error once the head is full, which is the point.
+    let _ = serde_json::to_writer(&mut head, v);
+    // A character cut at the end becomes U+FFFD there, past `MAX`, and is cut off below.
+    let mut text = String::from_utf8_lossy(&head.0).into_owned();
     if text.len() > MAX {
         let mut end = MAX;
         while !text.is_char_boundary(end) {
@@ -862,6 +931,8 @@ struct Compiler<'s> {
     nodes: Vec<Node>,
     seen: HashMap<*const Value, NodeId>,
     anchors: HashMap<String, &'s Value>,
+    /// Schemas being compiled, one inside the other (through subschemas and references).
+    depth: u32,
 }
 
 impl<'s> Compiler<'s> {
@@ -918,19 +989,29 @@ impl<'s> Compiler<'s> {
         if let Some(id) = self.seen.get(&key) {
             return Ok(*id);
         }
+        // A chain of references (each to a schema not compiled yet) nests compilation as
+        // deep as the chain is long: bounded, so that neither compiling (recursive) nor
+        // evaluating (which allows `MAX_EVAL_DEPTH` steps without reading the instance)
+        // runs out of room on a chain without a cycle. Subschemas alone nest no deeper
+        // than `MAX_SCHEMA_DEPTH`.
+        if self.depth >= MAX_EVAL_DEPTH {
+            return Err(CompileError::Unsupported(format!(
+                "a chain of $ref and subschemas nested more than {MAX_EVAL_DEPTH} deep"
+            )));
+        }
         let id = self.nodes.len();
         self.nodes.push(Node::Pending);
         self.seen.insert(key, id);
+        self.depth += 1;
         let node = match schema {
-            Value::Bool(b) => Node::Bool(*b),
-            Value::Object(map) => Node::Checks(self.checks(map, root)?),
-            other => {
-                return invalid(format!(
-                    "a schema must be an object or a boolean, not {other}"
-                ));
-            }
+            Value::Bool(b) => Ok(Node::Bool(*b)),
+            Value::Object(map) => self.checks(map, root).map(Node::Checks),
+            other => invalid(format!(
+                "a schema must be an object or a boolean, not {other}"
+            )),
         };
-        self.nodes[id] = node;
+        self.depth -= 1;
+        self.nodes[id] = node?;
         Ok(id)
     }
 
@@ -1116,18 +1197,13 @@ impl<'s> Compiler<'s> {
         if fragment.is_empty() {
             return Ok(self.root);
         }
-        if let Some(pointer) = fragment.strip_prefix('/') {
-            let mut at = self.root;
-            for token in pointer.split('/') {
-                let token = token.replace("~1", "/").replace("~0", "~");
-                at = match at {
-                    Value::Object(map) => map.get(&token),
-                    Value::Array(items) => token.parse::<usize>().ok().and_then(|i| items.get(i)),
-                    _ => None,
-                }
-                .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names nothing")))?;
-            }
-            return Ok(at);
+        if fragment.starts_with('/') {
+            // RFC 6901, as serde_json reads it (an array index without a sign or leading
+            // zeros).
+            return self
+                .root
+                .pointer(&fragment)
+                .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} names nothing")));
         }
         self.anchors
             .get(&fragment)
@@ -1703,6 +1779,16 @@ mod tests {
     /// What the validator leaves out is refused by name, never skipped.
     #[test]
     fn what_it_leaves_out_is_refused() {
+        // Pattern syntax regex-lite would read otherwise than ECMA-262, or not at all.
+        for pattern in ["(a)\\1", "[^]", "(?<n>a)\\k<n>"] {
+            assert!(
+                matches!(
+                    Validator::compile(&json!({ "pattern": pattern })),
+                    Err(CompileError::Unsupported(_))
+                ),
+                "{pattern}"
+            );
+        }
         for schema in [
             json!({"unevaluatedProperties":false}),
             json!({"properties":{"a":{"unevaluatedItems":false}}}),
@@ -1726,6 +1812,61 @@ mod tests {
                     Err(CompileError::Unsupported(_))
                 ),
                 "{schema}"
+            );
+        }
+    }
+
+    /// A value in a message is its JSON text, cut after 60 bytes at a character boundary,
+    /// written only as far as needed.
+    #[test]
+    fn values_are_shown_by_their_start() {
+        let whole = |v: &Value| {
+            let mut text = v.to_string();
+            if text.len() > 60 {
+                let mut end = 60;
+                while !text.is_char_boundary(end) {
+                    end -= 1;
+                }
+                text.truncate(end);
+                text.push('…');
+            }
+            text
+        };
+        let mut values = vec![json!(1), json!("short"), json!(null)];
+        for pad in 55..66 {
+            values.push(json!("x".repeat(pad)));
+            values.push(json!(format!("{}é😀é", "y".repeat(pad - 4))));
+        }
+        values.push(json!((0..100_000).collect::<Vec<_>>()));
+        for v in &values {
+            assert_eq!(show(v), whole(v), "{v:.80}");
+        }
+    }
+
+    /// The pattern rewrites book/src/tools.md describes, each against jsonschema: `.`
+    /// matches no line terminator of ECMA-262 (`\n`, `\r`, U+2028, U+2029), and `~`
+    /// inside a class is a literal (regex-lite reads `~~` there as an operator).
+    #[test]
+    fn documented_pattern_rewrites_hold() {
+        let cases = [
+            ("^.$", "a", true),
+            ("^.$", "\r", false),
+            ("^.$", "\u{2028}", false),
+            ("^.$", "\u{2029}", false),
+            ("^.$", "\u{85}", true),
+            ("^[a~~b]+$", "a~~b", true),
+            ("^[a~~b]+$", "~", true),
+            ("^[a~~b]+$", "c", false),
+        ];
+        for (pattern, text, expected) in cases {
+            let schema = json!({ "pattern": pattern });
+            let own = Validator::compile(&schema).expect("compiles");
+            let instance = json!(text);
+            assert_eq!(own.is_valid(&instance), expected, "{pattern} {text:?}");
+            assert_eq!(
+                reference(&schema).is_valid(&instance),
+                expected,
+                "jsonschema: {pattern} {text:?}"
             );
         }
     }
@@ -1863,6 +2004,103 @@ mod tests {
         assert!(!cycle.is_valid(&json!(1)));
     }
 
+    /// A client's arguments cannot make evaluation use an unbounded stack, whatever chain
+    /// of references the schema has between two levels of the instance: past
+    /// `MAX_EVAL_FRAMES` steps in progress the value is invalid, with a reason. (Before
+    /// the bound, this argument overflowed a 2 MiB worker stack and aborted the process;
+    /// the test runs on a thread of that size.) A recursive schema of a few steps per
+    /// level still takes arguments as deep as serde_json parses.
+    #[test]
+    fn deep_arguments_under_a_long_reference_chain_are_refused_not_a_crash() {
+        let check = || {
+            // 40 references between two levels of the instance.
+            let mut defs = serde_json::Map::new();
+            for i in 0..40 {
+                let next = if i == 39 {
+                    json!({"type": ["object", "null"], "properties": {"next": {"$ref": "#/$defs/d0"}}})
+                } else {
+                    json!({"allOf": [{"$ref": format!("#/$defs/d{}", i + 1)}]})
+                };
+                defs.insert(format!("d{i}"), next);
+            }
+            let v = Validator::compile(&json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+                .expect("compiles");
+            let mut deep = json!(null);
+            for _ in 0..60 {
+                deep = json!({ "next": deep });
+            }
+            assert!(!v.is_valid(&deep));
+            let why = v.validate(&deep).expect_err("refused");
+            assert!(why.contains("nests too deeply"), "{why}");
+            assert!(v.is_valid(&json!({"next": {"next": null}})));
+
+            // A plain recursive schema: 120 levels (serde_json parses at most 128).
+            let tree = Validator::compile(&json!({"$defs": {"t": {"type": "object",
+                "properties": {"kid": {"$ref": "#/$defs/t"}}}}, "$ref": "#/$defs/t"}))
+            .expect("compiles");
+            let mut deep = json!({});
+            for _ in 0..120 {
+                deep = json!({ "kid": deep });
+            }
+            assert!(tree.is_valid(&deep));
+            assert!(tree.validate(&deep).is_ok());
+        };
+        std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(check)
+            .expect("a thread")
+            .join()
+            .expect("no panic and no overflow");
+    }
+
+    /// A long chain of references without a cycle either compiles and validates (up to
+    /// `MAX_EVAL_DEPTH` schemas deep, which evaluation then never mistakes for a cycle),
+    /// or is refused at build, naming why, without compiling it recursively past that
+    /// depth (a chain of 500 overflowed a 2 MiB stack before). `$ref` pointers are read
+    /// as RFC 6901 says (serde_json's `Value::pointer`): no signs or leading zeros.
+    #[test]
+    fn long_reference_chains_and_pointers() {
+        let chain = |n: usize| {
+            let mut defs = serde_json::Map::new();
+            for i in 0..n {
+                defs.insert(
+                    format!("c{i}"),
+                    json!({"$ref": format!("#/$defs/c{}", i + 1)}),
+                );
+            }
+            defs.insert(format!("c{n}"), json!({"type": "integer"}));
+            json!({"$defs": defs, "$ref": "#/$defs/c0"})
+        };
+        let run = move || {
+            let v = Validator::compile(&chain(100)).expect("a chain of 100 compiles");
+            assert!(v.is_valid(&json!(1)));
+            assert!(v.validate(&json!(1)).is_ok());
+            assert!(!v.is_valid(&json!("x")));
+            match Validator::compile(&chain(500)) {
+                Err(CompileError::Unsupported(why)) => {
+                    assert!(why.contains("chain of $ref"), "{why}")
+                }
+                other => panic!("{other:?}"),
+            }
+        };
+        std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(run)
+            .expect("a thread")
+            .join()
+            .expect("no panic and no overflow");
+        let tuple = |index: &str| {
+            Validator::compile(&json!({"prefixItems": [{"type": "string"}],
+                "items": {"$ref": format!("#/prefixItems/{index}")}}))
+        };
+        let v = tuple("0").expect("compiles");
+        assert!(v.is_valid(&json!(["a", "b"])));
+        assert!(!v.is_valid(&json!(["a", 1])));
+        for bad in ["00", "+0", "-0", "1"] {
+            assert!(matches!(tuple(bad), Err(CompileError::Invalid(_))), "{bad}");
+        }
+    }
+
     /// A reference cycle that reads no instance ends, as invalid.
     #[test]
     fn reference_cycles_end() {
@@ -1881,7 +2119,8 @@ mod tests {
             let v = Validator::compile(&schema).expect("compiles");
             let mut memo = Memo::default();
             let ok = v.eval(0, &instance, &mut None, &mut memo, 0);
-            (ok, memo.len())
+            assert_eq!(memo.frames, 0, "every step in progress ended");
+            (ok, memo.seen.len())
         };
         let flat = json!((0..1000).collect::<Vec<_>>());
         assert_eq!(
