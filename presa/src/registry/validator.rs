@@ -95,7 +95,7 @@ fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
 /// It also counts the steps in progress, held to [`MAX_EVAL_FRAMES`].
 #[derive(Default)]
 struct Memo {
-    seen: HashMap<(NodeId, *const Value), bool, ahash::RandomState>,
+    seen: HashMap<(NodeId, *const Value), bool>,
     frames: u32,
 }
 
