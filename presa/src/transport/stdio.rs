@@ -184,125 +184,35 @@ impl Server {
         loop {
             // Reap finished tasks so the set does not grow with the session.
             while tasks.try_join_next().is_some() {}
-            match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
+            let next = match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
                 Line::Eof => break,
-                Line::TooLong => {
-                    let error = crate::Error::invalid_request(format!(
-                        "Invalid Request: message exceeds {} bytes",
-                        config.max_line_bytes
-                    ));
-                    // Error replies hold an in-flight slot until written too, so a
-                    // client that never reads cannot make them pile up.
-                    let permit = Arc::clone(&permits)
-                        .acquire_owned()
-                        .await
-                        .map_err(io::Error::other)?;
+                Line::TooLong => Next::Reply(too_long(config.max_line_bytes)),
+                Line::Complete => self.read_message(&line, &in_flight),
+            };
+            if matches!(next, Next::Nothing) {
+                continue;
+            }
+            // Backpressure, the one wait of the loop: everything that is answered (error
+            // replies too, so a client that never reads cannot make them pile up) holds
+            // an in-flight slot until its answer is written; past the bound stdin is not
+            // read. Notifications take no slot, so a cancellation is never held back by
+            // the requests it may cancel.
+            let permit = Arc::clone(&permits)
+                .acquire_owned()
+                .await
+                .map_err(io::Error::other)?;
+            match next {
+                Next::Request(request) => {
+                    self.start_request(request, permit, &tx, &in_flight, &mut tasks)
+                }
+                Next::Reply(text) => {
                     let _ = tx.send(Frame {
-                        text: jsonrpc::encode_error(None, &error),
+                        text,
                         _permit: Some(permit),
                         _queued: None,
                     });
                 }
-                Line::Complete => {
-                    if line.iter().all(u8::is_ascii_whitespace) {
-                        continue;
-                    }
-                    match jsonrpc::decode_lifting(&line) {
-                        Err(rejection) if !rejection.notification => {
-                            let permit = Arc::clone(&permits)
-                                .acquire_owned()
-                                .await
-                                .map_err(io::Error::other)?;
-                            let _ = tx.send(Frame {
-                                text: rejection.to_response(),
-                                _permit: Some(permit),
-                                _queued: None,
-                            });
-                        }
-                        Err(_) | Ok(Inbound::Response) => {}
-                        Ok(Inbound::Notification(n)) => {
-                            if let Ok(NotificationEffect::Cancel(id)) =
-                                self.accept_notification(&n, None)
-                            {
-                                let gate = in_flight.lock().ok().and_then(|m| m.get(&id).cloned());
-                                if let Some(gate) = gate {
-                                    gate.close_and_cancel();
-                                }
-                            }
-                        }
-                        Ok(Inbound::Request(request)) => {
-                            // Backpressure: wait for a slot before reading on.
-                            let permit = Arc::clone(&permits)
-                                .acquire_owned()
-                                .await
-                                .map_err(io::Error::other)?;
-                            let gate = Arc::new(Gate {
-                                open: Mutex::new(true),
-                                cancel: CancellationToken::new(),
-                                tx: tx.clone(),
-                                listen: request.method == "subscriptions/listen",
-                                backlog: LazyBacklog::default(),
-                            });
-                            let id = request.id.clone();
-                            let duplicate = match in_flight.lock() {
-                                Ok(map) => map.contains_key(&id),
-                                Err(_) => true,
-                            };
-                            if duplicate {
-                                let error = crate::Error::invalid_request(
-                                    "Invalid Request: a request with this id is already in flight",
-                                );
-                                let _ = tx.send(Frame {
-                                    text: jsonrpc::encode_error(Some(&id.to_value()), &error),
-                                    _permit: Some(permit),
-                                    _queued: None,
-                                });
-                                continue;
-                            }
-                            let exchange = Exchange {
-                                headers: None,
-                                outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
-                                cancel: gate.cancel.clone(),
-                            };
-                            // Boxed once here, so spawning moves a pointer rather than the
-                            // whole pipeline state machine.
-                            let mut fut = Box::pin(self.handle_request(request, exchange));
-                            // Polled once here first: a request that completes without
-                            // waiting (most do) is answered without a task, a map entry or
-                            // a wake-up. Only one that waits becomes a task, registered
-                            // for cancellation and duplicate checks; its next poll (in
-                            // the task) registers the task's own waker.
-                            if let Some(reply) = (&mut fut).now_or_never() {
-                                finish(&gate, reply, permit);
-                                continue;
-                            }
-                            match in_flight.lock() {
-                                Ok(mut map) => {
-                                    map.insert(id.clone(), Arc::clone(&gate));
-                                }
-                                Err(_) => {
-                                    // Only after a panic while the map was held; the
-                                    // request still gets an answer.
-                                    let error = crate::Error::internal();
-                                    gate.finish(
-                                        jsonrpc::encode_error(Some(&id.to_value()), &error),
-                                        permit,
-                                    );
-                                    continue;
-                                }
-                            }
-                            let in_flight = Arc::clone(&in_flight);
-                            tasks.spawn(async move {
-                                let reply = fut.await;
-                                // The id is free again before the client can see the answer.
-                                if let Ok(mut map) = in_flight.lock() {
-                                    map.remove(&id);
-                                }
-                                finish(&gate, reply, permit);
-                            });
-                        }
-                    }
-                }
+                Next::Nothing => {}
             }
         }
 
@@ -335,6 +245,134 @@ impl Server {
             Err(e) => Err(io::Error::other(e)),
         }
     }
+}
+
+/// What one line of input asks of the read loop.
+enum Next {
+    /// A request to serve.
+    Request(jsonrpc::Request),
+    /// A reply already made (an error), to queue.
+    Reply(String),
+    /// Nothing to answer: a notification, a response, a blank line.
+    Nothing,
+}
+
+impl Server {
+    /// Reads one complete line: a request to serve, an error to answer, or nothing to
+    /// answer (a notification is acted on here: a cancellation closes its request's
+    /// gate).
+    fn read_message(&self, line: &[u8], in_flight: &InFlight) -> Next {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            return Next::Nothing;
+        }
+        match jsonrpc::decode_lifting(line) {
+            Ok(Inbound::Request(request)) => Next::Request(request),
+            Err(rejection) if !rejection.notification => Next::Reply(rejection.to_response()),
+            Err(_) | Ok(Inbound::Response) => Next::Nothing,
+            Ok(Inbound::Notification(n)) => {
+                if let Ok(NotificationEffect::Cancel(id)) = self.accept_notification(&n, None) {
+                    let gate = in_flight.lock().ok().and_then(|m| m.get(&id).cloned());
+                    if let Some(gate) = gate {
+                        gate.close_and_cancel();
+                    }
+                }
+                Next::Nothing
+            }
+        }
+    }
+
+    /// Starts serving a request that holds `permit`. A request that completes without
+    /// waiting (most do) is answered here, without a task, a map entry or a wake-up;
+    /// only one that waits becomes a task, registered for cancellation and duplicate
+    /// checks.
+    fn start_request(
+        &self,
+        request: jsonrpc::Request,
+        permit: OwnedSemaphorePermit,
+        tx: &mpsc::UnboundedSender<Frame>,
+        in_flight: &InFlight,
+        tasks: &mut tokio::task::JoinSet<()>,
+    ) {
+        let id = request.id.clone();
+        let duplicate = match in_flight.lock() {
+            Ok(map) => map.contains_key(&id),
+            Err(_) => true,
+        };
+        if duplicate {
+            let _ = tx.send(Frame {
+                text: duplicate_id(&id),
+                _permit: Some(permit),
+                _queued: None,
+            });
+            return;
+        }
+        let gate = Arc::new(Gate {
+            open: Mutex::new(true),
+            cancel: CancellationToken::new(),
+            tx: tx.clone(),
+            listen: request.method == "subscriptions/listen",
+            backlog: LazyBacklog::default(),
+        });
+        let exchange = Exchange {
+            headers: None,
+            outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
+            cancel: gate.cancel.clone(),
+        };
+        // Boxed once here, so spawning moves a pointer rather than the whole pipeline
+        // state machine.
+        let mut fut = Box::pin(self.handle_request(request, exchange));
+        // Polled once here first; a request that waits registers its task's own waker
+        // at its next poll, in the task.
+        if let Some(reply) = (&mut fut).now_or_never() {
+            finish(&gate, reply, permit);
+            return;
+        }
+        match in_flight.lock() {
+            Ok(mut map) => {
+                map.insert(id.clone(), Arc::clone(&gate));
+            }
+            Err(_) => {
+                // Only after a panic while the map was held; the request still gets an
+                // answer.
+                gate.finish(internal_error(&id), permit);
+                return;
+            }
+        }
+        let in_flight = Arc::clone(in_flight);
+        tasks.spawn(async move {
+            let reply = fut.await;
+            // The id is free again before the client can see the answer.
+            if let Ok(mut map) = in_flight.lock() {
+                map.remove(&id);
+            }
+            finish(&gate, reply, permit);
+        });
+    }
+}
+
+/// The -32600 reply to a line longer than the bound. Error replies are built out of line
+/// (`#[cold]`), so the read loop's common path stays small.
+#[cold]
+fn too_long(max_line_bytes: usize) -> String {
+    let error = crate::Error::invalid_request(format!(
+        "Invalid Request: message exceeds {max_line_bytes} bytes"
+    ));
+    jsonrpc::encode_error(None, &error)
+}
+
+/// The -32600 reply to a request whose id is already in flight.
+#[cold]
+fn duplicate_id(id: &RequestId) -> String {
+    let error = crate::Error::invalid_request(
+        "Invalid Request: a request with this id is already in flight",
+    );
+    jsonrpc::encode_error(Some(&id.to_value()), &error)
+}
+
+/// The -32603 reply when the in-flight map is unusable (after a panic while it was held).
+#[cold]
+fn internal_error(id: &RequestId) -> String {
+    jsonrpc::encode_error(Some(&id.to_value()), &crate::Error::internal())
 }
 
 /// Queues a request's reply (closing its gate). On stdio the server ends a subscription
