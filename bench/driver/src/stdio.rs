@@ -71,17 +71,19 @@ impl Server {
     }
 
     /// Closes stdin and waits up to `grace` for the server to exit, then kills it.
-    pub fn finish(mut self, grace: Duration) {
+    /// Whether it exited on its own, successfully.
+    pub fn finish(mut self, grace: Duration) -> bool {
         drop(self.stdin.take());
         let deadline = Instant::now() + grace;
         while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status.success();
             }
             std::thread::sleep(Duration::from_millis(2));
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
+        false
     }
 }
 
