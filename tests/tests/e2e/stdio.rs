@@ -1492,3 +1492,72 @@ async fn a_socket_as_stdin_and_stdout_is_served_too() {
         .expect("waits");
     assert!(status.success(), "{status}");
 }
+
+/// Dropping the `serve_stdio` future (raced in a `select!` against Ctrl-C or a timeout)
+/// stops serving, as it would if the read loop ran on the caller's task: the loop is a
+/// task of its own, aborted when the future is dropped. The process goes on with stdin
+/// still open, and a request written afterwards is never answered.
+#[tokio::test]
+async fn dropping_serve_stdio_stops_serving() {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_stdio_stop"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("the server starts");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
+    let mut err = BufReader::new(child.stderr.take().expect("stderr")).lines();
+    let call = |id: i64, name: &str, arguments: Value| {
+        line(&request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        ))
+    };
+    let wait = Duration::from_secs(10);
+
+    stdin
+        .write_all(&call(1, "echo", json!({"text": "before"})))
+        .await
+        .expect("write");
+    let first = tokio::time::timeout(wait, out.next_line())
+        .await
+        .expect("answered while serving")
+        .expect("read stdout")
+        .expect("a line");
+    let first: Value = serde_json::from_str(&first).expect("JSON");
+    check_response("tools/call", &first);
+    assert_eq!(first["id"], 1, "{first}");
+    assert_eq!(first["result"]["content"][0]["text"], "before", "{first}");
+
+    stdin
+        .write_all(&call(2, "stop", json!({})))
+        .await
+        .expect("write");
+    let said = tokio::time::timeout(wait, err.next_line())
+        .await
+        .expect("the race is decided")
+        .expect("read stderr");
+    assert_eq!(said.as_deref(), Some("stopped serving"));
+
+    stdin
+        .write_all(&call(3, "echo", json!({"text": "after"})))
+        .await
+        .expect("stdin is still open");
+    // At most the answer to `stop` (queued before the drop) may still come out.
+    let deadline = tokio::time::Instant::now() + 3 * QUIET;
+    while let Ok(next) = tokio::time::timeout_at(deadline, out.next_line()).await {
+        let Some(text) = next.expect("read stdout") else {
+            break;
+        };
+        let m: Value = serde_json::from_str(&text).expect("JSON");
+        assert_eq!(m["id"], 2, "served after the future was dropped: {m}");
+    }
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "the process goes on after serving stopped"
+    );
+    child.kill().await.expect("kill");
+}
