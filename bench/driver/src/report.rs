@@ -161,7 +161,7 @@ const ROWS: &[Row] = &[
         "profile",
         "i1_misses",
         1.0,
-        1,
+        2,
     ),
     row(
         "stdio L1d misses per call (cachegrind, simulated)",
