@@ -195,8 +195,9 @@ impl Server {
             // Backpressure, the one wait of the loop: everything that is answered (error
             // replies too, so a client that never reads cannot make them pile up) holds
             // an in-flight slot until its answer is written; past the bound stdin is not
-            // read. Notifications take no slot, so a cancellation is never held back by
-            // the requests it may cancel.
+            // read. Notifications take no slot: one is acted on as soon as it is read,
+            // but one queued behind a request that waits here is read only once a slot
+            // frees (the module doc says so).
             let permit = Arc::clone(&permits)
                 .acquire_owned()
                 .await
@@ -294,10 +295,9 @@ impl Server {
         tasks: &mut tokio::task::JoinSet<()>,
     ) {
         let id = request.id.clone();
-        let duplicate = match in_flight.lock() {
-            Ok(map) => map.contains_key(&id),
-            Err(_) => true,
-        };
+        // A map poisoned by a panic is not a reason to refuse the id: the request is
+        // served, and answered -32603 below if it has to be registered.
+        let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
         if duplicate {
             let _ = tx.send(Frame {
                 text: duplicate_id(&id),
