@@ -212,7 +212,7 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
                             info.version = map.next_value::<Text>()?.0.as_deref().map(Short::new);
                         }
                         _ => {
-                            let value = map.next_value::<Value>()?;
+                            let value = map.next_value::<crate::wire::Json>()?.0;
                             info.rest
                                 .get_or_insert_default()
                                 .insert(key.into_owned(), value);
@@ -319,7 +319,13 @@ mod tests {
     /// What the rule of wire section 2 says of a message, worked out the plain way: the
     /// whole message parsed into a `Value`, then `clientInfo` checked member by member.
     /// `None`: the message is not JSON (-32700).
+    /// The one rule presa adds to the plain way: serde_json's private RawValue key is
+    /// refused wherever it stands (`wire::RAW_TOKEN`), where serde_json would parse its
+    /// text afresh. These messages never escape the key, so finding its text finds it.
     fn reference(text: &str) -> Option<Result<Option<Value>, String>> {
+        if text.contains(&format!("\"{}\"", crate::wire::RAW_TOKEN)) {
+            return None;
+        }
         let message = serde_json::from_str::<Value>(text).ok()?;
         let Some(info) = message["params"]["_meta"].get(crate::wire::meta::KEY_CLIENT_INFO) else {
             return Some(Ok(None));
@@ -372,8 +378,8 @@ mod tests {
     /// Reading `clientInfo` member by member agrees with the plain way on thousands of
     /// generated values: duplicates, escaped keys, every member's wrong types, junk that
     /// only a `Value` parse would refuse, and the keys serde_json gives a meaning of its
-    /// own (`$serde_json::private::Number`, `...::RawValue`), from bytes and from a
-    /// parsed `Value` (a review's differential test of 2a07faa, kept).
+    /// own (`$serde_json::private::Number`, `...::RawValue`, which presa refuses), from
+    /// bytes and from a parsed `Value` (a review's differential test of 2a07faa, kept).
     #[test]
     fn agrees_with_the_plain_way() {
         let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));
@@ -460,6 +466,9 @@ mod tests {
             let want = reference(&text);
             assert_eq!(presa(decode(text.as_bytes())), want, "from bytes: {info}");
             if let Ok(value) = serde_json::from_str::<Value>(&text) {
+                // serde_json's parse has already given a first RawValue key its meaning,
+                // so the value is held to the plain way's verdict on itself.
+                let want = reference(&value.to_string());
                 assert_eq!(
                     presa(crate::wire::jsonrpc::decode_value(value)),
                     want,

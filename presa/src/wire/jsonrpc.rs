@@ -280,16 +280,27 @@ fn decode_with(bytes: &[u8], lift: bool) -> Result<Inbound, Rejection> {
         Some(Frame::Object(envelope)) => classify(envelope),
         Some(Frame::Array) => Err(not_an_object(true)),
         Some(Frame::Other) => Err(not_an_object(false)),
-        None => Err(Rejection::new(
-            Error::parse_error("Parse error: the message is not valid JSON"),
-            None,
-            false,
-        )),
+        None => Err(not_json()),
     }
 }
 
-/// Decodes an already parsed JSON value into a message.
+/// The -32700 rejection of a message that is not JSON presa reads.
+fn not_json() -> Rejection {
+    Rejection::new(
+        Error::parse_error("Parse error: the message is not valid JSON"),
+        None,
+        false,
+    )
+}
+
+/// Decodes an already parsed JSON value into a message. A value holding serde_json's
+/// private `$serde_json::private::RawValue` key anywhere is -32700, as it is from bytes.
 pub fn decode_value(value: Value) -> Result<Inbound, Rejection> {
+    // Refused from bytes wherever it stands (`wire::RAW_TOKEN`); a value made in process
+    // is held to the same rule.
+    if super::holds_raw_token(&value) {
+        return Err(not_json());
+    }
     let Value::Object(obj) = value else {
         return Err(not_an_object(value.is_array()));
     };
@@ -381,12 +392,14 @@ impl<'de> serde::de::Visitor<'de> for ParamsSeed {
             }
             match &*key {
                 "_meta" => meta = map.next_value()?,
-                "name" if self.lift => lifted.members().name = Some(map.next_value()?),
+                "name" if self.lift => {
+                    lifted.members().name = Some(map.next_value::<super::Json>()?.0);
+                }
                 "arguments" if self.lift => {
-                    lifted.members().arguments = Some(map.next_value()?);
+                    lifted.members().arguments = Some(map.next_value::<super::Json>()?.0);
                 }
                 _ => {
-                    params.insert(key.into_owned(), map.next_value()?);
+                    params.insert(key.into_owned(), map.next_value::<super::Json>()?.0);
                 }
             }
         }
@@ -438,9 +451,9 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
             match &*key {
                 "id" => {
                     envelope.has_id = true;
-                    envelope.id = Some(map.next_value()?);
+                    envelope.id = Some(map.next_value::<super::Json>()?.0);
                 }
-                "method" => envelope.method = Some(map.next_value()?),
+                "method" => envelope.method = Some(map.next_value::<super::Json>()?.0),
                 "params" => {
                     // Only a request (its id read already) that is a tools/call so far.
                     let lift = self.lift
@@ -454,10 +467,10 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
                 }
                 "result" | "error" => {
                     envelope.reply = true;
-                    map.next_value::<Value>()?;
+                    map.next_value::<super::Any>()?;
                 }
                 _ => {
-                    map.next_value::<Value>()?;
+                    map.next_value::<super::Any>()?;
                 }
             }
         }
@@ -784,6 +797,84 @@ mod tests {
             let r = decode(broken).err().map(|r| (r.error.code(), r.id));
             assert_eq!(r, Some((-32700, None)), "{broken:?}");
         }
+    }
+
+    /// serde_json's private RawValue key is refused wherever it stands, first or not,
+    /// escaped or not, in every member the decoders read (kept, lifted or read through),
+    /// by both decoders and by `decode_value`; a key or a string that only looks like it
+    /// is ordinary. serde_json's own `Value` parse reads the key's text afresh with a
+    /// fresh nesting limit: a chain of such keys overflowed a 2 MiB worker stack in a
+    /// debug build, which this test runs on (it aborts when the refusal is taken out).
+    #[test]
+    fn raw_value_key_is_refused_wherever_it_stands() {
+        let call = |arguments: &str| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"t","arguments":{arguments}}}}}"#
+            )
+        };
+        let raw = r#""$serde_json::private::RawValue""#;
+        let mut refused: Vec<String> = vec![
+            format!(r#"{{{raw}:"{{}}"}}"#),
+            format!(r#"{{"jsonrpc":"2.0",{raw}:"1","id":1,"method":"m"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":{{{raw}:"1"}},"method":"m"}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":{{{raw}:""m""}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{{raw}:"{{}}"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"a":1,{raw}:"1"}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":[{{"a":{{{raw}:"1"}}}}]}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{"a":[{{{raw}:"1"}}]}}}}"#),
+            format!(r#"{{"jsonrpc":"2.0","id":1,"method":"m","x":{{"b":1,{raw}:"1"}}}}"#),
+            format!(r#"{{"jsonrpc":{{{raw}:""2.0""}},"id":1,"method":"m"}}"#),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{{"a/b":{{{raw}:"1"}}}}}}}}"#
+            ),
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"m","params":{{"_meta":{{"io.modelcontextprotocol/clientInfo":{{"name":"c","version":"1","x":{{"y":1,{raw}:"1"}}}}}}}}}}"#
+            ),
+            call(&format!(r#"{{"x":{{{raw}:"1"}}}}"#)),
+            call(&format!(r#"{{"x":[1,{{"y":2,{raw}:"1"}}]}}"#)),
+            call(&format!(r#"{{{raw}:"{{}}"}}"#)),
+            call(r#"{"$serde_json::private::RawValue":"1"}"#),
+        ];
+        // The chain that overflowed the stack: each level's text holds the next level,
+        // nested 120 deep.
+        let mut chain = "1".to_owned();
+        for _ in 0..16 {
+            let text = serde_json::to_string(&chain).expect("a string");
+            chain = format!("{}{{{raw}:{text}}}{}", "[".repeat(120), "]".repeat(120));
+        }
+        refused.push(call(&format!(r#"{{"x":{chain}}}"#)));
+        let accepted = [
+            call(r#"{"x":"$serde_json::private::RawValue"}"#),
+            call(r#"{"$serde_json::private::Rawvalue":"1"}"#),
+            call(r#"{"$serde_json::private::":"1"}"#),
+        ];
+        std::thread::Builder::new()
+            .stack_size(2 * 1024 * 1024)
+            .spawn(move || {
+                for frame in &refused {
+                    for decoded in [decode(frame.as_bytes()), decode_lifting(frame.as_bytes())] {
+                        let code = decoded.err().map(|r| r.error.code());
+                        assert_eq!(code, Some(-32700), "{}", &frame[..frame.len().min(200)]);
+                    }
+                }
+                for frame in &accepted {
+                    assert!(decode(frame.as_bytes()).is_ok(), "{frame}");
+                    assert!(decode_lifting(frame.as_bytes()).is_ok(), "{frame}");
+                }
+            })
+            .expect("a thread")
+            .join()
+            .expect("no overflow, no panic");
+        // Values made in process: serde_json's `json!` keeps the key as a key.
+        for value in [
+            json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"$serde_json::private::RawValue":"1"}}),
+            json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"a":[{"b":{"$serde_json::private::RawValue":1}}]}}),
+            json!([{"$serde_json::private::RawValue":"1"}]),
+        ] {
+            let code = decode_value(value.clone()).err().map(|r| r.error.code());
+            assert_eq!(code, Some(-32700), "{value}");
+        }
+        assert!(decode_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"$serde_json::private::RawValue"}})).is_ok());
     }
 
     /// The transports' decoder holds a tools/call's `name` and `arguments` apart from

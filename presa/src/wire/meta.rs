@@ -357,9 +357,9 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                         continue;
                     }
                     match fields.slot(&key) {
-                        Some(slot) => *slot = Some(map.next_value()?),
+                        Some(slot) => *slot = Some(map.next_value::<super::Json>()?.0),
                         None => {
-                            map.next_value::<Value>()?;
+                            map.next_value::<super::Any>()?;
                         }
                     }
                 }

@@ -163,37 +163,36 @@ impl<'de> serde::Deserialize<'de> for Any {
 /// object.
 const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 
-/// The key by which, with serde_json's `raw_value` feature (on in this workspace), a parse
-/// into a `Value` reads `{"<key>": "<json text>"}` as the value of that text.
+/// The key by which, with serde_json's `raw_value` feature (always on: axum and presa
+/// enable it), serde_json's own `Value` parse reads `{"<key>": "<json text>"}` as the
+/// value of that text, parsed afresh, with a fresh nesting limit. A text holding another
+/// such object nests again, so a message of some 100 KiB of nested tokens overflowed a
+/// worker's stack (a debug build; about 2 MiB in release). No client means it: presa
+/// refuses the key wherever it stands (-32700), and reads values through [`Json`]
+/// rather than serde_json's `Value` parse, which would give it that meaning.
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 
-/// Whether serde_json, as built, gives each token its meaning (asked once, of serde_json
-/// itself: the features are unified across the whole build, so presa cannot `cfg` on
-/// them).
-fn tokens_live() -> (bool, bool) {
-    static LIVE: std::sync::OnceLock<(bool, bool)> = std::sync::OnceLock::new();
+/// What both tokens start with.
+const TOKEN_PREFIX: &str = "$serde_json::private::";
+
+/// Whether serde_json, as built, reads numbers as [`NUMBER_TOKEN`] maps: its
+/// `arbitrary_precision` feature (asked once, of serde_json itself: the features are
+/// unified across the whole build, so presa cannot `cfg` on them).
+pub(crate) fn number_token_live() -> bool {
+    static LIVE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *LIVE.get_or_init(|| {
-        let number = |token: &str| {
-            serde_json::from_str::<serde_json::Value>(&format!(r#"{{"{token}":"1"}}"#))
-                .is_ok_and(|v| v.is_number())
-        };
-        (number(NUMBER_TOKEN), number(RAW_TOKEN))
+        serde_json::from_str::<serde_json::Value>(&format!(r#"{{"{NUMBER_TOKEN}":"1"}}"#))
+            .is_ok_and(|v| v.is_number())
     })
 }
 
-/// Whether serde_json's `arbitrary_precision` is on in this build (numbers then reach
-/// visitors as [`NUMBER_TOKEN`] maps).
-#[cfg(test)]
-pub(crate) fn number_token_live() -> bool {
-    tokens_live().0
-}
-
-/// For the visitors that read an object member by member, called with each key: when
-/// `key` is the first and a parse into a `Value` would not read this "object" as an
-/// object (see [`NUMBER_TOKEN`], [`RAW_TOKEN`]), the value such a parse makes of it,
-/// checked as that parse checks it. The caller then reads no further member (serde_json
-/// rejects any that follow, as it does in a `Value` parse) and answers from that value.
-/// Any other key, or a token whose feature is off, is an ordinary member.
+/// For the visitors that read an object member by member, called with each key:
+/// - [`RAW_TOKEN`], first or not, is refused (an error, so the message is -32700);
+/// - [`NUMBER_TOKEN`] as the first key, with `arbitrary_precision` on, is a number in
+///   disguise: the number is returned, checked as a `Value` parse checks it, and the
+///   caller reads no further member (serde_json rejects any that follow) and answers
+///   from it;
+/// - any other key is an ordinary member (`None`).
 #[inline]
 pub(crate) fn disguised<'de, A: serde::de::MapAccess<'de>>(
     map: &mut A,
@@ -201,34 +200,121 @@ pub(crate) fn disguised<'de, A: serde::de::MapAccess<'de>>(
     key: &str,
 ) -> Result<Option<serde_json::Value>, A::Error> {
     // Called for every key of every object read: the common answer stays inline.
-    if !std::mem::take(first) || !key.starts_with("$serde_json::private::") {
+    let first = std::mem::take(first);
+    if !key.starts_with(TOKEN_PREFIX) {
         return Ok(None);
     }
-    disguised_token(map, key)
+    disguised_token(map, key, first)
 }
 
-/// [`disguised`] for a first key that is one of serde_json's tokens.
+/// [`disguised`] for a key that starts like one of serde_json's tokens.
 #[cold]
 fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
     map: &mut A,
     key: &str,
+    first: bool,
 ) -> Result<Option<serde_json::Value>, A::Error> {
     use serde::de::Error as _;
-    let (number, raw) = tokens_live();
-    if !((key == NUMBER_TOKEN && number) || (key == RAW_TOKEN && raw)) {
+    if key == RAW_TOKEN {
+        return Err(A::Error::custom(format!(
+            "the key {RAW_TOKEN} is not accepted"
+        )));
+    }
+    if !(first && key == NUMBER_TOKEN && number_token_live()) {
         return Ok(None);
     }
     let Text(Some(text)) = map.next_value::<Text>()? else {
         return Err(A::Error::custom("expected a string"));
     };
-    if key == NUMBER_TOKEN {
-        text.parse::<serde_json::Number>()
-            .map(|n| Some(serde_json::Value::Number(n)))
-            .map_err(A::Error::custom)
-    } else {
-        serde_json::from_str(&text)
-            .map(Some)
-            .map_err(A::Error::custom)
+    text.parse::<serde_json::Number>()
+        .map(|n| Some(serde_json::Value::Number(n)))
+        .map_err(A::Error::custom)
+}
+
+/// Whether `value` holds an object with the key [`RAW_TOKEN`] anywhere (a value made
+/// in process, which [`disguised`] never saw). Walked with a stack of its own, so any
+/// depth is safe.
+pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        match v {
+            serde_json::Value::Object(map) => {
+                if map.contains_key(RAW_TOKEN) {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            serde_json::Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// A `serde_json::Value` read from a client's bytes: what serde_json's own `Value` parse
+/// makes of them, every check included, but with each key passed through [`disguised`]
+/// (so [`RAW_TOKEN`] is refused, not parsed afresh). Every value the decoders keep is
+/// read through this.
+pub(crate) struct Json(pub(crate) serde_json::Value);
+
+impl<'de> serde::Deserialize<'de> for Json {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_json::Value;
+        struct Visit;
+        impl<'de> serde::de::Visitor<'de> for Visit {
+            type Value = Value;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("any JSON value")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<Value, A::Error> {
+                let mut members = serde_json::Map::new();
+                let mut first = true;
+                while let Some(Key(key)) = map.next_key()? {
+                    if let Some(value) = disguised(&mut map, &mut first, &key)? {
+                        return Ok(value);
+                    }
+                    // A member given twice keeps its last value, as in a `Value` parse.
+                    members.insert(key.into_owned(), map.next_value::<Json>()?.0);
+                }
+                Ok(Value::Object(members))
+            }
+            fn visit_seq<A: serde::de::SeqAccess<'de>>(
+                self,
+                mut seq: A,
+            ) -> Result<Value, A::Error> {
+                let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                while let Some(Json(item)) = seq.next_element()? {
+                    items.push(item);
+                }
+                Ok(Value::Array(items))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Value, E> {
+                Ok(Value::String(v.to_owned()))
+            }
+            fn visit_string<E>(self, v: String) -> Result<Value, E> {
+                Ok(Value::String(v))
+            }
+            fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
+                Ok(Value::Bool(v))
+            }
+            fn visit_i64<E>(self, v: i64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_u64<E>(self, v: u64) -> Result<Value, E> {
+                Ok(Value::from(v))
+            }
+            fn visit_f64<E>(self, v: f64) -> Result<Value, E> {
+                // As serde_json's own visitor: a float with no JSON form is null.
+                Ok(Value::from(v))
+            }
+            fn visit_unit<E>(self) -> Result<Value, E> {
+                Ok(Value::Null)
+            }
+        }
+        d.deserialize_any(Visit).map(Json)
     }
 }
 

@@ -1561,3 +1561,33 @@ async fn dropping_serve_stdio_stops_serving() {
     );
     child.kill().await.expect("kill");
 }
+
+/// serde_json's private RawValue key is refused (-32700), wherever it stands: serde_json's
+/// own `Value` parse would read its text afresh, with a fresh nesting limit, so a 135 KB
+/// line of such keys nested in one another overflowed the fixture's stack (a debug build,
+/// as this test runs it) and aborted the process. The fixture answers it and goes on.
+#[tokio::test]
+async fn a_chain_of_raw_value_keys_is_refused_and_serving_goes_on() {
+    let mut chain = "1".to_owned();
+    for _ in 0..15 {
+        let text = serde_json::to_string(&chain).expect("a string");
+        chain = format!(
+            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+    }
+    let mut message = request(
+        1,
+        "tools/call",
+        json!({"name": "test_simple_text", "arguments": {"x": "PLACE"}}),
+    )
+    .to_string();
+    message = message.replacen(r#""PLACE""#, &chain, 1);
+    assert!(message.len() > 100_000, "{}", message.len());
+    message.push('\n');
+    let mut s = fixture().await;
+    s.write_raw(message.as_bytes()).await;
+    expect_error(&mut s, -32700, None).await;
+    next_is_answer_to(&mut s, 2).await;
+}
