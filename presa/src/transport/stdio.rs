@@ -186,12 +186,12 @@ impl Server {
             while tasks.try_join_next().is_some() {}
             let next = match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
                 Line::Eof => break,
-                Line::TooLong => Next::Reply(too_long(config.max_line_bytes)),
+                Line::TooLong => Some(Next::Reply(too_long(config.max_line_bytes))),
                 Line::Complete => self.read_message(&line, &in_flight),
             };
-            if matches!(next, Next::Nothing) {
+            let Some(next) = next else {
                 continue;
-            }
+            };
             // Backpressure, the one wait of the loop: everything that is answered (error
             // replies too, so a client that never reads cannot make them pile up) holds
             // an in-flight slot until its answer is written; past the bound stdin is not
@@ -213,7 +213,6 @@ impl Server {
                         _queued: None,
                     });
                 }
-                Next::Nothing => {}
             }
         }
 
@@ -248,28 +247,26 @@ impl Server {
     }
 }
 
-/// What one line of input asks of the read loop.
+/// What one line of input asks the read loop to answer.
 enum Next {
     /// A request to serve.
     Request(jsonrpc::Request),
     /// A reply already made (an error), to queue.
     Reply(String),
-    /// Nothing to answer: a notification, a response, a blank line.
-    Nothing,
 }
 
 impl Server {
     /// Reads one complete line: a request to serve, an error to answer, or nothing to
-    /// answer (a notification is acted on here: a cancellation closes its request's
-    /// gate).
-    fn read_message(&self, line: &[u8], in_flight: &InFlight) -> Next {
+    /// answer (`None`: a notification, a response, a blank line; a notification is acted
+    /// on here: a cancellation closes its request's gate).
+    fn read_message(&self, line: &[u8], in_flight: &InFlight) -> Option<Next> {
         if line.iter().all(u8::is_ascii_whitespace) {
-            return Next::Nothing;
+            return None;
         }
         match jsonrpc::decode_lifting(line) {
-            Ok(Inbound::Request(request)) => Next::Request(request),
-            Err(rejection) if !rejection.notification => Next::Reply(rejection.to_response()),
-            Err(_) | Ok(Inbound::Response) => Next::Nothing,
+            Ok(Inbound::Request(request)) => Some(Next::Request(request)),
+            Err(rejection) if !rejection.notification => Some(Next::Reply(rejection.to_response())),
+            Err(_) | Ok(Inbound::Response) => None,
             Ok(Inbound::Notification(n)) => {
                 if let Ok(NotificationEffect::Cancel(id)) = self.accept_notification(&n, None) {
                     let gate = in_flight.lock().ok().and_then(|m| m.get(&id).cloned());
@@ -277,7 +274,7 @@ impl Server {
                         gate.close_and_cancel();
                     }
                 }
-                Next::Nothing
+                None
             }
         }
     }
