@@ -381,14 +381,8 @@ impl<'de> serde::de::Visitor<'de> for ParamsSeed {
         let mut meta = RawMeta::Absent;
         let mut first = true;
         while let Some(super::Key(key)) = map.next_key()? {
-            if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
-                return Ok(match value {
-                    Value::Object(mut params) => {
-                        let meta = RawMeta::from_value(params.remove("_meta"));
-                        Params::Object(params, Lifted::default(), meta)
-                    }
-                    _ => Params::NotObject,
-                });
+            if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
+                return Ok(Params::NotObject);
             }
             match &*key {
                 "_meta" => meta = map.next_value()?,
@@ -441,12 +435,8 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
         let mut envelope = Envelope::default();
         let mut first = true;
         while let Some(super::Key(key)) = map.next_key()? {
-            if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
-                return Ok(match value {
-                    Value::Object(obj) => Frame::Object(envelope_of(obj)),
-                    Value::Array(_) => Frame::Array,
-                    _ => Frame::Other,
-                });
+            if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
+                return Ok(Frame::Other);
             }
             match &*key {
                 "id" => {

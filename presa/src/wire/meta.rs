@@ -343,8 +343,8 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
                 let mut fields = Box::<MetaFields>::default();
                 let mut first = true;
                 while let Some(super::Key(key)) = map.next_key()? {
-                    if let Some(value) = super::disguised(&mut map, &mut first, &key)? {
-                        return Ok(RawMeta::from_value(Some(value)));
+                    if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
+                        return Ok(RawMeta::NotObject);
                     }
                     if key == KEY_CLIENT_INFO {
                         // Read without building a map (see client_info.rs).

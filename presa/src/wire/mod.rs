@@ -92,11 +92,8 @@ impl<'de> serde::Deserialize<'de> for Text<'de> {
             ) -> Result<Text<'de>, A::Error> {
                 let mut first = true;
                 while let Some(Key(key)) = map.next_key()? {
-                    if let Some(value) = disguised(&mut map, &mut first, &key)? {
-                        return Ok(Text(match value {
-                            serde_json::Value::String(s) => Some(std::borrow::Cow::Owned(s)),
-                            _ => None,
-                        }));
+                    if number_in_disguise(&mut map, &mut first, &key)?.is_some() {
+                        return Ok(Text(None));
                     }
                     map.next_value::<Any>()?;
                 }
@@ -124,7 +121,7 @@ impl<'de> serde::Deserialize<'de> for Any {
             fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Any, A::Error> {
                 let mut first = true;
                 while let Some(Key(key)) = map.next_key()? {
-                    if disguised(&mut map, &mut first, &key)?.is_some() {
+                    if number_in_disguise(&mut map, &mut first, &key)?.is_some() {
                         return Ok(Any);
                     }
                     map.next_value::<Any>()?;
@@ -188,17 +185,17 @@ pub(crate) fn number_token_live() -> bool {
 
 /// For the visitors that read an object member by member, called with each key:
 /// - [`RAW_TOKEN`], first or not, is refused (an error, so the message is -32700);
-/// - [`NUMBER_TOKEN`] as the first key, with `arbitrary_precision` on, is a number in
-///   disguise: the number is returned, checked as a `Value` parse checks it, and the
-///   caller reads no further member (serde_json rejects any that follow) and answers
-///   from it;
+/// - [`NUMBER_TOKEN`] as the first key, with `arbitrary_precision` on, shows the
+///   "object" to be a number: the number is returned, checked as a `Value` parse checks
+///   it, and the caller reads no further member (serde_json rejects any that follow) and
+///   answers as it would for a number;
 /// - any other key is an ordinary member (`None`).
 #[inline]
-pub(crate) fn disguised<'de, A: serde::de::MapAccess<'de>>(
+pub(crate) fn number_in_disguise<'de, A: serde::de::MapAccess<'de>>(
     map: &mut A,
     first: &mut bool,
     key: &str,
-) -> Result<Option<serde_json::Value>, A::Error> {
+) -> Result<Option<serde_json::Number>, A::Error> {
     // Called for every key of every object read: the common answer stays inline.
     let first = std::mem::take(first);
     if !key.starts_with(TOKEN_PREFIX) {
@@ -207,13 +204,13 @@ pub(crate) fn disguised<'de, A: serde::de::MapAccess<'de>>(
     disguised_token(map, key, first)
 }
 
-/// [`disguised`] for a key that starts like one of serde_json's tokens.
+/// [`number_in_disguise`] for a key that starts like one of serde_json's tokens.
 #[cold]
 fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
     map: &mut A,
     key: &str,
     first: bool,
-) -> Result<Option<serde_json::Value>, A::Error> {
+) -> Result<Option<serde_json::Number>, A::Error> {
     use serde::de::Error as _;
     if key == RAW_TOKEN {
         return Err(A::Error::custom(format!(
@@ -227,12 +224,12 @@ fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
         return Err(A::Error::custom("expected a string"));
     };
     text.parse::<serde_json::Number>()
-        .map(|n| Some(serde_json::Value::Number(n)))
+        .map(Some)
         .map_err(A::Error::custom)
 }
 
 /// Whether `value` holds an object with the key [`RAW_TOKEN`] anywhere (a value made
-/// in process, which [`disguised`] never saw). Walked with a stack of its own, so any
+/// in process, which [`number_in_disguise`] never saw). Walked with a stack of its own, so any
 /// depth is safe.
 pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
     let mut stack = vec![value];
@@ -252,7 +249,8 @@ pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
 }
 
 /// A `serde_json::Value` read from a client's bytes: what serde_json's own `Value` parse
-/// makes of them, every check included, but with each key passed through [`disguised`]
+/// makes of them, every check included, but with each key passed through
+/// [`number_in_disguise`]
 /// (so [`RAW_TOKEN`] is refused, not parsed afresh). Every value the decoders keep is
 /// read through this.
 pub(crate) struct Json(pub(crate) serde_json::Value);
@@ -273,8 +271,8 @@ impl<'de> serde::Deserialize<'de> for Json {
                 let mut members = serde_json::Map::new();
                 let mut first = true;
                 while let Some(Key(key)) = map.next_key()? {
-                    if let Some(value) = disguised(&mut map, &mut first, &key)? {
-                        return Ok(value);
+                    if let Some(number) = number_in_disguise(&mut map, &mut first, &key)? {
+                        return Ok(Value::Number(number));
                     }
                     // A member given twice keeps its last value, as in a `Value` parse.
                     members.insert(key.into_owned(), map.next_value::<Json>()?.0);
