@@ -257,7 +257,9 @@ impl Rejection {
 /// costs no tree for its outer object, and `params._meta` is read into the fields
 /// admission checks. Members nobody reads are still parsed as values and dropped, so
 /// every input is held to exactly the checks of a parse into a `Value` (number range,
-/// escapes, nesting depth).
+/// escapes, nesting depth), and to one more: serde_json's private
+/// `$serde_json::private::RawValue` key is refused wherever it stands (see
+/// book/src/protocol-notes.md).
 pub fn decode(bytes: &[u8]) -> Result<Inbound, Rejection> {
     decode_with(bytes, false)
 }
