@@ -143,6 +143,40 @@ async fn unparsable_json_is_parse_error_without_id() {
     }
 }
 
+/// serde_json's private RawValue key is refused (-32700) wherever it stands; a chain of
+/// such objects nested in one another, which serde_json's own `Value` parse reads afresh
+/// level after level, overflowed the stack before. The server answers and goes on.
+#[tokio::test]
+async fn raw_value_keys_are_parse_errors_and_serving_goes_on() {
+    let h = Harness::start(fixture()).await;
+    let mut chain = "1".to_owned();
+    for _ in 0..15 {
+        let text = serde_json::to_string(&chain).expect("a string");
+        chain = format!(
+            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+    }
+    let call = request(
+        1,
+        "tools/call",
+        json!({"name": "test_simple_text", "arguments": {"x": "PLACE"}}),
+    )
+    .to_string();
+    for arguments in [
+        chain.as_str(),
+        r#"{"$serde_json::private::RawValue":"{}"}"#,
+        r#"{"a":1,"$serde_json::private::RawValue":"1"}"#,
+    ] {
+        let body = call.replacen(r#""PLACE""#, arguments, 1);
+        post_raw(&h, body, BASE_HEADERS, "")
+            .await
+            .assert_error(400, -32700, None);
+    }
+    result(&post(&h, &discover_with_id(json!(2)), &[]).await);
+}
+
 #[tokio::test]
 async fn non_utf8_body_is_parse_error_without_id() {
     let h = Harness::start(fixture()).await;
