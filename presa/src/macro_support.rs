@@ -507,7 +507,7 @@ where
     const REQUIRED: bool = true;
     fn parse(value: Option<String>) -> Result<Self, String> {
         let v = value.ok_or_else(|| "missing".to_owned())?;
-        v.parse().map_err(|e: T::Err| e.to_string())
+        parse_client_text::<T>(&v)?.map_err(|e| e.to_string())
     }
 }
 
@@ -561,10 +561,10 @@ where
     fn extract(&self, parts: &mut PromptParts, meta: &PromptArgMeta) -> Result<Option<T>, Error> {
         match parts.arguments.remove(meta.name) {
             None => Ok(None),
-            Some(v) => v
-                .parse()
-                .map(Some)
-                .map_err(|e: T::Err| bad_prompt_arg(meta.name, e)),
+            Some(v) => match parse_client_text::<T>(&v) {
+                Ok(parsed) => parsed.map(Some).map_err(|e| bad_prompt_arg(meta.name, e)),
+                Err(refused) => Err(bad_prompt_arg(meta.name, refused)),
+            },
         }
     }
 }
@@ -615,6 +615,17 @@ fn prompt_argument(meta: &PromptArgMeta, required: bool) -> PromptArgument {
     a
 }
 
+/// `text.parse()` for a text a client sent (a prompt argument, a template variable), or
+/// `Err` when it holds serde_json's private RawValue key: `serde_json::Value`'s
+/// `FromStr`, or any that parses through it, would read that key's text afresh, without
+/// a nesting bound (book/src/protocol-notes.md).
+fn parse_client_text<T: FromStr>(text: &str) -> Result<Result<T, T::Err>, String> {
+    if crate::wire::text_holds_raw_token(text) {
+        return Err("it holds the key $serde_json::private::RawValue".to_owned());
+    }
+    Ok(text.parse())
+}
+
 fn bad_prompt_arg(name: &str, e: impl Display) -> Error {
     Error::invalid_params(format!("Invalid value for prompt argument {name}: {e}"))
 }
@@ -646,7 +657,7 @@ pub fn template_var<T: FromStr>(parts: &mut ReadParts, name: &str) -> Result<T, 
     parts
         .variables
         .remove(name)
-        .and_then(|v| v.parse().ok())
+        .and_then(|v| parse_client_text::<T>(&v).ok()?.ok())
         .ok_or_else(|| Error::resource_not_found(&parts.uri))
 }
 

@@ -241,3 +241,77 @@ async fn errors_keep_their_kind() {
         .await
         .assert_tool_error("oops");
 }
+
+/// Echoes a JSON argument's compact text.
+#[presa::prompt]
+fn json_spec(spec: serde_json::Value) -> String {
+    format!("spec {spec}")
+}
+
+/// A resource named by a JSON template variable.
+#[presa::resource(uri = "json://{v}")]
+fn json_item(v: serde_json::Value) -> String {
+    format!("item {v}")
+}
+
+/// A chain of objects keyed by serde_json's private RawValue key, each holding the next
+/// as its text, `levels` deep with 120 brackets around each.
+fn raw_value_chain(levels: usize) -> String {
+    let mut chain = "1".to_owned();
+    for _ in 0..levels {
+        let text = serde_json::to_string(&chain).expect("a string");
+        chain = format!(
+            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+    }
+    chain
+}
+
+/// A prompt argument or template variable parsed by `serde_json::Value`'s `FromStr` is
+/// refused when it holds serde_json's private RawValue key (book/src/protocol-notes.md):
+/// that parse reads the key's text afresh, and a chain of them overflowed the stack of
+/// a debug build (this test's thread aborts without the refusal). Other JSON is parsed.
+#[tokio::test]
+async fn raw_value_keys_in_text_arguments_are_refused() {
+    let server = presa::server!()
+        .add::<json_spec>()
+        .add::<json_item>()
+        .build()
+        .expect("builds");
+    let c = TestClient::new(&server);
+    let p = c
+        .get_prompt("json_spec", json!({"spec": "{\"a\":[1,true]}"}))
+        .await;
+    assert_eq!(
+        p.result()["messages"][0]["content"]["text"],
+        "spec {\"a\":[1,true]}"
+    );
+    let r = c.read_resource("json://%5B1%2C2%5D").await;
+    assert_eq!(r.result()["contents"][0]["text"], "item [1,2]");
+    let escaped = r#"{"\u0024serde_json::private::RawValue":"1"}"#;
+    for spec in [
+        r#"{"$serde_json::private::RawValue":"[1,2,3]"}"#.to_owned(),
+        r#"[0,{"a":1,"$serde_json::private::RawValue":"1"}]"#.to_owned(),
+        escaped.to_owned(),
+        raw_value_chain(12),
+    ] {
+        let got = c.get_prompt("json_spec", json!({ "spec": spec })).await;
+        got.assert_error(-32602);
+        let message = got
+            .error()
+            .map(|e| e["message"].to_string())
+            .unwrap_or_default();
+        assert!(message.contains("RawValue"), "{message}");
+    }
+    let uri = format!(
+        "json://{}",
+        r#"{"$serde_json::private::RawValue":"1"}"#
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect::<String>()
+    );
+    // A variable that does not parse names no resource.
+    c.read_resource(&uri).await.assert_error(-32602);
+}

@@ -867,6 +867,25 @@ mod tests {
             assert_eq!(code, Some(-32700), "{value}");
         }
         assert!(decode_value(json!({"jsonrpc":"2.0","id":1,"method":"m","params":{"x":"$serde_json::private::RawValue"}})).is_ok());
+        // The same rule for a text a handler's `FromStr` type may read as JSON.
+        use crate::wire::text_holds_raw_token as holds;
+        assert!(holds(r#"{"$serde_json::private::RawValue":"1"}"#));
+        assert!(holds(
+            r#" [1,{"a":2,"\u0024serde_json::private::RawValue":"1"}] trailing"#
+        ));
+        for text in [
+            "hello",
+            "",
+            "1e400",
+            r#"{"a":"$serde_json::private::RawValue"}"#,
+            r#"x{"$serde_json::private::RawValue":"1"}"#,
+            &format!(
+                r#"{}{{"$serde_json::private::RawValue":"1"}}"#,
+                "[".repeat(200)
+            ),
+        ] {
+            assert!(!holds(text), "{text:.60}");
+        }
     }
 
     /// The transports' decoder holds a tools/call's `name` and `arguments` apart from

@@ -172,6 +172,9 @@ const RAW_TOKEN: &str = "$serde_json::private::RawValue";
 /// What both tokens start with.
 const TOKEN_PREFIX: &str = "$serde_json::private::";
 
+/// The error [`number_in_disguise`] gives for [`RAW_TOKEN`].
+const RAW_REFUSAL: &str = "the key $serde_json::private::RawValue is not accepted";
+
 /// Whether serde_json, as built, reads numbers as [`NUMBER_TOKEN`] maps: its
 /// `arbitrary_precision` feature (asked once, of serde_json itself: the features are
 /// unified across the whole build, so presa cannot `cfg` on them).
@@ -213,9 +216,7 @@ fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
 ) -> Result<Option<serde_json::Number>, A::Error> {
     use serde::de::Error as _;
     if key == RAW_TOKEN {
-        return Err(A::Error::custom(format!(
-            "the key {RAW_TOKEN} is not accepted"
-        )));
+        return Err(A::Error::custom(RAW_REFUSAL));
     }
     if !(first && key == NUMBER_TOKEN && number_token_live()) {
         return Ok(None);
@@ -246,6 +247,19 @@ pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
         }
     }
     false
+}
+
+/// Whether `text`, a string a client sent, holds [`RAW_TOKEN`] as a key when read as
+/// JSON, as `serde_json::from_str` would read it (a text that is not JSON is read as far
+/// as it goes, which is as far as that parse would go). For the texts handed to a
+/// handler's `FromStr` type: `serde_json::Value`'s parses through serde_json's own
+/// `Value` parse.
+pub(crate) fn text_holds_raw_token(text: &str) -> bool {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    match <Any as serde::Deserialize>::deserialize(&mut reader) {
+        Ok(Any) => false,
+        Err(e) => e.to_string().starts_with(RAW_REFUSAL),
+    }
 }
 
 /// A `serde_json::Value` read from a client's bytes: what serde_json's own `Value` parse
