@@ -169,11 +169,40 @@ pub(crate) struct Payload {
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) once: bool,
     /// The answers accepted so far, by input key.
-    #[serde(default, skip_serializing_if = "Map::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Map::is_empty",
+        deserialize_with = "read_answers"
+    )]
     pub(crate) answers: Map<String, Value>,
     /// The handler's own state.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "read_data"
+    )]
     pub(crate) data: Option<Value>,
+}
+
+/// The values a state carries are read through `wire::Json`, not serde_json's own `Value`
+/// parse, which would give the key `$serde_json::private::RawValue` a meaning: a handler
+/// that carries a map keyed by what a client sent gets it back as it was, or the state is
+/// refused (book/src/protocol-notes.md).
+fn read_answers<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Map<String, Value>, D::Error> {
+    match <crate::wire::Json as Deserialize>::deserialize(d)?.0 {
+        Value::Object(answers) => Ok(answers),
+        _ => Err(serde::de::Error::custom("answers must be an object")),
+    }
+}
+
+/// [`read_answers`] for the handler's state (`null`, as serde reads an `Option`, is none).
+fn read_data<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Ok(
+        match <crate::wire::Json as Deserialize>::deserialize(d)?.0 {
+            Value::Null => None,
+            data => Some(data),
+        },
+    )
 }
 
 fn now() -> u64 {
@@ -457,6 +486,40 @@ mod tests {
         assert!(ring("a", 2).open(&t, "s", "b").is_err(), "another key");
         let t2 = k.seal(p, DEFAULT_TTL).unwrap();
         assert_ne!(t, t2, "each round gets a fresh token");
+    }
+
+    /// What a state carries comes back as it was sealed (a carried `null` as none, as
+    /// before), read through `wire::Json`: a carried map keyed by serde_json's private
+    /// RawValue key is not given that key's meaning (serde_json's own parse returned
+    /// `1` for the map below); the state is refused instead.
+    #[test]
+    fn carried_values_come_back_as_sealed() {
+        let k = ring("a", 1);
+        let round = |answers: Map<String, Value>, data: Option<Value>| {
+            let p = Payload {
+                aud: "s".into(),
+                bind: "b".into(),
+                answers,
+                data,
+                ..Default::default()
+            };
+            let t = k.seal(p, DEFAULT_TTL).expect("sealed");
+            k.open(&t, "s", "b").map(|p| (p.answers, p.data))
+        };
+        let answers = serde_json::json!({"k": {"action": "accept", "content": {"a": [1, 2.5]}}});
+        let Value::Object(answers) = answers else {
+            panic!("an object");
+        };
+        let data = serde_json::json!({"step": 2, "seen": ["x"]});
+        let (a, d) = round(answers.clone(), Some(data.clone())).expect("opens");
+        assert_eq!((a, d), (answers, Some(data)));
+        let (_, d) = round(Map::new(), Some(Value::Null)).expect("opens");
+        assert_eq!(d, None);
+        let raw = serde_json::json!({"$serde_json::private::RawValue": "1"});
+        assert!(round(Map::new(), Some(raw.clone())).is_err());
+        let mut keyed = Map::new();
+        keyed.insert("k".into(), serde_json::json!([raw]));
+        assert!(round(keyed, None).is_err());
     }
 
     #[test]
