@@ -4,7 +4,12 @@
 //! parse it, write a line, flush when no more input is buffered. No MCP validation at all
 //! (no `_meta`, header, schema or capability checks).
 //!
-//! Usage: `bench-bare http 127.0.0.1:PORT` or `bench-bare stdio`.
+//! `bench-bare tokio stdio` is the same stdio loop on tokio: stdin and stdout as
+//! non-blocking pipes on the runtime's reactor (as presa reads them), read and written
+//! through tokio's buffered reader and writer. It is not a column of the table; it splits
+//! the stdio gap into what an async runtime costs and what presa adds (bench/README.md).
+//!
+//! Usage: `bench-bare http 127.0.0.1:PORT`, `bench-bare stdio` or `bench-bare tokio stdio`.
 
 use axum::Router;
 use axum::body::Bytes;
@@ -81,11 +86,39 @@ fn stdio() -> io::Result<()> {
     output.flush()
 }
 
+/// The stdio loop above, on tokio's reactor.
+async fn stdio_tokio() -> io::Result<()> {
+    use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+    use tokio::net::unix::pipe;
+    let stdin = std::fs::File::from(io::stdin().as_fd().try_clone_to_owned()?);
+    let stdout = std::fs::File::from(io::stdout().as_fd().try_clone_to_owned()?);
+    let mut input =
+        tokio::io::BufReader::with_capacity(64 * 1024, pipe::Receiver::from_file(stdin)?);
+    let mut output =
+        tokio::io::BufWriter::with_capacity(64 * 1024, pipe::Sender::from_file(stdout)?);
+    let mut line = Vec::with_capacity(1024);
+    loop {
+        line.clear();
+        if input.read_until(b'\n', &mut line).await? == 0 {
+            break;
+        }
+        if let Some(out) = answer(&line) {
+            output.write_all(out.as_bytes()).await?;
+            output.write_all(b"\n").await?;
+        }
+        if input.buffer().is_empty() {
+            output.flush().await?;
+        }
+    }
+    output.flush().await
+}
+
 #[tokio::main]
 async fn main() -> io::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     match args.get(1).map(String::as_str) {
         Some("stdio") => stdio(),
+        Some("tokio") if args.get(2).map(String::as_str) == Some("stdio") => stdio_tokio().await,
         Some("http") => {
             use axum::serve::ListenerExt;
             let addr = args.get(2).map_or("127.0.0.1:3000", String::as_str);
@@ -95,6 +128,8 @@ async fn main() -> io::Result<()> {
             });
             axum::serve(listener, Router::new().route("/mcp", post(mcp))).await
         }
-        _ => Err(io::Error::other("usage: bench-bare (http ADDR | stdio)")),
+        _ => Err(io::Error::other(
+            "usage: bench-bare (http ADDR | stdio | tokio stdio)",
+        )),
     }
 }
