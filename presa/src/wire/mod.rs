@@ -230,19 +230,49 @@ fn disguised_token<'de, A: serde::de::MapAccess<'de>>(
 }
 
 /// Whether `value` holds an object with the key [`RAW_TOKEN`] anywhere (a value made
-/// in process, which [`number_in_disguise`] never saw). Walked with a stack of its own, so any
-/// depth is safe.
+/// in process, which [`number_in_disguise`] never saw). Walked by recursion down to
+/// [`RAW_WALK_DEPTH`] levels (no allocation for the values a client sends), and below
+/// that with a stack of its own, so any depth is safe.
 pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
+    holds_raw_token_within(value, RAW_WALK_DEPTH)
+}
+
+/// How deep [`holds_raw_token`] recurses before it walks with a stack of its own.
+const RAW_WALK_DEPTH: u32 = 64;
+
+fn holds_raw_token_within(value: &serde_json::Value, depth: u32) -> bool {
+    use serde_json::Value;
+    match value {
+        // One pass over the members: a key is compared by length first, so the look
+        // costs less than a search of the map and then a walk of it.
+        Value::Object(map) if depth == 0 => map
+            .iter()
+            .any(|(k, v)| k == RAW_TOKEN || holds_raw_token_deep(v)),
+        Value::Array(items) if depth == 0 => items.iter().any(holds_raw_token_deep),
+        Value::Object(map) => map
+            .iter()
+            .any(|(k, v)| k == RAW_TOKEN || holds_raw_token_within(v, depth - 1)),
+        Value::Array(items) => items.iter().any(|v| holds_raw_token_within(v, depth - 1)),
+        _ => false,
+    }
+}
+
+/// [`holds_raw_token`] past the recursion bound: a stack of containers still to look in.
+#[cold]
+fn holds_raw_token_deep(value: &serde_json::Value) -> bool {
+    use serde_json::Value;
     let mut stack = vec![value];
     while let Some(v) = stack.pop() {
         match v {
-            serde_json::Value::Object(map) => {
+            Value::Object(map) => {
                 if map.contains_key(RAW_TOKEN) {
                     return true;
                 }
-                stack.extend(map.values());
+                stack.extend(map.values().filter(|v| v.is_object() || v.is_array()));
             }
-            serde_json::Value::Array(items) => stack.extend(items),
+            Value::Array(items) => {
+                stack.extend(items.iter().filter(|v| v.is_object() || v.is_array()))
+            }
             _ => {}
         }
     }
@@ -353,5 +383,48 @@ pub(crate) fn json_len(value: &impl serde::Serialize) -> usize {
     match serde_json::to_writer(&mut count, value) {
         Ok(()) => count.0,
         Err(_) => usize::MAX,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{RAW_TOKEN, RAW_WALK_DEPTH, holds_raw_token};
+    use serde_json::{Value, json};
+
+    /// `inner` wrapped in `depth` containers, objects and arrays by turns, each with a
+    /// plain member beside it.
+    fn nested(depth: usize, inner: Value) -> Value {
+        (0..depth).fold(inner, |v, i| {
+            if i % 2 == 0 {
+                json!({"a": 1, "b": v})
+            } else {
+                json!([1, v, "x"])
+            }
+        })
+    }
+
+    #[test]
+    fn holds_raw_token_finds_the_key_at_any_depth() {
+        let bound = RAW_WALK_DEPTH as usize;
+        // Around the recursion bound (where the walk changes hands) and far past it.
+        for depth in [
+            0,
+            1,
+            2,
+            bound - 1,
+            bound,
+            bound + 1,
+            bound + 2,
+            3 * bound,
+            600,
+        ] {
+            let key = nested(depth, json!({ RAW_TOKEN: "1" }));
+            assert!(holds_raw_token(&key), "depth {depth}");
+            let plain = nested(depth, json!({"k": RAW_TOKEN, "v": [RAW_TOKEN]}));
+            assert!(!holds_raw_token(&plain), "depth {depth}");
+            // Beside, not below: the key in a later member of a deep object.
+            let later = json!({"deep": nested(depth, json!(null)), "z": { RAW_TOKEN: 1 }});
+            assert!(holds_raw_token(&later), "depth {depth}");
+        }
     }
 }
