@@ -308,14 +308,15 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
         );
     }
 
-    // The stdio gap split in two: bare's loop on tokio's reactor (the runtime's share)
-    // and presa against that loop (presa's own work). Not a column: only stdio has it.
+    // The stdio gap split in two: bare's loop run on tokio as presa runs its own (what
+    // reactor-driven pipe I/O and tokio's buffers cost it) and presa against that loop
+    // (presa's own work). Not a column: only stdio has it.
     if s.count("stdio", "bare-tokio", "rps") > 0 {
         let rps = |srv: &str| s.median("stdio", srv, "rps");
         let cpu = |srv: &str| s.median("stdio", srv, "server_cpu_us_per_req");
         let _ = writeln!(
             out,
-            "\nstdio pipelined, with bare's loop also run on tokio (non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
+            "\nstdio pipelined, with bare's loop also run on tokio (a task on a worker, non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
         );
         let _ = writeln!(
             out,
