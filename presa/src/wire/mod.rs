@@ -240,15 +240,15 @@ pub(crate) fn holds_raw_token(value: &serde_json::Value) -> bool {
 /// How deep [`holds_raw_token`] recurses before it walks with a stack of its own.
 const RAW_WALK_DEPTH: u32 = 64;
 
+/// [`holds_raw_token`] with `depth` levels of recursion left.
 fn holds_raw_token_within(value: &serde_json::Value, depth: u32) -> bool {
     use serde_json::Value;
+    if depth == 0 {
+        return holds_raw_token_deep(value);
+    }
     match value {
         // One pass over the members: a key is compared by length first, so the look
         // costs less than a search of the map and then a walk of it.
-        Value::Object(map) if depth == 0 => map
-            .iter()
-            .any(|(k, v)| k == RAW_TOKEN || holds_raw_token_deep(v)),
-        Value::Array(items) if depth == 0 => items.iter().any(holds_raw_token_deep),
         Value::Object(map) => map
             .iter()
             .any(|(k, v)| k == RAW_TOKEN || holds_raw_token_within(v, depth - 1)),
