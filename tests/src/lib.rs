@@ -46,3 +46,19 @@ pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
 pub fn fixture() -> presa::Server {
     presa_fixture::build().expect("the fixture builds")
 }
+
+/// A chain of objects keyed by serde_json's private RawValue key, each holding the next
+/// as its JSON text, `levels` deep with 120 brackets around each: what serde_json's own
+/// `Value` parse reads afresh level after level (presa refuses the key).
+pub fn raw_value_chain(levels: usize) -> String {
+    let mut chain = "1".to_owned();
+    for _ in 0..levels {
+        let text = serde_json::to_string(&chain).expect("a string");
+        chain = format!(
+            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
+            "[".repeat(120),
+            "]".repeat(120)
+        );
+    }
+    chain
+}

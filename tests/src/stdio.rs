@@ -11,6 +11,19 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 /// How long a test waits for one line before failing.
 pub const LINE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Starts `bin` with `args` as a child whose stdin and stdout are pipes (stderr as
+/// given), killed when dropped.
+pub fn piped_child(bin: &str, args: &[&str], stderr: Stdio) -> tokio::process::Child {
+    tokio::process::Command::new(bin)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(stderr)
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap_or_else(|e| panic!("{bin} starts: {e}"))
+}
+
 /// One stdio session.
 pub struct Session {
     writer: Option<Box<dyn AsyncWrite + Unpin + Send>>,
@@ -23,14 +36,7 @@ impl Session {
     /// Starts the fixture's command line (`--transport stdio`) as a child process; `bin`
     /// is `env!("CARGO_BIN_EXE_fixture")` in a test of this package.
     pub async fn fixture(bin: &str) -> Self {
-        let mut child = tokio::process::Command::new(bin)
-            .args(["--transport", "stdio"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .kill_on_drop(true)
-            .spawn()
-            .expect("the fixture starts");
+        let mut child = piped_child(bin, &["--transport", "stdio"], Stdio::inherit());
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         Session {

@@ -4,6 +4,7 @@
 use presa::extract::{Args, State};
 use presa::testing::TestClient;
 use presa::{Completion, CompletionRequest, Error, Json, RequestContext, ToolError};
+use presa_tests::raw_value_chain;
 use serde_json::json;
 
 /// Adds two numbers.
@@ -252,21 +253,6 @@ fn json_spec(spec: serde_json::Value) -> String {
 #[presa::resource(uri = "json://{v}")]
 fn json_item(v: serde_json::Value) -> String {
     format!("item {v}")
-}
-
-/// A chain of objects keyed by serde_json's private RawValue key, each holding the next
-/// as its text, `levels` deep with 120 brackets around each.
-fn raw_value_chain(levels: usize) -> String {
-    let mut chain = "1".to_owned();
-    for _ in 0..levels {
-        let text = serde_json::to_string(&chain).expect("a string");
-        chain = format!(
-            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
-            "[".repeat(120),
-            "]".repeat(120)
-        );
-    }
-    chain
 }
 
 /// A prompt argument or template variable parsed by `serde_json::Value`'s `FromStr` is

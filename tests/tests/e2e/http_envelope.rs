@@ -5,7 +5,7 @@
 
 use crate::http_util::{BASE_HEADERS, assert_accepted, post, post_raw, result};
 use presa_tests::http::Harness;
-use presa_tests::{fixture, request, with_meta};
+use presa_tests::{fixture, raw_value_chain, request, with_meta};
 use serde_json::{Value, json};
 
 fn discover_with_id(id: Value) -> Value {
@@ -149,15 +149,7 @@ async fn unparsable_json_is_parse_error_without_id() {
 #[tokio::test]
 async fn raw_value_keys_are_parse_errors_and_serving_goes_on() {
     let h = Harness::start(fixture()).await;
-    let mut chain = "1".to_owned();
-    for _ in 0..15 {
-        let text = serde_json::to_string(&chain).expect("a string");
-        chain = format!(
-            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
-            "[".repeat(120),
-            "]".repeat(120)
-        );
-    }
+    let chain = raw_value_chain(15);
     let call = request(
         1,
         "tools/call",

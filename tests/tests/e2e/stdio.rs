@@ -10,8 +10,8 @@
 
 use presa::{CallToolResult, Implementation, LogLevel, Server, StdioConfig, Tool, ToolCall};
 use presa_tests::schema::{check_notification, check_response};
-use presa_tests::stdio::Session;
-use presa_tests::{meta, request};
+use presa_tests::stdio::{Session, piped_child};
+use presa_tests::{meta, raw_value_chain, request};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::process::Stdio;
@@ -1359,14 +1359,7 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
         };
         bytes.extend(line(&request(id, method(id), params)));
     }
-    let mut child = tokio::process::Command::new(FIXTURE)
-        .args(["--transport", "stdio"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the fixture starts");
+    let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::inherit());
     let mut stdin = child.stdin.take().expect("stdin");
     let stdout = child.stdout.take().expect("stdout");
     let writer = tokio::spawn(async move {
@@ -1499,13 +1492,7 @@ async fn a_socket_as_stdin_and_stdout_is_served_too() {
 /// still open, and a request written afterwards is never answered.
 #[tokio::test]
 async fn dropping_serve_stdio_stops_serving() {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_stdio_stop"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .expect("the server starts");
+    let mut child = piped_child(env!("CARGO_BIN_EXE_stdio_stop"), &[], Stdio::piped());
     let mut stdin = child.stdin.take().expect("stdin");
     let mut out = BufReader::new(child.stdout.take().expect("stdout")).lines();
     let mut err = BufReader::new(child.stderr.take().expect("stderr")).lines();
@@ -1568,15 +1555,7 @@ async fn dropping_serve_stdio_stops_serving() {
 /// as this test runs it) and aborted the process. The fixture answers it and goes on.
 #[tokio::test]
 async fn a_chain_of_raw_value_keys_is_refused_and_serving_goes_on() {
-    let mut chain = "1".to_owned();
-    for _ in 0..15 {
-        let text = serde_json::to_string(&chain).expect("a string");
-        chain = format!(
-            r#"{}{{"$serde_json::private::RawValue":{text}}}{}"#,
-            "[".repeat(120),
-            "]".repeat(120)
-        );
-    }
+    let chain = raw_value_chain(15);
     let mut message = request(
         1,
         "tools/call",
