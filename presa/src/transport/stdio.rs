@@ -75,6 +75,18 @@ struct Frame {
     _queued: Option<Queued>,
 }
 
+impl Frame {
+    /// The answer to a request (its response or an error): holds the request's in-flight
+    /// slot until written.
+    fn answer(text: String, permit: OwnedSemaphorePermit) -> Frame {
+        Frame {
+            text,
+            _permit: Some(permit),
+            _queued: None,
+        }
+    }
+}
+
 /// The gate of one in-flight request: once closed (on cancellation), nothing more is
 /// queued for it, neither notifications nor the response.
 struct Gate {
@@ -110,11 +122,7 @@ impl Gate {
             return;
         };
         if *open {
-            let _ = self.tx.send(Frame {
-                text,
-                _permit: Some(permit),
-                _queued: None,
-            });
+            let _ = self.tx.send(Frame::answer(text, permit));
             *open = false;
         }
     }
@@ -207,11 +215,7 @@ impl Server {
                     self.start_request(request, permit, &tx, &in_flight, &mut tasks)
                 }
                 Next::Reply(text) => {
-                    let _ = tx.send(Frame {
-                        text,
-                        _permit: Some(permit),
-                        _queued: None,
-                    });
+                    let _ = tx.send(Frame::answer(text, permit));
                 }
             }
         }
@@ -296,11 +300,7 @@ impl Server {
         // served, and answered -32603 below if it has to be registered.
         let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
         if duplicate {
-            let _ = tx.send(Frame {
-                text: duplicate_id(&id),
-                _permit: Some(permit),
-                _queued: None,
-            });
+            let _ = tx.send(Frame::answer(duplicate_id(&id), permit));
             return;
         }
         let gate = Arc::new(Gate {
