@@ -255,8 +255,8 @@ fn json_item(v: serde_json::Value) -> String {
     format!("item {v}")
 }
 
-/// A prompt argument or template variable parsed by `serde_json::Value`'s `FromStr` is
-/// refused when it holds serde_json's private RawValue key (book/src/protocol-notes.md):
+/// A prompt argument or template variable is refused when it holds serde_json's private
+/// RawValue key, for a `serde_json::Value` parameter (book/src/protocol-notes.md):
 /// that parse reads the key's text afresh, and a chain of them overflowed the stack of
 /// a debug build (this test's thread aborts without the refusal). Other JSON is parsed.
 #[tokio::test]
@@ -264,9 +264,24 @@ async fn raw_value_keys_in_text_arguments_are_refused() {
     let server = presa::server!()
         .add::<json_spec>()
         .add::<json_item>()
+        .add::<review>()
         .build()
         .expect("builds");
     let c = TestClient::new(&server);
+    // Whatever the parameter's type (presa cannot tell which `FromStr` reaches serde_json's
+    // parse), a `String` included; a text that only mentions the key is ordinary.
+    let mention = "the key $serde_json::private::RawValue, and {\"a\": 1}";
+    let p = c.get_prompt("review", json!({ "code": mention })).await;
+    assert_eq!(
+        p.result()["messages"][0]["content"]["text"],
+        format!("review {mention} x1 in ")
+    );
+    c.get_prompt(
+        "review",
+        json!({"code": r#"{"$serde_json::private::RawValue":"1"}"#}),
+    )
+    .await
+    .assert_error(-32602);
     let p = c
         .get_prompt("json_spec", json!({"spec": "{\"a\":[1,true]}"}))
         .await;
