@@ -137,13 +137,31 @@ pub(crate) async fn call_checked(
     arguments: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<crate::CallToolResult, Error> {
-    let name = entry.tool.name.as_str();
-    let result = (entry.handler)(ToolCall {
+    let result = start_handler(entry, arguments, ctx).await;
+    check_result(entry, result)
+}
+
+/// A tool's handler called with its arguments: the future that runs it.
+pub(crate) fn start_handler(
+    entry: &ToolEntry,
+    arguments: Map<String, Value>,
+    ctx: RequestContext,
+) -> BoxFuture<Result<crate::CallToolResult, Error>> {
+    (entry.handler)(ToolCall {
         name: Arc::clone(&entry.name),
         arguments,
         ctx,
     })
-    .await?;
+}
+
+/// A handler's outcome with its structured result checked against the tool's output
+/// schema: a result that breaks it is -32603 (the model never sees it).
+pub(crate) fn check_result(
+    entry: &ToolEntry,
+    result: Result<crate::CallToolResult, Error>,
+) -> Result<crate::CallToolResult, Error> {
+    let result = result?;
+    let name = entry.tool.name.as_str();
     if let (Some(output), false) = (&entry.output, result.is_error) {
         let structured = result.structured_content.as_ref().ok_or_else(|| {
             tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");

@@ -189,7 +189,7 @@ impl TestClient {
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
                     cancel: CancellationToken::new(),
                 };
-                match self.server.handle_request(request, exchange).await {
+                match self.server.clone().answer(request, exchange).await {
                     Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => parse(&body),
                     Reply::Cancelled => Value::Null,
                 }

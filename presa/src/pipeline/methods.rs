@@ -2,9 +2,10 @@
 //! the result shapes (section 5), pagination (section 6) and caching hints (section 7).
 
 use super::headers;
+use super::{Closing, Step};
 use crate::context::RequestContext;
 use crate::error::Error;
-use crate::extension::{Intercepted, ToolInvocation, call_checked};
+use crate::extension::{Intercepted, ToolInvocation, check_result, start_handler};
 use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
@@ -16,6 +17,7 @@ use crate::wire::jsonrpc::RequestParams;
 use crate::wire::meta::SUPPORTED_VERSIONS;
 use crate::wire::types::CachePolicy;
 use axum::http::HeaderMap;
+use futures_util::FutureExt;
 use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -239,27 +241,43 @@ pub(super) fn check_mrtr_params(
     Ok(())
 }
 
-/// A `tools/call`: everything before the handler runs happens here, when it is called,
-/// and the future it returns holds only what the handler needs (the params, with the
-/// members held apart, would otherwise be part of every call's future).
-pub(super) fn call_tool<'s>(
-    server: &'s Server,
+/// A `tools/call`, started: everything before the handler runs happens here, then the
+/// handler is polled once, in place. A handler that completes at that poll (most do) is
+/// answered at once, with no future of the pipeline's own; one that waits comes back as
+/// the rest of the call, which holds only what the handler needs and polls it again
+/// (with its task's waker) before anything else.
+pub(super) fn start_call(
+    server: &Server,
     catalog: &Catalog,
     params: RequestParams,
     headers: Option<&HeaderMap>,
-    ctx: RequestContext,
     tool: Option<Arc<ToolEntry>>,
-) -> impl Future<Output = Result<String, Error>> + Send + 's {
-    let prepared = prepare_call(server, catalog, params, headers, ctx, tool);
-    async move {
-        match prepared? {
-            Prepared::Answered(answer) => answer,
-            Prepared::Run(entry, arguments, ctx) => {
-                let result = call_checked(&entry, arguments, ctx).await?;
-                server.shape_call_result(&result)
-            }
-        }
+    closing: Closing,
+) -> Step<Result<String, Error>> {
+    let ctx = closing.ctx.clone();
+    let (entry, arguments, ctx) = match prepare_call(server, catalog, params, headers, ctx, tool) {
+        Err(error) => return Step::Done(closing.close(server, Err(error))),
+        Ok(Prepared::Answered(answer)) => return Step::Done(closing.close(server, answer)),
+        Ok(Prepared::Run(entry, arguments, ctx)) => (entry, arguments, ctx),
+    };
+    let mut handler = start_handler(&entry, arguments, ctx);
+    if let Some(result) = handler.as_mut().now_or_never() {
+        return Step::Done(closing.close(server, shape_call(server, &entry, result)));
     }
+    let server = server.clone();
+    Step::Rest(Box::pin(async move {
+        let result = handler.await;
+        closing.close(&server, shape_call(&server, &entry, result))
+    }))
+}
+
+/// A handler's outcome, its structured result checked, shaped as the `tools/call` result.
+fn shape_call(
+    server: &Server,
+    entry: &ToolEntry,
+    result: Result<crate::CallToolResult, Error>,
+) -> Result<String, Error> {
+    check_result(entry, result).and_then(|result| server.shape_call_result(&result))
 }
 
 /// What a `tools/call` comes to before its handler runs.

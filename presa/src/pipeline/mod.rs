@@ -23,6 +23,7 @@ use axum::http::HeaderMap;
 use futures_util::FutureExt;
 use serde_json::{Map, Value};
 use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
@@ -90,6 +91,121 @@ pub(crate) enum Reply {
     StreamEnded { body: String, id: RequestId },
 }
 
+/// What starting a request came to ([`Server::begin`]).
+pub(crate) enum Begun {
+    /// Answered already.
+    Done(Reply),
+    /// Still running: the rest of the request, which owns everything it needs. It is
+    /// polled once before it is returned only when it is a `tools/call`'s handler;
+    /// dropping it drops the handler's future.
+    Waiting(Pin<Box<dyn Future<Output = Reply> + Send>>),
+}
+
+/// How far starting a request, or a part of it, got: done, or the rest to run.
+pub(super) enum Step<T> {
+    /// Done at once.
+    Done(T),
+    /// The rest, to run to its end.
+    Rest(Pin<Box<dyn Future<Output = T> + Send>>),
+}
+
+/// What turning a request's outcome into its reply needs.
+struct End {
+    /// When the request started, when someone records its span.
+    started: Option<Instant>,
+    id: RequestId,
+    listen: bool,
+}
+
+impl End {
+    /// The reply to an outcome (`None`: cancelled; `Some(Err)`: the work panicked),
+    /// recorded on `span`.
+    fn reply(
+        self,
+        span: &tracing::Span,
+        outcome: Option<std::thread::Result<Result<String, Error>>>,
+    ) -> Reply {
+        if let Some(started) = self.started {
+            span.record("duration_us", started.elapsed().as_micros() as u64);
+        }
+        let id = self.id;
+        match outcome {
+            None => {
+                span.record("outcome", "cancelled");
+                tracing::debug!(parent: span, "request cancelled");
+                Reply::Cancelled
+            }
+            Some(Ok(Ok(result))) if self.listen => {
+                span.record("outcome", "stream ended");
+                Reply::StreamEnded {
+                    body: encode_result_owned(&id, result),
+                    id,
+                }
+            }
+            Some(Ok(Ok(result))) => {
+                span.record("outcome", "ok");
+                tracing::debug!(parent: span, "request served");
+                Reply::Response {
+                    body: encode_result_owned(&id, result),
+                    status: 200,
+                }
+            }
+            Some(Ok(Err(error))) => {
+                span.record("outcome", "error");
+                tracing::debug!(parent: span, code = error.code(), "request failed");
+                error_reply(Some(&id), &error)
+            }
+            Some(Err(_panic)) => {
+                span.record("outcome", "panic");
+                tracing::error!(parent: span, "handler panicked; answering -32603");
+                error_reply(Some(&id), &Error::internal())
+            }
+        }
+    }
+}
+
+/// What concluding a request needs once its handler has run.
+pub(super) struct Closing {
+    pub(super) ctx: RequestContext,
+    /// Whether the method may answer `input_required`.
+    pub(super) mrtr: bool,
+    /// The binding of a request state, when the handler may ask for input.
+    pub(super) bound: Option<token::BindingText>,
+}
+
+impl Closing {
+    /// The answer once the handler has run: its result, or `input_required` when it
+    /// asked for input it was not given.
+    pub(super) fn close(
+        self,
+        server: &Server,
+        result: Result<String, Error>,
+    ) -> Result<String, Error> {
+        let Closing { ctx, mrtr, bound } = self;
+        let outcome = ctx.inputs_outcome();
+        if let Some(failure) = outcome.failure {
+            return Err(failure);
+        }
+        if outcome.demanded {
+            let Some(bind) = bound.map(|text| text.digest()) else {
+                if mrtr {
+                    tracing::error!("a tool declared with asks_input(false) asked for input");
+                }
+                return Err(Error::new(
+                    crate::error::code::INTERNAL_ERROR,
+                    "Input-required result is not permitted for this operation",
+                ));
+            };
+            let shaped = server.input_required(outcome, bind)?;
+            ctx.release_held();
+            return Ok(shaped);
+        }
+        let result = result?;
+        ctx.release_held();
+        Ok(result)
+    }
+}
+
 /// What accepting a notification asks of the transport.
 #[derive(Debug)]
 pub(crate) enum NotificationEffect {
@@ -128,13 +244,11 @@ pub(crate) fn request_span() -> tracing::Span {
 }
 
 impl Server {
-    /// Serves one request. The returned future owns everything it needs; dropping it
-    /// drops the handler's future.
-    pub(crate) fn handle_request(
-        &self,
-        request: Request,
-        exchange: Exchange,
-    ) -> impl Future<Output = Reply> + Send + 'static {
+    /// Starts serving one request: admission, the method gate and the mirror checks run
+    /// here, at once, and so does a `tools/call` whose handler completes at its first poll
+    /// (most do): such a request is answered with no future of the pipeline's own (see
+    /// [`Begun`]). Everything runs inside the request's span and under the panic guard.
+    pub(crate) fn begin(&self, request: Request, exchange: Exchange) -> Begun {
         let span = tracing::info_span!(
             "mcp.request",
             mcp.method.name = %request.method,
@@ -146,76 +260,59 @@ impl Server {
             trace_state = tracing::field::Empty,
             baggage = tracing::field::Empty,
         );
-        let cancel = exchange.cancel.clone();
-        let id = request.id.clone();
-        let listen = request.method == "subscriptions/listen";
-        // The pipeline's own future, boxed here rather than held inline: an async block
-        // keeps its captured values beside the futures it builds from them, so inline the
-        // request would take its space twice. Boxed, each of the two allocations stays
-        // small enough for the allocator's per-thread cache, and moving this future
-        // (into its task, through its wrappers) copies a pointer.
-        let work = Box::pin(AssertUnwindSafe(self.clone().serve(request, exchange)).catch_unwind());
-        // The span itself, to record the outcome into: no lookup of the current span, and
-        // nothing lost if the level changes while the request runs.
-        let recorded = span.clone();
-        async move {
+        let end = End {
             // The clock is read only when someone records the span.
-            let started = (!recorded.is_disabled()).then(Instant::now);
-            // Cancellation comes first: once the token has fired, the handler is not
-            // polled again (its future is dropped), whatever else woke it. It is checked
-            // with a look at the token; the waiter is registered only after the work has
-            // been polled and is still pending, so a request that completes without
-            // waiting (most do) never registers one.
-            let mut work = work;
-            let mut cancelled = std::pin::pin!(cancel.cancelled());
-            let outcome = std::future::poll_fn(|cx| {
-                if cancel.is_cancelled() {
-                    return Poll::Ready(None);
-                }
-                if let Poll::Ready(result) = work.as_mut().poll(cx) {
-                    return Poll::Ready(Some(result));
-                }
-                cancelled.as_mut().poll(cx).map(|()| None)
-            })
-            .await;
-            let span = recorded;
-            if let Some(started) = started {
-                span.record("duration_us", started.elapsed().as_micros() as u64);
-            }
-            match outcome {
-                None => {
-                    span.record("outcome", "cancelled");
-                    tracing::debug!("request cancelled");
-                    Reply::Cancelled
-                }
-                Some(Ok(Ok(result))) if listen => {
-                    span.record("outcome", "stream ended");
-                    Reply::StreamEnded {
-                        body: encode_result_owned(&id, result),
-                        id,
-                    }
-                }
-                Some(Ok(Ok(result))) => {
-                    span.record("outcome", "ok");
-                    tracing::debug!("request served");
-                    Reply::Response {
-                        body: encode_result_owned(&id, result),
-                        status: 200,
-                    }
-                }
-                Some(Ok(Err(error))) => {
-                    span.record("outcome", "error");
-                    tracing::debug!(code = error.code(), "request failed");
-                    error_reply(Some(&id), &error)
-                }
-                Some(Err(_panic)) => {
-                    span.record("outcome", "panic");
-                    tracing::error!("handler panicked; answering -32603");
-                    error_reply(Some(&id), &Error::internal())
-                }
-            }
+            started: (!span.is_disabled()).then(Instant::now),
+            id: request.id.clone(),
+            listen: request.method == "subscriptions/listen",
+        };
+        let cancel = exchange.cancel.clone();
+        // Cancellation comes first: a request cancelled before it starts runs nothing.
+        if cancel.is_cancelled() {
+            return Begun::Done(end.reply(&span, None));
         }
-        .instrument(span)
+        let first = {
+            let _entered = span.enter();
+            std::panic::catch_unwind(AssertUnwindSafe(|| self.start(request, exchange)))
+        };
+        let rest = match first {
+            Ok(Step::Done(result)) => return Begun::Done(end.reply(&span, Some(Ok(result)))),
+            Err(panic) => return Begun::Done(end.reply(&span, Some(Err(panic)))),
+            Ok(Step::Rest(rest)) => rest,
+        };
+        // The span itself, to record the outcome into: no lookup of the current span,
+        // and nothing lost if the level changes while the request runs.
+        let recorded = span.clone();
+        Begun::Waiting(Box::pin(
+            async move {
+                // Once the token has fired, the rest is not polled again (its future is
+                // dropped), whatever else woke it. It is checked with a look at the
+                // token; the waiter is registered only after the rest has been polled
+                // and is still pending.
+                let mut work = AssertUnwindSafe(rest).catch_unwind();
+                let mut cancelled = std::pin::pin!(cancel.cancelled());
+                let outcome = std::future::poll_fn(|cx| {
+                    if cancel.is_cancelled() {
+                        return Poll::Ready(None);
+                    }
+                    if let Poll::Ready(result) = work.poll_unpin(cx) {
+                        return Poll::Ready(Some(result));
+                    }
+                    cancelled.as_mut().poll(cx).map(|()| None)
+                })
+                .await;
+                end.reply(&recorded, outcome)
+            }
+            .instrument(span),
+        ))
+    }
+
+    /// Serves one request to its end: [`Server::begin`], then what is left of it.
+    pub(crate) async fn answer(self, request: Request, exchange: Exchange) -> Reply {
+        match self.begin(request, exchange) {
+            Begun::Done(reply) => reply,
+            Begun::Waiting(rest) => rest.await,
+        }
     }
 
     /// Checks a notification and says what it asks of the transport. An error means the
@@ -255,52 +352,52 @@ impl Server {
         Ok(NotificationEffect::None)
     }
 
-    /// Admission, gate, mirror checks, dispatch and shaping: the result JSON or an error.
+    /// Admission, the method gate and the HTTP mirror checks, at once; then the method.
+    /// A `tools/call` is started in place ([`methods::start_call`]); any other method is
+    /// the rest of the request, a future that owns what it needs.
     ///
-    /// Everything before the handler runs is in [`Server::admit`], a plain function: what
-    /// an `async fn` keeps across an await is part of its future, which is moved and
-    /// allocated with every request, so only what dispatch needs is kept here.
-    async fn serve(self, request: Request, exchange: Exchange) -> Result<String, Error> {
+    /// Everything before the handler runs is in [`Server::admit`], a plain function, so
+    /// no future holds the request while it is admitted.
+    fn start(&self, request: Request, exchange: Exchange) -> Step<Result<String, Error>> {
         let Exchange {
             headers,
             outbound,
             cancel,
         } = exchange;
+        let admitted = self.admit(request, headers.as_ref(), outbound, cancel);
         let Admitted {
             method,
             params,
             ctx,
             catalog,
             route,
-        } = self.admit(request, headers.as_ref(), outbound, cancel)?;
+        } = match admitted {
+            Ok(admitted) => admitted,
+            Err(error) => return Step::Done(Err(error)),
+        };
+        if method == "tools/call"
+            && let Route::Method {
+                mrtr, bound, tool, ..
+            } = route
+        {
+            let closing = Closing { ctx, mrtr, bound };
+            return methods::start_call(self, &catalog, params, headers.as_ref(), tool, closing);
+        }
+        let server = self.clone();
         match route {
-            Route::Extension(extension) => {
+            Route::Extension(extension) => Step::Rest(Box::pin(async move {
                 let result = extension.handle(&method, params.into_map(), ctx).await?;
-                Ok(self.shape(result))
-            }
+                Ok(server.shape(result))
+            })),
             Route::Method {
-                mrtr,
-                retry,
-                bound,
-                tool,
-            } => {
-                let result = if method == "tools/call" {
-                    methods::call_tool(&self, &catalog, params, headers.as_ref(), ctx.clone(), tool)
-                        .await
-                } else {
-                    // Only a tools/call holds members apart: the others read one map.
-                    methods::dispatch(
-                        &self,
-                        &catalog,
-                        &method,
-                        params.into_map(),
-                        ctx.clone(),
-                        retry,
-                    )
-                    .await
-                };
-                self.conclude(result, &ctx, mrtr, bound)
-            }
+                mrtr, retry, bound, ..
+            } => Step::Rest(Box::pin(async move {
+                // Only a tools/call holds members apart: the others read one map.
+                let params = params.into_map();
+                let result =
+                    methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry).await;
+                Closing { ctx, mrtr, bound }.close(&server, result)
+            })),
         }
     }
 
@@ -438,38 +535,6 @@ impl Server {
             catalog,
             route,
         })
-    }
-
-    /// The answer once the handler has run: its result, or `input_required` when it
-    /// asked for input it was not given.
-    fn conclude(
-        &self,
-        result: Result<String, Error>,
-        ctx: &RequestContext,
-        mrtr: bool,
-        bound: Option<token::BindingText>,
-    ) -> Result<String, Error> {
-        let outcome = ctx.inputs_outcome();
-        if let Some(failure) = outcome.failure {
-            return Err(failure);
-        }
-        if outcome.demanded {
-            let Some(bind) = bound.map(|text| text.digest()) else {
-                if mrtr {
-                    tracing::error!("a tool declared with asks_input(false) asked for input");
-                }
-                return Err(Error::new(
-                    crate::error::code::INTERNAL_ERROR,
-                    "Input-required result is not permitted for this operation",
-                ));
-            };
-            let shaped = self.input_required(outcome, bind)?;
-            ctx.release_held();
-            return Ok(shaped);
-        }
-        let result = result?;
-        ctx.release_held();
-        Ok(result)
     }
 
     /// Verifies the request state and gathers the answers given so far.
@@ -872,5 +937,75 @@ mod tests {
             "{fields:?}"
         );
         assert!(fields.contains_key("duration_us"), "{fields:?}");
+    }
+
+    /// A `tools/call` whose handler completes at its first poll is answered by `begin`
+    /// itself, with no future of the pipeline's own; one whose handler waits comes back
+    /// as the rest, which answers it. The span records the outcome either way.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_call_completing_at_once_is_answered_without_a_future() {
+        use super::{Begun, Exchange, Outbound, Reply};
+        use crate::wire::jsonrpc::{Inbound, decode_value};
+        use std::sync::Arc;
+        use tokio_util::sync::CancellationToken;
+        use tracing_subscriber::layer::SubscriberExt;
+        struct Sink;
+        impl Outbound for Sink {
+            fn send(&self, _: String) -> bool {
+                true
+            }
+        }
+        let fields = capture::Fields::default();
+        let subscriber = tracing_subscriber::registry().with(capture::Capture(Arc::clone(&fields)));
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let server = crate::Server::builder(Implementation::new("begin", "1"))
+            .tool(crate::Tool::new("now").handler(|_: crate::ToolCall| async { "now" }))
+            .tool(
+                crate::Tool::new("later").handler(|_: crate::ToolCall| async {
+                    tokio::task::yield_now().await;
+                    "later"
+                }),
+            )
+            .build()
+            .expect("a server");
+        let meta = crate::testing::TestClient::new(&server).meta();
+        let begin = |id: i64, name: &str| {
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                "params": {"name": name, "_meta": meta}});
+            let Ok(Inbound::Request(request)) = decode_value(message) else {
+                panic!("a request");
+            };
+            let exchange = Exchange {
+                headers: None,
+                outbound: Arc::new(Sink),
+                cancel: CancellationToken::new(),
+            };
+            server.begin(request, exchange)
+        };
+        let text = |reply: Reply| match reply {
+            Reply::Response { body, status: 200 } => {
+                let message: Value = serde_json::from_str(&body).expect("JSON");
+                message["result"]["content"][0]["text"].clone()
+            }
+            _ => panic!("a 200 response"),
+        };
+        let outcome = || capture::snapshot(&fields).get("outcome").cloned();
+
+        match begin(1, "now") {
+            Begun::Done(reply) => assert_eq!(text(reply), "now"),
+            Begun::Waiting(_) => panic!("a handler done at its first poll is answered at once"),
+        }
+        assert_eq!(outcome().as_deref(), Some("ok"));
+        if let Ok(mut f) = fields.lock() {
+            f.clear();
+        }
+        match begin(2, "later") {
+            Begun::Waiting(rest) => {
+                assert_eq!(outcome(), None, "not concluded before it has run");
+                assert_eq!(text(rest.await), "later");
+            }
+            Begun::Done(_) => panic!("a waiting handler is the rest of the call"),
+        }
+        assert_eq!(outcome().as_deref(), Some("ok"));
     }
 }

@@ -343,7 +343,7 @@ fn route(
     // request; dropping the pipeline future stops the handler itself.
     let guard = cancel.drop_guard();
     Routed::Serve(Serving {
-        fut: Box::pin(server.handle_request(request, exchange)),
+        fut: Box::pin(server.clone().answer(request, exchange)),
         rx,
         guard,
         slot,

@@ -13,7 +13,7 @@
 //! bound, when clients pipeline more than it.
 
 use crate::context::{Backlog, LazyBacklog, Outbound, Queued};
-use crate::pipeline::{Exchange, NotificationEffect, Reply};
+use crate::pipeline::{Begun, Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use futures_util::FutureExt;
@@ -315,9 +315,13 @@ impl Server {
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
             cancel: gate.cancel.clone(),
         };
-        // Boxed once here, so spawning moves a pointer rather than the whole pipeline
-        // state machine.
-        let mut fut = Box::pin(self.handle_request(request, exchange));
+        let mut fut = match self.begin(request, exchange) {
+            Begun::Done(reply) => {
+                finish(&gate, reply, permit);
+                return;
+            }
+            Begun::Waiting(fut) => fut,
+        };
         // Polled once here first; a request that waits registers its task's own waker
         // at its next poll, in the task.
         if let Some(reply) = (&mut fut).now_or_never() {

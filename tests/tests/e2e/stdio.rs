@@ -228,6 +228,17 @@ fn probe_server(probe: &Arc<Probe>) -> Server {
                 }),
         )
         .tool(
+            Tool::new("boom-later")
+                .description("Panics after it has waited once")
+                .handler(|_: ToolCall| async {
+                    tokio::task::yield_now().await;
+                    if true {
+                        panic!("the boom-later tool panics on purpose");
+                    }
+                    "unreachable"
+                }),
+        )
+        .tool(
             Tool::new("big")
                 .description("Returns a large text with line breaks inside")
                 .handler(|_: ToolCall| async { CallToolResult::text(big_text()) }),
@@ -1080,6 +1091,23 @@ async fn a_handler_panic_is_an_internal_error_and_the_session_continues() {
     s.send(&call(4, "fast")).await;
     let m = s.recv().await.expect("a response");
     assert_eq!(m["id"], json!(4));
+    assert_eq!(m["result"]["content"][0]["text"], "fast");
+    assert!(s.finish().await);
+}
+
+/// The same for a handler that panics only after it has waited: the panic comes from
+/// the request's task, not from the first poll where most calls complete.
+#[tokio::test]
+async fn a_handler_panic_after_a_wait_is_an_internal_error_and_the_session_continues() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&call(3, "boom-later")).await;
+    let m = expect_error(&mut s, -32603, Some(json!(3))).await;
+    assert!(m["error"].get("data").is_none(), "no detail: {m}");
+    assert!(!m.to_string().contains("on purpose"), "{m}");
+    s.send(&call(3, "fast")).await;
+    let m = s.recv().await.expect("a response");
+    assert_eq!(m["id"], json!(3), "the id is free again once answered");
     assert_eq!(m["result"]["content"][0]["text"], "fast");
     assert!(s.finish().await);
 }
