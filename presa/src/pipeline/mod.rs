@@ -91,6 +91,10 @@ pub(crate) enum Reply {
     StreamEnded { body: String, id: RequestId },
 }
 
+/// The serverInfo key of a result's `_meta` and its colon, as written (it needs no
+/// escaping; a test checks it against [`KEY_SERVER_INFO`]).
+const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\":";
+
 /// What starting a request came to ([`Server::begin`]).
 pub(crate) enum Begun {
     /// Answered already.
@@ -625,12 +629,13 @@ impl Server {
             tracing::error!("a tools/call result failed to serialize: {e}");
             Error::internal()
         };
-        // Room for the JSON-RPC envelope to be put around it without growing.
-        let mut out = Vec::with_capacity(320);
-        out.extend_from_slice(b"{\"content\":[");
+        // Room for the JSON-RPC envelope to be put around it without growing. A `String`
+        // from the start: everything written is text, so no pass checks it at the end.
+        let mut out = String::with_capacity(320);
+        out.push_str("{\"content\":[");
         for (i, block) in result.content.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.push(',');
             }
             match block {
                 // The common block, written as serde writes it (tag first).
@@ -638,22 +643,22 @@ impl Server {
                     text,
                     annotations: None,
                 } => {
-                    out.extend_from_slice(b"{\"type\":\"text\",\"text\":");
+                    out.push_str("{\"type\":\"text\",\"text\":");
                     write::push_str(&mut out, text);
-                    out.push(b'}');
+                    out.push('}');
                 }
-                other => write::push_json(&mut out, other).map_err(failed)?,
+                other => write::push_json_text(&mut out, other).map_err(failed)?,
             }
         }
-        out.push(b']');
+        out.push(']');
         if let Some(structured) = &result.structured_content {
-            out.extend_from_slice(b",\"structuredContent\":");
-            write::push_json(&mut out, structured).map_err(failed)?;
+            out.push_str(",\"structuredContent\":");
+            write::push_json_text(&mut out, structured).map_err(failed)?;
         }
-        out.extend_from_slice(if result.is_error {
-            b",\"isError\":true,\"resultType\":\"complete\""
+        out.push_str(if result.is_error {
+            ",\"isError\":true,\"resultType\":\"complete\""
         } else {
-            b",\"isError\":false,\"resultType\":\"complete\""
+            ",\"isError\":false,\"resultType\":\"complete\""
         });
         // The handler's `_meta` entries, then serverInfo unless the handler set it.
         let server_info = self
@@ -662,26 +667,25 @@ impl Server {
             .server_info_in_results
             .then_some(&*self.inner.server_info_raw);
         if result.meta.is_some() || server_info.is_some() {
-            out.extend_from_slice(b",\"_meta\":{");
+            out.push_str(",\"_meta\":{");
             let mut has_info = false;
             for (k, v) in result.meta.iter().flatten() {
                 has_info |= k == KEY_SERVER_INFO;
                 write::push_str(&mut out, k);
-                out.push(b':');
-                write::push_json(&mut out, v).map_err(failed)?;
-                out.push(b',');
+                out.push(':');
+                write::push_json_text(&mut out, v).map_err(failed)?;
+                out.push(',');
             }
             if let (Some(info), false) = (server_info, has_info) {
-                write::push_str(&mut out, KEY_SERVER_INFO);
-                out.push(b':');
-                out.extend_from_slice(info.get().as_bytes());
-            } else if out.last() == Some(&b',') {
+                out.push_str(SERVER_INFO_MEMBER);
+                out.push_str(info.get());
+            } else if out.ends_with(',') {
                 out.pop();
             }
-            out.push(b'}');
+            out.push('}');
         }
-        out.push(b'}');
-        write::into_string(out).ok_or_else(Error::internal)
+        out.push('}');
+        Ok(out)
     }
 
     /// Like [`Server::shape`], keeping the object.
@@ -1007,5 +1011,13 @@ mod tests {
             Begun::Done(_) => panic!("a waiting handler is the rest of the call"),
         }
         assert_eq!(outcome().as_deref(), Some("ok"));
+    }
+
+    /// The serverInfo member is written from a literal: it is the key, quoted as
+    /// serde_json quotes it, and a colon.
+    #[test]
+    fn the_server_info_member_is_the_key_written() {
+        let key = serde_json::to_string(super::KEY_SERVER_INFO).expect("serializes");
+        assert_eq!(super::SERVER_INFO_MEMBER, format!("{key}:"));
     }
 }

@@ -105,11 +105,16 @@ pub(crate) fn push_json(
     serde_json::to_writer(&mut *out, value).inspect_err(|_| out.truncate(mark))
 }
 
-/// The text written, as a `String`. Everything written here is UTF-8 (strings are
-/// copied whole or cut only at ASCII bytes), so this never fails in practice; it is
-/// still checked, and answers `None` rather than panic.
-pub(crate) fn into_string(out: Vec<u8>) -> Option<String> {
-    String::from_utf8(out).ok()
+/// Appends compact JSON of anything serializable to text. On an error (only a
+/// `Serialize` that fails can cause one) nothing is appended. For the rarer values of a
+/// result (non-text content, structured content, `_meta` values): it writes into a
+/// buffer of its own first, which serde_json hands back as a `String` unchecked.
+pub(crate) fn push_json_text(
+    out: &mut String,
+    value: &(impl serde::Serialize + ?Sized),
+) -> Result<(), serde_json::Error> {
+    out.push_str(&serde_json::to_string(value)?);
+    Ok(())
 }
 
 #[cfg(test)]
@@ -177,8 +182,11 @@ mod tests {
         out.push(b' ');
         push_json(&mut out, &serde_json::json!({"a": [1, 2.5, null]})).expect("serializes");
         assert_eq!(
-            into_string(out).as_deref(),
+            String::from_utf8(out).ok().as_deref(),
             Some("-9223372036854775808 0 {\"a\":[1,2.5,null]}")
         );
+        let mut text = String::from("x ");
+        push_json_text(&mut text, &serde_json::json!({"b": "\u{1}é"})).expect("serializes");
+        assert_eq!(text, "x {\"b\":\"\\u0001é\"}");
     }
 }
