@@ -52,8 +52,8 @@ pub(super) fn offered(server: &Server, catalog: &Catalog, method: &str) -> bool 
     }
 }
 
-/// Runs a served method other than `tools/call`, which `serve` sends to [`call_tool`]
-/// (its params may hold members apart; see `RequestParams`). A `tools/call` reaching
+/// Runs a served method other than `tools/call`, which the pipeline starts with
+/// [`start_call`] (its params may hold members apart; see `RequestParams`). A `tools/call` reaching
 /// here would be answered -32601.
 pub(super) async fn dispatch(
     server: &Server,
@@ -265,10 +265,13 @@ pub(super) fn start_call(
         return Step::Done(closing.close(server, shape_call(server, &entry, result)));
     }
     let server = server.clone();
-    Step::Rest(Box::pin(async move {
-        let result = handler.await;
-        closing.close(&server, shape_call(&server, &entry, result))
-    }))
+    Step::Rest {
+        rest: Box::pin(async move {
+            let result = handler.await;
+            closing.close(&server, shape_call(&server, &entry, result))
+        }),
+        polled: true,
+    }
 }
 
 /// A handler's outcome, its structured result checked, shaped as the `tools/call` result.

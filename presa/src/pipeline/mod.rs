@@ -99,18 +99,26 @@ const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\":";
 pub(crate) enum Begun {
     /// Answered already.
     Done(Reply),
-    /// Still running: the rest of the request, which owns everything it needs. It is
-    /// polled once before it is returned only when it is a `tools/call`'s handler;
-    /// dropping it drops the handler's future.
-    Waiting(Pin<Box<dyn Future<Output = Reply> + Send>>),
+    /// Still running: the rest of the request, which owns everything it needs; dropping
+    /// it drops the handler's future. Its next poll should have a real waker.
+    Waiting {
+        /// The rest of the request.
+        rest: Pin<Box<dyn Future<Output = Reply> + Send>>,
+        /// Whether its work was polled already (a `tools/call`'s handler, polled once
+        /// in place with a no-op waker); if not, a transport may poll it once at once.
+        polled: bool,
+    },
 }
 
 /// How far starting a request, or a part of it, got: done, or the rest to run.
 pub(super) enum Step<T> {
     /// Done at once.
     Done(T),
-    /// The rest, to run to its end.
-    Rest(Pin<Box<dyn Future<Output = T> + Send>>),
+    /// The rest, to run to its end; `polled` as in [`Begun::Waiting`].
+    Rest {
+        rest: Pin<Box<dyn Future<Output = T> + Send>>,
+        polled: bool,
+    },
 }
 
 /// What turning a request's outcome into its reply needs.
@@ -133,10 +141,13 @@ impl End {
             span.record("duration_us", started.elapsed().as_micros() as u64);
         }
         let id = self.id;
+        // Entered for the events below: they belong to the request's span when it is
+        // enabled, and to whatever span is current when it is not (as inside it).
+        let _entered = span.enter();
         match outcome {
             None => {
                 span.record("outcome", "cancelled");
-                tracing::debug!(parent: span, "request cancelled");
+                tracing::debug!("request cancelled");
                 Reply::Cancelled
             }
             Some(Ok(Ok(result))) if self.listen => {
@@ -148,7 +159,7 @@ impl End {
             }
             Some(Ok(Ok(result))) => {
                 span.record("outcome", "ok");
-                tracing::debug!(parent: span, "request served");
+                tracing::debug!("request served");
                 Reply::Response {
                     body: encode_result_owned(&id, result),
                     status: 200,
@@ -156,12 +167,12 @@ impl End {
             }
             Some(Ok(Err(error))) => {
                 span.record("outcome", "error");
-                tracing::debug!(parent: span, code = error.code(), "request failed");
+                tracing::debug!(code = error.code(), "request failed");
                 error_reply(Some(&id), &error)
             }
             Some(Err(_panic)) => {
                 span.record("outcome", "panic");
-                tracing::error!(parent: span, "handler panicked; answering -32603");
+                tracing::error!("handler panicked; answering -32603");
                 error_reply(Some(&id), &Error::internal())
             }
         }
@@ -279,15 +290,15 @@ impl Server {
             let _entered = span.enter();
             std::panic::catch_unwind(AssertUnwindSafe(|| self.start(request, exchange)))
         };
-        let rest = match first {
+        let (rest, polled) = match first {
             Ok(Step::Done(result)) => return Begun::Done(end.reply(&span, Some(Ok(result)))),
             Err(panic) => return Begun::Done(end.reply(&span, Some(Err(panic)))),
-            Ok(Step::Rest(rest)) => rest,
+            Ok(Step::Rest { rest, polled }) => (rest, polled),
         };
         // The span itself, to record the outcome into: no lookup of the current span,
         // and nothing lost if the level changes while the request runs.
         let recorded = span.clone();
-        Begun::Waiting(Box::pin(
+        let rest = Box::pin(
             async move {
                 // Once the token has fired, the rest is not polled again (its future is
                 // dropped), whatever else woke it. It is checked with a look at the
@@ -308,14 +319,15 @@ impl Server {
                 end.reply(&recorded, outcome)
             }
             .instrument(span),
-        ))
+        );
+        Begun::Waiting { rest, polled }
     }
 
     /// Serves one request to its end: [`Server::begin`], then what is left of it.
     pub(crate) async fn answer(self, request: Request, exchange: Exchange) -> Reply {
         match self.begin(request, exchange) {
             Begun::Done(reply) => reply,
-            Begun::Waiting(rest) => rest.await,
+            Begun::Waiting { rest, .. } => rest.await,
         }
     }
 
@@ -389,19 +401,26 @@ impl Server {
         }
         let server = self.clone();
         match route {
-            Route::Extension(extension) => Step::Rest(Box::pin(async move {
-                let result = extension.handle(&method, params.into_map(), ctx).await?;
-                Ok(server.shape(result))
-            })),
+            Route::Extension(extension) => Step::Rest {
+                rest: Box::pin(async move {
+                    let result = extension.handle(&method, params.into_map(), ctx).await?;
+                    Ok(server.shape(result))
+                }),
+                polled: false,
+            },
             Route::Method {
                 mrtr, retry, bound, ..
-            } => Step::Rest(Box::pin(async move {
-                // Only a tools/call holds members apart: the others read one map.
-                let params = params.into_map();
-                let result =
-                    methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry).await;
-                Closing { ctx, mrtr, bound }.close(&server, result)
-            })),
+            } => Step::Rest {
+                rest: Box::pin(async move {
+                    // Only a tools/call holds members apart: the others read one map.
+                    let params = params.into_map();
+                    let result =
+                        methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry)
+                            .await;
+                    Closing { ctx, mrtr, bound }.close(&server, result)
+                }),
+                polled: false,
+            },
         }
     }
 
@@ -997,14 +1016,17 @@ mod tests {
 
         match begin(1, "now") {
             Begun::Done(reply) => assert_eq!(text(reply), "now"),
-            Begun::Waiting(_) => panic!("a handler done at its first poll is answered at once"),
+            Begun::Waiting { .. } => {
+                panic!("a handler done at its first poll is answered at once")
+            }
         }
         assert_eq!(outcome().as_deref(), Some("ok"));
         if let Ok(mut f) = fields.lock() {
             f.clear();
         }
         match begin(2, "later") {
-            Begun::Waiting(rest) => {
+            Begun::Waiting { rest, polled } => {
+                assert!(polled, "the handler was polled in place");
                 assert_eq!(outcome(), None, "not concluded before it has run");
                 assert_eq!(text(rest.await), "later");
             }

@@ -315,19 +315,23 @@ impl Server {
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
             cancel: gate.cancel.clone(),
         };
-        let mut fut = match self.begin(request, exchange) {
+        let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {
                 finish(&gate, reply, permit);
                 return;
             }
-            Begun::Waiting(fut) => fut,
+            Begun::Waiting { rest, polled } => {
+                // Polled once here first, unless `begin` polled it already; a request
+                // that waits registers its task's own waker at its next poll, in the
+                // task.
+                let mut rest = rest;
+                if !polled && let Some(reply) = (&mut rest).now_or_never() {
+                    finish(&gate, reply, permit);
+                    return;
+                }
+                rest
+            }
         };
-        // Polled once here first; a request that waits registers its task's own waker
-        // at its next poll, in the task.
-        if let Some(reply) = (&mut fut).now_or_never() {
-            finish(&gate, reply, permit);
-            return;
-        }
         match in_flight.lock() {
             Ok(mut map) => {
                 map.insert(id.clone(), Arc::clone(&gate));

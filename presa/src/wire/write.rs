@@ -106,9 +106,11 @@ pub(crate) fn push_json(
 }
 
 /// Appends compact JSON of anything serializable to text. On an error (only a
-/// `Serialize` that fails can cause one) nothing is appended. For the rarer values of a
-/// result (non-text content, structured content, `_meta` values): it writes into a
-/// buffer of its own first, which serde_json hands back as a `String` unchecked.
+/// `Serialize` that fails can cause one) nothing is appended. For the values of a result
+/// other than its text blocks (other content, structured content, `_meta` values): it
+/// writes into a buffer of its own first, which serde_json hands back as a `String`
+/// without a check, and copies that in (one allocation and copy per value, where the
+/// result was checked as UTF-8 whole before).
 pub(crate) fn push_json_text(
     out: &mut String,
     value: &(impl serde::Serialize + ?Sized),

@@ -229,9 +229,9 @@ fn probe_server(probe: &Arc<Probe>) -> Server {
         )
         .tool(
             Tool::new("boom-later")
-                .description("Panics after it has waited once")
+                .description("Panics after it has waited")
                 .handler(|_: ToolCall| async {
-                    tokio::task::yield_now().await;
+                    tokio::time::sleep(Duration::from_millis(5)).await;
                     if true {
                         panic!("the boom-later tool panics on purpose");
                     }
@@ -1096,7 +1096,8 @@ async fn a_handler_panic_is_an_internal_error_and_the_session_continues() {
 }
 
 /// The same for a handler that panics only after it has waited: the panic comes from
-/// the request's task, not from the first poll where most calls complete.
+/// the request's task (registered in flight), not from the first poll where most calls
+/// complete, and the id is free again once it is answered.
 #[tokio::test]
 async fn a_handler_panic_after_a_wait_is_an_internal_error_and_the_session_continues() {
     let probe = Probe::new();
