@@ -13,7 +13,7 @@ use crate::wire::meta::{LogLevel, RequestMeta};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::any::Any;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -33,10 +33,74 @@ pub(crate) trait Outbound: Send + Sync {
     /// Queues one serialized notification. Returns false when it was not queued.
     fn send(&self, frame: String) -> bool;
 
+    /// The request's cancellation, which the transport fires.
+    fn cancellation(&self) -> &Cancellation;
+
     /// How many queued frames the transport has not yet taken, when it tracks that
     /// (subscription streams wait for it to drain before sending more).
     fn backlog(&self) -> Option<Arc<Backlog>> {
         None
+    }
+}
+
+/// A request's cancellation: a flag the transport sets, read by the pipeline and the
+/// context, and the `tokio_util` token behind it, made only when someone waits on it or
+/// asks for it. Most requests complete before anyone does, and a token costs an
+/// allocation and a lock on every clone and drop. A transport that has a token of its
+/// own (HTTP's, cancelled when the client goes away; a task's worker) seeds the
+/// cancellation with it instead.
+#[derive(Default)]
+pub(crate) struct Cancellation {
+    fired: std::sync::atomic::AtomicBool,
+    /// The token, made on first use, or the seed.
+    token: Mutex<Option<CancellationToken>>,
+    /// A token cancelled from outside (not through [`Cancellation::cancel`]).
+    seed: Option<CancellationToken>,
+}
+
+impl Cancellation {
+    /// A cancellation that follows `token`.
+    pub(crate) fn seeded(token: CancellationToken) -> Cancellation {
+        Cancellation {
+            fired: std::sync::atomic::AtomicBool::new(false),
+            token: Mutex::new(Some(token.clone())),
+            seed: Some(token),
+        }
+    }
+
+    /// Whether the request was cancelled.
+    pub(crate) fn is_cancelled(&self) -> bool {
+        self.fired.load(std::sync::atomic::Ordering::SeqCst)
+            || self
+                .seed
+                .as_ref()
+                .is_some_and(CancellationToken::is_cancelled)
+    }
+
+    /// Cancels the request (and the token, when one was made).
+    pub(crate) fn cancel(&self) {
+        // Under the lock that making the token takes: a token made before is cancelled
+        // here, and one made after sees the flag.
+        let token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
+        self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
+        if let Some(t) = token.as_ref() {
+            t.cancel();
+        }
+    }
+
+    /// The token, made now if it was not yet (cancelled already when the request was).
+    pub(crate) fn token(&self) -> CancellationToken {
+        // (Nothing that holds the lock can panic; a poisoned one is taken as it is.)
+        let made = self
+            .token
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(CancellationToken::new)
+            .clone();
+        if self.is_cancelled() {
+            made.cancel();
+        }
+        made
     }
 }
 
@@ -109,7 +173,6 @@ struct Inner {
     id: RequestId,
     method: std::borrow::Cow<'static, str>,
     meta: RequestMeta,
-    cancel: CancellationToken,
     outbound: Arc<dyn Outbound>,
     logging_enabled: bool,
     state: Arc<StateMap>,
@@ -126,7 +189,7 @@ pub(crate) struct ContextInit {
     pub(crate) id: RequestId,
     pub(crate) method: std::borrow::Cow<'static, str>,
     pub(crate) meta: RequestMeta,
-    pub(crate) cancel: CancellationToken,
+    /// Where its notifications go, and its cancellation.
     pub(crate) outbound: Arc<dyn Outbound>,
     pub(crate) logging_enabled: bool,
     pub(crate) state: Arc<StateMap>,
@@ -227,7 +290,6 @@ impl RequestContext {
                 id: init.id,
                 method: init.method,
                 meta: init.meta,
-                cancel: init.cancel,
                 outbound: init.outbound,
                 logging_enabled: init.logging_enabled,
                 state: init.state,
@@ -347,18 +409,18 @@ impl RequestContext {
 
     /// Whether the client cancelled the request (or went away).
     pub fn is_cancelled(&self) -> bool {
-        self.inner.cancel.is_cancelled()
+        self.inner.outbound.cancellation().is_cancelled()
     }
 
     /// Completes when the request is cancelled. The pipeline also drops the handler's
     /// future on cancellation; this is for work the handler spawned itself.
     pub async fn cancelled(&self) {
-        self.inner.cancel.cancelled().await
+        self.cancellation_token().cancelled_owned().await
     }
 
     /// The cancellation token of the request, to hand to spawned work.
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.inner.cancel.clone()
+        self.inner.outbound.cancellation().token()
     }
 
     pub(crate) fn state_map(&self) -> Arc<StateMap> {
@@ -531,5 +593,55 @@ impl std::fmt::Debug for RequestContext {
             .field("id", &self.inner.id)
             .field("method", &self.inner.method)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cancellation;
+    use tokio_util::sync::CancellationToken;
+
+    /// The token is made on demand and follows the flag whichever comes first.
+    #[test]
+    fn a_cancellation_makes_its_token_on_demand() {
+        let before = Cancellation::default();
+        assert!(!before.is_cancelled());
+        let token = before.token();
+        assert!(!token.is_cancelled());
+        before.cancel();
+        assert!(before.is_cancelled());
+        assert!(token.is_cancelled(), "a token made before is cancelled");
+
+        let after = Cancellation::default();
+        after.cancel();
+        assert!(
+            after.token().is_cancelled(),
+            "a token made after is born cancelled"
+        );
+    }
+
+    /// A seeded cancellation follows its token, fired from outside.
+    #[test]
+    fn a_seeded_cancellation_follows_its_token() {
+        let seed = CancellationToken::new();
+        let c = Cancellation::seeded(seed.clone());
+        assert!(!c.is_cancelled());
+        seed.cancel();
+        assert!(c.is_cancelled());
+        assert!(c.token().is_cancelled());
+    }
+
+    /// Cancelling while another thread makes the token never leaves a live token.
+    #[test]
+    fn cancel_and_token_race_to_a_cancelled_token() {
+        for _ in 0..2000 {
+            let c = std::sync::Arc::new(Cancellation::default());
+            let other = std::sync::Arc::clone(&c);
+            let maker = std::thread::spawn(move || other.token());
+            c.cancel();
+            let token = maker.join().expect("the maker thread");
+            assert!(token.is_cancelled());
+            assert!(c.token().is_cancelled());
+        }
     }
 }

@@ -19,7 +19,7 @@
 //! ```
 
 use crate::LogLevel;
-use crate::context::Outbound;
+use crate::context::{Cancellation, Outbound};
 use crate::pipeline::{Exchange, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound};
@@ -29,7 +29,6 @@ use crate::wire::meta::{
 use serde_json::{Map, Value, json};
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
-use tokio_util::sync::CancellationToken;
 
 /// A client that talks to a server in process.
 pub struct TestClient {
@@ -60,7 +59,7 @@ pub struct TestResponse {
 }
 
 #[derive(Default)]
-struct Collect(Mutex<Vec<String>>);
+struct Collect(Mutex<Vec<String>>, Cancellation);
 
 impl Outbound for Collect {
     fn send(&self, frame: String) -> bool {
@@ -71,6 +70,10 @@ impl Outbound for Collect {
             }
             Err(_) => false,
         }
+    }
+
+    fn cancellation(&self) -> &Cancellation {
+        &self.1
     }
 }
 
@@ -187,7 +190,6 @@ impl TestClient {
                 let exchange = Exchange {
                     headers: None,
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
-                    cancel: CancellationToken::new(),
                 };
                 match self.server.clone().answer(request, exchange).await {
                     Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => parse(&body),

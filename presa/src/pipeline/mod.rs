@@ -27,17 +27,15 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Instant;
-use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 /// What a transport hands the pipeline along with a request.
 pub(crate) struct Exchange {
     /// The HTTP headers, on Streamable HTTP; `None` on stdio and in process.
     pub(crate) headers: Option<HeaderMap>,
-    /// Where the request's notifications go.
+    /// Where the request's notifications go, and its cancellation (fired when the
+    /// client cancels the request or goes away).
     pub(crate) outbound: Arc<dyn Outbound>,
-    /// Fired when the client cancels the request or goes away.
-    pub(crate) cancel: CancellationToken,
 }
 
 /// The methods that may answer `input_required` (wire section 10).
@@ -281,9 +279,10 @@ impl Server {
             id: request.id.clone(),
             listen: request.method == "subscriptions/listen",
         };
-        let cancel = exchange.cancel.clone();
+        // The sink holds the request's cancellation; held here for the rest, if any.
+        let sink = Arc::clone(&exchange.outbound);
         // Cancellation comes first: a request cancelled before it starts runs nothing.
-        if cancel.is_cancelled() {
+        if sink.cancellation().is_cancelled() {
             return Begun::Done(end.reply(&span, None));
         }
         let first = {
@@ -300,12 +299,13 @@ impl Server {
         let recorded = span.clone();
         let rest = Box::pin(
             async move {
-                // Once the token has fired, the rest is not polled again (its future is
-                // dropped), whatever else woke it. It is checked with a look at the
-                // token; the waiter is registered only after the rest has been polled
-                // and is still pending.
+                // Once the request is cancelled, the rest is not polled again (its
+                // future is dropped), whatever else woke it. It is checked with a look at
+                // the flag; the token and its waiter are made only after the rest has
+                // been polled and is still pending.
+                let cancel = sink.cancellation();
                 let mut work = AssertUnwindSafe(rest).catch_unwind();
-                let mut cancelled = std::pin::pin!(cancel.cancelled());
+                let mut waiter = None;
                 let outcome = std::future::poll_fn(|cx| {
                     if cancel.is_cancelled() {
                         return Poll::Ready(None);
@@ -313,7 +313,9 @@ impl Server {
                     if let Poll::Ready(result) = work.poll_unpin(cx) {
                         return Poll::Ready(Some(result));
                     }
-                    cancelled.as_mut().poll(cx).map(|()| None)
+                    let waiter =
+                        waiter.get_or_insert_with(|| Box::pin(cancel.token().cancelled_owned()));
+                    waiter.as_mut().poll(cx).map(|()| None)
                 })
                 .await;
                 end.reply(&recorded, outcome)
@@ -375,12 +377,8 @@ impl Server {
     /// Everything before the handler runs is in [`Server::admit`], a plain function, so
     /// no future holds the request while it is admitted.
     fn start(&self, request: Request, exchange: Exchange) -> Step<Result<String, Error>> {
-        let Exchange {
-            headers,
-            outbound,
-            cancel,
-        } = exchange;
-        let admitted = self.admit(request, headers.as_ref(), outbound, cancel);
+        let Exchange { headers, outbound } = exchange;
+        let admitted = self.admit(request, headers.as_ref(), outbound);
         let Admitted {
             method,
             params,
@@ -431,7 +429,6 @@ impl Server {
         mut request: Request,
         headers: Option<&HeaderMap>,
         outbound: Arc<dyn Outbound>,
-        cancel: CancellationToken,
     ) -> Result<Admitted, Error> {
         let params = request.take_params();
         let Request {
@@ -526,7 +523,6 @@ impl Server {
                 None => std::borrow::Cow::Owned(method.clone()),
             },
             meta,
-            cancel,
             outbound,
             logging_enabled: self.inner.config.logging,
             state: Arc::clone(&self.inner.state),
@@ -970,12 +966,15 @@ mod tests {
         use super::{Begun, Exchange, Outbound, Reply};
         use crate::wire::jsonrpc::{Inbound, decode_value};
         use std::sync::Arc;
-        use tokio_util::sync::CancellationToken;
         use tracing_subscriber::layer::SubscriberExt;
-        struct Sink;
+        #[derive(Default)]
+        struct Sink(crate::context::Cancellation);
         impl Outbound for Sink {
             fn send(&self, _: String) -> bool {
                 true
+            }
+            fn cancellation(&self) -> &crate::context::Cancellation {
+                &self.0
             }
         }
         let fields = capture::Fields::default();
@@ -1000,8 +999,7 @@ mod tests {
             };
             let exchange = Exchange {
                 headers: None,
-                outbound: Arc::new(Sink),
-                cancel: CancellationToken::new(),
+                outbound: Arc::new(Sink::default()),
             };
             server.begin(request, exchange)
         };

@@ -19,7 +19,7 @@ pub use store::{
     Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
 };
 
-use crate::context::{ContextInit, Outbound, RequestContext};
+use crate::context::{Cancellation, ContextInit, Outbound, RequestContext};
 use crate::error::{Error, code};
 use crate::extension::{Extension, Intercepted, ToolInvocation, declared, missing};
 use crate::mrtr;
@@ -746,8 +746,7 @@ fn detached(
         id: RequestId::Str(record.id.clone()),
         method: "tools/call".into(),
         meta,
-        cancel,
-        outbound: Arc::new(Nowhere),
+        outbound: Arc::new(Nowhere(Cancellation::seeded(cancel))),
         logging_enabled: false,
         state: origin.state_map(),
         principal: origin.principal().map(str::to_owned),
@@ -758,12 +757,17 @@ fn detached(
     })
 }
 
-/// Tasks send no progress or log notifications.
-struct Nowhere;
+/// Tasks send no progress or log notifications; a task's context is cancelled with its
+/// worker's token.
+struct Nowhere(Cancellation);
 
 impl Outbound for Nowhere {
     fn send(&self, _frame: String) -> bool {
         false
+    }
+
+    fn cancellation(&self) -> &Cancellation {
+        &self.0
     }
 }
 

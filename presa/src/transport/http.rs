@@ -6,7 +6,7 @@
 //! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
 //! run in the pipeline.
 
-use crate::context::{Backlog, LazyBacklog, Outbound, Queued};
+use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::error::Error;
 use crate::pipeline::{Exchange, Reply};
 use crate::server::Server;
@@ -331,13 +331,15 @@ fn route(
         ));
     };
     let keepalive = listen.then_some(endpoint.config.keepalive);
-    let outbound = Arc::new(ChannelOutbound::default());
-    let rx = Notifications(Arc::clone(&outbound));
     let cancel = CancellationToken::new();
+    let outbound = Arc::new(ChannelOutbound {
+        cancel: Cancellation::seeded(cancel.clone()),
+        ..ChannelOutbound::default()
+    });
+    let rx = Notifications(Arc::clone(&outbound));
     let exchange = Exchange {
         headers: Some(headers),
         outbound,
-        cancel: cancel.clone(),
     };
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself.
@@ -487,6 +489,8 @@ fn status(code: u16) -> StatusCode {
 struct ChannelOutbound {
     queue: Mutex<Queue>,
     backlog: LazyBacklog,
+    /// Follows the request's token, which the response's guard fires.
+    cancel: Cancellation,
 }
 
 #[derive(Default)]
@@ -499,6 +503,10 @@ struct Queue {
 }
 
 impl Outbound for ChannelOutbound {
+    fn cancellation(&self) -> &Cancellation {
+        &self.cancel
+    }
+
     fn send(&self, frame: String) -> bool {
         let queued = self.backlog.enqueue();
         let Ok(mut queue) = self.queue.lock() else {

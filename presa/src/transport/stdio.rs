@@ -12,7 +12,7 @@
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
 //! bound, when clients pipeline more than it.
 
-use crate::context::{Backlog, LazyBacklog, Outbound, Queued};
+use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Begun, Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
@@ -23,7 +23,6 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
-use tokio_util::sync::CancellationToken;
 
 /// Settings of the stdio transport.
 #[derive(Clone, Debug)]
@@ -91,7 +90,8 @@ impl Frame {
 /// queued for it, neither notifications nor the response.
 struct Gate {
     open: Mutex<bool>,
-    cancel: CancellationToken,
+    /// Made lazily: most requests complete before anyone waits on it.
+    cancel: Cancellation,
     tx: mpsc::UnboundedSender<Frame>,
     /// Whether this is a subscription stream (ended at once when stdin closes).
     listen: bool,
@@ -136,6 +136,10 @@ impl Gate {
 }
 
 impl Outbound for Gate {
+    fn cancellation(&self) -> &Cancellation {
+        &self.cancel
+    }
+
     fn send(&self, frame: String) -> bool {
         Gate::send(self, frame)
     }
@@ -305,7 +309,7 @@ impl Server {
         }
         let gate = Arc::new(Gate {
             open: Mutex::new(true),
-            cancel: CancellationToken::new(),
+            cancel: Cancellation::default(),
             tx: tx.clone(),
             listen: request.method == "subscriptions/listen",
             backlog: LazyBacklog::default(),
@@ -313,7 +317,6 @@ impl Server {
         let exchange = Exchange {
             headers: None,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
-            cancel: gate.cancel.clone(),
         };
         let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {

@@ -953,6 +953,50 @@ async fn a_cancelled_handler_is_never_polled_again() {
     assert!(s.finish().await);
 }
 
+/// The token a handler hands to spawned work (made on demand: most requests never ask
+/// for one) fires when the client cancels the request.
+#[tokio::test]
+async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
+    let saw = Arc::new(AtomicUsize::new(0));
+    let seen = Arc::clone(&saw);
+    let server = Server::builder(Implementation::new("cancel-watch", "1"))
+        .tool(
+            Tool::new("watched")
+                .description("Hands its token to a watcher, then waits forever")
+                .handler(move |call: ToolCall| {
+                    let seen = Arc::clone(&seen);
+                    async move {
+                        let token = call.ctx.cancellation_token();
+                        tokio::spawn(async move {
+                            token.cancelled().await;
+                            seen.fetch_add(1, Ordering::SeqCst);
+                        });
+                        std::future::pending::<()>().await;
+                        "unreachable"
+                    }
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let mut s = Session::in_process(server, StdioConfig::default());
+    s.send(&call(1, "watched")).await;
+    tokio::time::sleep(QUIET).await;
+    assert_eq!(saw.load(Ordering::SeqCst), 0, "not cancelled yet");
+    s.send(
+        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                   "params": {"requestId": 1}}),
+    )
+    .await;
+    until("the watcher saw the cancellation", || {
+        saw.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("nothing may be written for a cancelled request, got {m}");
+    }
+    assert!(s.finish().await);
+}
+
 /// Notifications stop with the response (`basic/patterns/progress.mdx`: they "MUST stop
 /// after completion"; wire section 8.2: they precede the response): work a handler left
 /// behind that reports through a clone of its context after the response is written
