@@ -13,6 +13,7 @@ use crate::wire::meta::{LogLevel, RequestMeta};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::any::Any;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -51,10 +52,12 @@ pub(crate) trait Outbound: Send + Sync {
 /// cancellation with it instead.
 #[derive(Default)]
 pub(crate) struct Cancellation {
-    fired: std::sync::atomic::AtomicBool,
-    /// The token, made on first use, or the seed.
+    fired: AtomicBool,
+    /// Whether `token` holds a token made on demand (read before taking its lock).
+    made: AtomicBool,
+    /// The token made on first use.
     token: Mutex<Option<CancellationToken>>,
-    /// A token cancelled from outside (not through [`Cancellation::cancel`]).
+    /// A token the transport owns and may cancel from outside.
     seed: Option<CancellationToken>,
 }
 
@@ -62,42 +65,57 @@ impl Cancellation {
     /// A cancellation that follows `token`.
     pub(crate) fn seeded(token: CancellationToken) -> Cancellation {
         Cancellation {
-            fired: std::sync::atomic::AtomicBool::new(false),
-            token: Mutex::new(Some(token.clone())),
             seed: Some(token),
+            ..Cancellation::default()
         }
     }
 
-    /// Whether the request was cancelled.
+    /// Whether the request was cancelled: by the transport, or through a token handed
+    /// out (a handler may cancel its own request with it, as with any token).
     pub(crate) fn is_cancelled(&self) -> bool {
-        self.fired.load(std::sync::atomic::Ordering::SeqCst)
-            || self
-                .seed
+        if self.fired.load(Ordering::SeqCst) {
+            return true;
+        }
+        if let Some(seed) = &self.seed {
+            return seed.is_cancelled();
+        }
+        // Only a request someone asked the token of takes the lock here.
+        self.made.load(Ordering::SeqCst)
+            && self
+                .token
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
                 .as_ref()
                 .is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Cancels the request (and the token, when one was made).
+    /// Cancels the request (and its token, when one was made).
     pub(crate) fn cancel(&self) {
-        // Under the lock that making the token takes: a token made before is cancelled
-        // here, and one made after sees the flag.
-        let token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
-        self.fired.store(true, std::sync::atomic::Ordering::SeqCst);
-        if let Some(t) = token.as_ref() {
-            t.cancel();
+        // The flag is set under the lock that making the token takes: a token made
+        // before is cancelled below, and one made after sees the flag. It is cancelled
+        // once the lock is released, so no waiter it wakes can find the lock held.
+        let made = {
+            let token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
+            self.fired.store(true, Ordering::SeqCst);
+            token.clone()
+        };
+        for token in made.iter().chain(&self.seed) {
+            token.cancel();
         }
     }
 
     /// The token, made now if it was not yet (cancelled already when the request was).
     pub(crate) fn token(&self) -> CancellationToken {
+        if let Some(seed) = &self.seed {
+            return seed.clone();
+        }
         // (Nothing that holds the lock can panic; a poisoned one is taken as it is.)
-        let made = self
-            .token
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get_or_insert_with(CancellationToken::new)
-            .clone();
-        if self.is_cancelled() {
+        let made = {
+            let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
+            self.made.store(true, Ordering::SeqCst);
+            token.get_or_insert_with(CancellationToken::new).clone()
+        };
+        if self.fired.load(Ordering::SeqCst) {
             made.cancel();
         }
         made
@@ -631,17 +649,36 @@ mod tests {
         assert!(c.token().is_cancelled());
     }
 
-    /// Cancelling while another thread makes the token never leaves a live token.
+    /// Cancelling while another thread makes the token never leaves a live token (the
+    /// two threads are released together, so both orders happen).
     #[test]
     fn cancel_and_token_race_to_a_cancelled_token() {
         for _ in 0..2000 {
             let c = std::sync::Arc::new(Cancellation::default());
-            let other = std::sync::Arc::clone(&c);
-            let maker = std::thread::spawn(move || other.token());
+            let start = std::sync::Arc::new(std::sync::Barrier::new(2));
+            let (other, go) = (std::sync::Arc::clone(&c), std::sync::Arc::clone(&start));
+            let maker = std::thread::spawn(move || {
+                go.wait();
+                other.token()
+            });
+            start.wait();
             c.cancel();
             let token = maker.join().expect("the maker thread");
             assert!(token.is_cancelled());
             assert!(c.token().is_cancelled());
         }
+    }
+
+    /// A token handed out and cancelled by whoever holds it cancels the request, as the
+    /// token of the request itself did.
+    #[test]
+    fn cancelling_a_handed_out_token_cancels_the_request() {
+        let c = Cancellation::default();
+        c.token().cancel();
+        assert!(c.is_cancelled());
+        let seed = CancellationToken::new();
+        let seeded = Cancellation::seeded(seed.clone());
+        seeded.token().cancel();
+        assert!(seeded.is_cancelled() && seed.is_cancelled());
     }
 }

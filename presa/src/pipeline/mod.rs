@@ -305,7 +305,7 @@ impl Server {
                 // been polled and is still pending.
                 let cancel = sink.cancellation();
                 let mut work = AssertUnwindSafe(rest).catch_unwind();
-                let mut waiter = None;
+                let mut waiter = std::pin::pin!(None);
                 let outcome = std::future::poll_fn(|cx| {
                     if cancel.is_cancelled() {
                         return Poll::Ready(None);
@@ -313,9 +313,14 @@ impl Server {
                     if let Poll::Ready(result) = work.poll_unpin(cx) {
                         return Poll::Ready(Some(result));
                     }
-                    let waiter =
-                        waiter.get_or_insert_with(|| Box::pin(cancel.token().cancelled_owned()));
-                    waiter.as_mut().poll(cx).map(|()| None)
+                    if waiter.is_none() {
+                        waiter.set(Some(cancel.token().cancelled_owned()));
+                    }
+                    match waiter.as_mut().as_pin_mut() {
+                        Some(waiter) => waiter.poll(cx).map(|()| None),
+                        // Never: the waiter was set just above.
+                        None => Poll::Ready(None),
+                    }
                 })
                 .await;
                 end.reply(&recorded, outcome)
