@@ -97,24 +97,22 @@ const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\":";
 pub(crate) enum Begun {
     /// Answered already.
     Done(Reply),
-    /// Still running: the rest of the request, which owns everything it needs; dropping
-    /// it drops the handler's future. Its next poll should have a real waker.
-    Waiting {
-        /// The rest of the request.
-        rest: Pin<Box<dyn Future<Output = Reply> + Send>>,
-        /// Whether its work was polled already (a `tools/call`'s handler, polled once
-        /// in place with a no-op waker); if not, a transport may poll it once at once.
-        polled: bool,
-    },
+    /// Still running: the rest of the request, which owns everything it needs and was
+    /// polled once already (with a no-op waker); dropping it drops the handler's future.
+    /// Its next poll must have a real waker: the transport's task, or its `await`.
+    Waiting(Pin<Box<dyn Future<Output = Reply> + Send>>),
 }
 
 /// How far starting a request, or a part of it, got: done, or the rest to run.
 pub(super) enum Step<T> {
     /// Done at once.
     Done(T),
-    /// The rest, to run to its end; `polled` as in [`Begun::Waiting`].
+    /// The rest, to run to its end.
     Rest {
+        /// The rest of the work.
         rest: Pin<Box<dyn Future<Output = T> + Send>>,
+        /// Whether its work was polled already (a `tools/call`'s handler, polled once in
+        /// place): [`Server::begin`] gives every request exactly one such poll.
         polled: bool,
     },
 }
@@ -179,6 +177,7 @@ impl End {
 
 /// What concluding a request needs once its handler has run.
 pub(super) struct Closing {
+    /// The request's context (its asks, its held notifications).
     pub(super) ctx: RequestContext,
     /// Whether the method may answer `input_required`.
     pub(super) mrtr: bool,
@@ -258,9 +257,11 @@ pub(crate) fn request_span() -> tracing::Span {
 
 impl Server {
     /// Starts serving one request: admission, the method gate and the mirror checks run
-    /// here, at once, and so does a `tools/call` whose handler completes at its first poll
-    /// (most do): such a request is answered with no future of the pipeline's own (see
-    /// [`Begun`]). Everything runs inside the request's span and under the panic guard.
+    /// here, at once, and the request's work gets its first poll. A `tools/call` whose
+    /// handler completes at that poll (most do) is answered with no future of the
+    /// pipeline's own; any other request that completes at it is answered too, and one
+    /// that waits comes back as the rest (see [`Begun`]). Everything runs inside the
+    /// request's span and under the panic guard.
     pub(crate) fn begin(&self, request: Request, exchange: Exchange) -> Begun {
         let span = tracing::info_span!(
             "mcp.request",
@@ -297,7 +298,7 @@ impl Server {
         // The span itself, to record the outcome into: no lookup of the current span,
         // and nothing lost if the level changes while the request runs.
         let recorded = span.clone();
-        let rest = Box::pin(
+        let mut rest = Box::pin(
             async move {
                 // Once the request is cancelled, the rest is not polled again (its
                 // future is dropped), whatever else woke it. It is checked with a look at
@@ -327,14 +328,20 @@ impl Server {
             }
             .instrument(span),
         );
-        Begun::Waiting { rest, polled }
+        // Every request gets one poll here (a `tools/call`'s handler had it in place):
+        // one that completes at it (most methods do) is answered at once, and the
+        // transports need not know which it was.
+        if !polled && let Some(reply) = rest.as_mut().now_or_never() {
+            return Begun::Done(reply);
+        }
+        Begun::Waiting(rest)
     }
 
     /// Serves one request to its end: [`Server::begin`], then what is left of it.
     pub(crate) async fn answer(self, request: Request, exchange: Exchange) -> Reply {
         match self.begin(request, exchange) {
             Begun::Done(reply) => reply,
-            Begun::Waiting { rest, .. } => rest.await,
+            Begun::Waiting(rest) => rest.await,
         }
     }
 
@@ -965,7 +972,9 @@ mod tests {
 
     /// A `tools/call` whose handler completes at its first poll is answered by `begin`
     /// itself, with no future of the pipeline's own; one whose handler waits comes back
-    /// as the rest, which answers it. The span records the outcome either way.
+    /// as the rest, polled once (not twice: a handler's first `yield_now` then yields),
+    /// which answers it; any other method that completes at its first poll is answered
+    /// by `begin` too. The span records the outcome either way.
     #[tokio::test(flavor = "current_thread")]
     async fn a_call_completing_at_once_is_answered_without_a_future() {
         use super::{Begun, Exchange, Outbound, Reply};
@@ -985,20 +994,28 @@ mod tests {
         let fields = capture::Fields::default();
         let subscriber = tracing_subscriber::registry().with(capture::Capture(Arc::clone(&fields)));
         let _guard = tracing::subscriber::set_default(subscriber);
+        let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&polls);
         let server = crate::Server::builder(Implementation::new("begin", "1"))
             .tool(crate::Tool::new("now").handler(|_: crate::ToolCall| async { "now" }))
             .tool(
-                crate::Tool::new("later").handler(|_: crate::ToolCall| async {
-                    tokio::task::yield_now().await;
-                    "later"
+                crate::Tool::new("later").handler(move |_: crate::ToolCall| {
+                    let counted = Arc::clone(&counted);
+                    async move {
+                        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        tokio::task::yield_now().await;
+                        "later"
+                    }
                 }),
             )
             .build()
             .expect("a server");
         let meta = crate::testing::TestClient::new(&server).meta();
-        let begin = |id: i64, name: &str| {
-            let message = json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
-                "params": {"name": name, "_meta": meta}});
+        let begin_method = |id: i64, method: &str, params: Value| {
+            let mut params = params;
+            params["_meta"] = Value::Object(meta.clone());
+            let message = json!({"jsonrpc": "2.0", "id": id, "method": method,
+                "params": params});
             let Ok(Inbound::Request(request)) = decode_value(message) else {
                 panic!("a request");
             };
@@ -1008,6 +1025,7 @@ mod tests {
             };
             server.begin(request, exchange)
         };
+        let begin = |id: i64, name: &str| begin_method(id, "tools/call", json!({ "name": name }));
         let text = |reply: Reply| match reply {
             Reply::Response { body, status: 200 } => {
                 let message: Value = serde_json::from_str(&body).expect("JSON");
@@ -1019,23 +1037,26 @@ mod tests {
 
         match begin(1, "now") {
             Begun::Done(reply) => assert_eq!(text(reply), "now"),
-            Begun::Waiting { .. } => {
-                panic!("a handler done at its first poll is answered at once")
-            }
+            Begun::Waiting(_) => panic!("a handler done at its first poll is answered at once"),
         }
         assert_eq!(outcome().as_deref(), Some("ok"));
         if let Ok(mut f) = fields.lock() {
             f.clear();
         }
         match begin(2, "later") {
-            Begun::Waiting { rest, polled } => {
-                assert!(polled, "the handler was polled in place");
+            Begun::Waiting(rest) => {
+                let polled = polls.load(std::sync::atomic::Ordering::SeqCst);
+                assert!(polled == 1, "the handler was polled in place");
                 assert_eq!(outcome(), None, "not concluded before it has run");
                 assert_eq!(text(rest.await), "later");
             }
             Begun::Done(_) => panic!("a waiting handler is the rest of the call"),
         }
         assert_eq!(outcome().as_deref(), Some("ok"));
+        match begin_method(3, "server/discover", json!({})) {
+            Begun::Done(Reply::Response { status: 200, .. }) => {}
+            _ => panic!("another method done at its first poll is answered at once"),
+        }
     }
 
     /// The serverInfo member is written from a literal: it is the key, quoted as

@@ -16,7 +16,6 @@ use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Begun, Exchange, NotificationEffect, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
-use futures_util::FutureExt;
 use std::collections::HashMap;
 use std::io;
 use std::sync::{Arc, Mutex};
@@ -323,17 +322,8 @@ impl Server {
                 finish(&gate, reply, permit);
                 return;
             }
-            Begun::Waiting { rest, polled } => {
-                // Polled once here first, unless `begin` polled it already; a request
-                // that waits registers its task's own waker at its next poll, in the
-                // task.
-                let mut rest = rest;
-                if !polled && let Some(reply) = (&mut rest).now_or_never() {
-                    finish(&gate, reply, permit);
-                    return;
-                }
-                rest
-            }
+            // It waits: it registers its task's own waker at its next poll, in the task.
+            Begun::Waiting(rest) => rest,
         };
         match in_flight.lock() {
             Ok(mut map) => {
