@@ -264,6 +264,19 @@ fn call_with_token(id: impl Into<Value>, tool: &str, token: Value) -> Value {
     )
 }
 
+/// `notifications/cancelled` for the request `id`.
+fn cancel(id: impl Into<Value>) -> Value {
+    json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+           "params": {"requestId": id.into()}})
+}
+
+/// Nothing more is written for a cancelled request (waited for `QUIET`).
+async fn nothing_more_after_cancel(s: &mut Session) {
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("nothing may be written for a cancelled request, got {m}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------
 // Framing: one message per line, nothing else on stdout.
 // ---------------------------------------------------------------------------------------
@@ -873,11 +886,9 @@ async fn cancelled_request_stops_and_sends_nothing_more() {
     check_notification(&first);
     assert_eq!(first["params"]["progressToken"], "tick");
 
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": 10, "reason": "the user gave up"}}),
-    )
-    .await;
+    let mut cancel_10 = cancel(10);
+    cancel_10["params"]["reason"] = json!("the user gave up");
+    s.send(&cancel_10).await;
     s.send(&call(11, "fast")).await;
     // Progress queued before the server read the cancellation may still come; the answer
     // to 11 was queued after it, so nothing for 10 may follow that answer.
@@ -901,9 +912,7 @@ async fn cancelled_request_stops_and_sends_nothing_more() {
         Probe::get(&probe.dropped_unfinished) == 1
     })
     .await;
-    if let Some(m) = s.recv_within(QUIET).await {
-        panic!("nothing may be written for a cancelled request, got {m}");
-    }
+    nothing_more_after_cancel(&mut s).await;
     assert_eq!(Probe::get(&probe.finished), 0);
     assert_eq!(Probe::get(&probe.running), 0);
     next_is_answer_to(&mut s, 12).await;
@@ -934,11 +943,7 @@ async fn a_cancelled_handler_is_never_polled_again() {
         .expect("the server builds");
     let mut s = Session::in_process(server, StdioConfig::default());
     s.send(&call(1, "awaits_cancel")).await;
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": 1}}),
-    )
-    .await;
+    s.send(&cancel(1)).await;
     // Answered after the cancellation was read; then give a stray poll time to happen.
     next_is_answer_to(&mut s, 2).await;
     tokio::time::sleep(QUIET).await;
@@ -947,9 +952,7 @@ async fn a_cancelled_handler_is_never_polled_again() {
         0,
         "the handler ran past its await"
     );
-    if let Some(m) = s.recv_within(QUIET).await {
-        panic!("nothing may be written for a cancelled request, got {m}");
-    }
+    nothing_more_after_cancel(&mut s).await;
     assert!(s.finish().await);
 }
 
@@ -982,18 +985,12 @@ async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
     s.send(&call(1, "watched")).await;
     tokio::time::sleep(QUIET).await;
     assert_eq!(saw.load(Ordering::SeqCst), 0, "not cancelled yet");
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": 1}}),
-    )
-    .await;
+    s.send(&cancel(1)).await;
     until("the watcher saw the cancellation", || {
         saw.load(Ordering::SeqCst) == 1
     })
     .await;
-    if let Some(m) = s.recv_within(QUIET).await {
-        panic!("nothing may be written for a cancelled request, got {m}");
-    }
+    nothing_more_after_cancel(&mut s).await;
     assert!(s.finish().await);
 }
 
@@ -1038,11 +1035,7 @@ async fn cancellation_matches_the_exact_id() {
     s.send(&call(10, "wait")).await;
     until("the handler started", || Probe::get(&probe.started) == 1).await;
     for rid in [json!("10"), json!(11), json!(10.0)] {
-        s.send(
-            &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                       "params": {"requestId": rid}}),
-        )
-        .await;
+        s.send(&cancel(rid)).await;
     }
     next_is_answer_to(&mut s, 1).await;
     assert_eq!(Probe::get(&probe.dropped_unfinished), 0);
@@ -1051,11 +1044,7 @@ async fn cancellation_matches_the_exact_id() {
     assert_eq!(m["id"], json!(10));
     check_response("tools/call", &m);
     // Cancelling it now, after its response, is ignored.
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": 10}}),
-    )
-    .await;
+    s.send(&cancel(10)).await;
     next_is_answer_to(&mut s, 2).await;
     assert!(s.finish().await);
 }
@@ -1067,11 +1056,7 @@ async fn a_request_with_a_string_id_can_be_cancelled() {
     let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
     s.send(&call("job-1", "wait")).await;
     until("the handler started", || Probe::get(&probe.started) == 1).await;
-    s.send(
-        &json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
-                   "params": {"requestId": "job-1"}}),
-    )
-    .await;
+    s.send(&cancel("job-1")).await;
     until("the handler's future is dropped", || {
         Probe::get(&probe.dropped_unfinished) == 1
     })
