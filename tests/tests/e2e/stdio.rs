@@ -994,6 +994,30 @@ async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
     assert!(s.finish().await);
 }
 
+/// A handler that cancels the token it was handed cancels its own request, as a
+/// client's cancellation would: once it waits, nothing is written for it.
+#[tokio::test]
+async fn a_handler_that_cancels_its_own_token_cancels_its_request() {
+    let server = Server::builder(Implementation::new("self-cancel", "1"))
+        .tool(
+            Tool::new("quits")
+                .description("Cancels its own request, then waits once")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.cancellation_token().cancel();
+                    assert!(call.ctx.is_cancelled());
+                    tokio::task::yield_now().await;
+                    "answered anyway"
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let mut s = Session::in_process(server, StdioConfig::default());
+    s.send(&call(1, "quits")).await;
+    next_is_answer_to(&mut s, 2).await;
+    nothing_more_after_cancel(&mut s).await;
+    assert!(s.finish().await);
+}
+
 /// Notifications stop with the response (`basic/patterns/progress.mdx`: they "MUST stop
 /// after completion"; wire section 8.2: they precede the response): work a handler left
 /// behind that reports through a clone of its context after the response is written
