@@ -6,7 +6,9 @@
 //! A request's permit is released only once its response has been written, so queued
 //! output is bounded too. The writer flushes whenever no further message is queued: a
 //! waiting client never sits on an unflushed response, and a flood is not paid for with
-//! one flush per line.
+//! one flush per line. Answers made in the read loop itself (most requests complete at
+//! their first poll) reach the writer in batches, handed over before the loop waits for
+//! input or for a slot.
 //!
 //! Past the in-flight bound stdin is not read, so a `notifications/cancelled` that arrives
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
@@ -85,6 +87,59 @@ impl Frame {
     }
 }
 
+/// The answers made in the read loop itself (a request that completed at its first
+/// poll, an error reply), gathered into one frame: one queue entry, one wake-up of the
+/// writer and one release of in-flight slots per batch instead of one per answer. Each
+/// answer's slot is merged into the batch's permit, so the slots are still released only
+/// once the answers are written. The loop hands the batch over before anything that may
+/// wait: a read of stdin (so a waiting client is never left without its answer), a wait
+/// for a slot (the batch holds slots itself), the end of input; and when it reaches
+/// [`BATCH_BYTES`].
+#[derive(Default)]
+struct Answers {
+    text: String,
+    permit: Option<OwnedSemaphorePermit>,
+    /// The size of the last batch handed over, to make the next one that size at once.
+    last_len: usize,
+}
+
+impl Answers {
+    /// Adds one answer, which holds `permit`.
+    fn push(
+        &mut self,
+        answer: &str,
+        permit: OwnedSemaphorePermit,
+        tx: &mpsc::UnboundedSender<Frame>,
+    ) {
+        match &mut self.permit {
+            Some(held) => {
+                held.merge(permit);
+                self.text.push('\n');
+            }
+            None => {
+                self.permit = Some(permit);
+                self.text.reserve(self.last_len);
+            }
+        }
+        self.text.push_str(answer);
+        if self.text.len() >= BATCH_BYTES {
+            self.hand_over(tx);
+        }
+    }
+
+    /// Queues the batch for the writer, when there is one.
+    fn hand_over(&mut self, tx: &mpsc::UnboundedSender<Frame>) {
+        if let Some(permit) = self.permit.take() {
+            self.last_len = self.text.len().min(BATCH_BYTES);
+            let _ = tx.send(Frame::answer(std::mem::take(&mut self.text), permit));
+        }
+    }
+}
+
+/// Past this many bytes, queued output is written (the writer) or handed over (the read
+/// loop's [`Answers`]) before more is gathered.
+const BATCH_BYTES: usize = 64 * 1024;
+
 /// The gate of one in-flight request: once closed (on cancellation), nothing more is
 /// queued for it, neither notifications nor the response.
 struct Gate {
@@ -124,6 +179,16 @@ impl Gate {
             let _ = self.tx.send(Frame::answer(text, permit));
             *open = false;
         }
+    }
+
+    /// Closes the gate, saying whether it was open: the response of a request answered in
+    /// the read loop then goes into the loop's [`Answers`] instead of the queue. Every
+    /// frame the request queued before is ahead of that batch in the queue, so its
+    /// notifications still come before its response.
+    fn close(&self) -> bool {
+        self.open
+            .lock()
+            .is_ok_and(|mut open| std::mem::replace(&mut *open, false))
     }
 
     fn close_and_cancel(&self) {
@@ -191,14 +256,23 @@ impl Server {
         let mut tasks = tokio::task::JoinSet::new();
         let mut reader = Input::new(reader);
         let mut line = Vec::with_capacity(1024);
+        let mut answers = Answers::default();
 
         loop {
             // Reap finished tasks so the set does not grow with the session.
             while tasks.try_join_next().is_some() {}
-            let next = match read_line(&mut reader, &mut line, config.max_line_bytes).await? {
-                Line::Eof => break,
-                Line::TooLong => Some(Next::Reply(too_long(config.max_line_bytes))),
-                Line::Complete => self.read_message(&line, &in_flight),
+            let read = read_line(&mut reader, &mut line, config.max_line_bytes, || {
+                answers.hand_over(&tx)
+            })
+            .await;
+            let next = match read {
+                Ok(Line::Eof) => break,
+                Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
+                Ok(Line::Complete) => self.read_message(&line, &in_flight),
+                Err(e) => {
+                    answers.hand_over(&tx);
+                    return Err(e);
+                }
             };
             let Some(next) = next else {
                 continue;
@@ -208,20 +282,26 @@ impl Server {
             // an in-flight slot until its answer is written; past the bound stdin is not
             // read. Notifications take no slot: one is acted on as soon as it is read,
             // but one queued behind a request that waits here is read only once a slot
-            // frees (the module doc says so).
-            let permit = Arc::clone(&permits)
-                .acquire_owned()
-                .await
-                .map_err(io::Error::other)?;
+            // frees (the module doc says so). The loop's own answers hold slots, so they
+            // are handed to the writer before waiting.
+            let permit = match Arc::clone(&permits).try_acquire_owned() {
+                Ok(permit) => permit,
+                Err(_) => {
+                    answers.hand_over(&tx);
+                    Arc::clone(&permits)
+                        .acquire_owned()
+                        .await
+                        .map_err(io::Error::other)?
+                }
+            };
             match next {
                 Next::Request(request) => {
-                    self.start_request(request, permit, &tx, &in_flight, &mut tasks)
+                    self.start_request(request, permit, &tx, &mut answers, &in_flight, &mut tasks)
                 }
-                Next::Reply(text) => {
-                    let _ = tx.send(Frame::answer(text, permit));
-                }
+                Next::Reply(text) => answers.push(&text, permit, &tx),
             }
         }
+        answers.hand_over(&tx);
 
         // stdin closed: subscription streams end now (their client is gone); other
         // requests in flight may finish within the grace period, then are cancelled.
@@ -295,6 +375,7 @@ impl Server {
         request: jsonrpc::Request,
         permit: OwnedSemaphorePermit,
         tx: &mpsc::UnboundedSender<Frame>,
+        answers: &mut Answers,
         in_flight: &InFlight,
         tasks: &mut tokio::task::JoinSet<()>,
     ) {
@@ -303,7 +384,7 @@ impl Server {
         // served, and answered -32603 below if it has to be registered.
         let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
         if duplicate {
-            let _ = tx.send(Frame::answer(duplicate_id(&id), permit));
+            answers.push(&duplicate_id(&id), permit, tx);
             return;
         }
         let gate = Arc::new(Gate {
@@ -319,7 +400,11 @@ impl Server {
         };
         let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {
-                finish(&gate, reply, permit);
+                if gate.close()
+                    && let Some(text) = answer_text(reply)
+                {
+                    answers.push(&text, permit, tx);
+                }
                 return;
             }
             // It waits: it registers its task's own waker at its next poll, in the task.
@@ -377,19 +462,23 @@ fn internal_error(id: &RequestId) -> String {
 /// stream with `notifications/cancelled` for its id (errata W-2); a cancelled request
 /// gets nothing.
 fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
+    if let Some(text) = answer_text(reply) {
+        gate.finish(text, permit);
+    }
+}
+
+/// The line a request's reply writes, if any (see [`finish`]).
+fn answer_text(reply: Reply) -> Option<String> {
     match reply {
-        Reply::Response { body, .. } => gate.finish(body, permit),
-        Reply::StreamEnded { id, .. } => gate.finish(
-            jsonrpc::encode_notification(
-                "notifications/cancelled",
-                &serde_json::json!({
-                    "requestId": id.to_value(),
-                    "reason": "The server ended the subscription"
-                }),
-            ),
-            permit,
-        ),
-        Reply::Cancelled => {}
+        Reply::Response { body, .. } => Some(body),
+        Reply::StreamEnded { id, .. } => Some(jsonrpc::encode_notification(
+            "notifications/cancelled",
+            &serde_json::json!({
+                "requestId": id.to_value(),
+                "reason": "The server ended the subscription"
+            }),
+        )),
+        Reply::Cancelled => None,
     }
 }
 
@@ -477,10 +566,11 @@ impl<R: AsyncRead + Unpin> Input<R> {
         }
     }
 
-    /// The bytes read and not yet consumed, reading more when there are none; empty at
-    /// the end of the input.
-    async fn fill_buf(&mut self) -> io::Result<&[u8]> {
+    /// The bytes read and not yet consumed, reading more when there are none (calling
+    /// `before_read` first, as the read may wait); empty at the end of the input.
+    async fn fill_buf(&mut self, before_read: &mut impl FnMut()) -> io::Result<&[u8]> {
         if self.start == self.buf.len() {
+            before_read();
             self.buf.clear();
             self.start = 0;
             // Reads into the spare capacity, which needs no initializing.
@@ -502,15 +592,17 @@ enum Line {
 
 /// Reads one line into `line` (without its `\n` or `\r\n`), never holding more than
 /// `max` bytes: an oversize line is skipped to its end and reported as too long.
+/// `before_read` runs before each read of the underlying reader.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut Input<R>,
     line: &mut Vec<u8>,
     max: usize,
+    mut before_read: impl FnMut(),
 ) -> io::Result<Line> {
     line.clear();
     let mut too_long = false;
     loop {
-        let buf = reader.fill_buf().await?;
+        let buf = reader.fill_buf(&mut before_read).await?;
         if buf.is_empty() {
             return Ok(if too_long {
                 Line::TooLong
@@ -558,8 +650,6 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Frame>,
 ) -> io::Result<()> {
-    /// Past this many bytes a batch is written before more frames are taken.
-    const BATCH_BYTES: usize = 64 * 1024;
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     let mut written: Vec<Frame> = Vec::new();
     while let Some(frame) = rx.recv().await {

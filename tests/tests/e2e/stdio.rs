@@ -1217,6 +1217,140 @@ async fn backpressure_bounds_requests_in_flight() {
     assert!(s.finish().await);
 }
 
+/// Answers made in the read loop (a request that completes at its first poll, an error
+/// reply) are gathered into one batch whose in-flight slots are held until it is written.
+/// With a single slot, every next line needs the slot the batch holds: the loop must hand
+/// the batch to the writer before it waits, or the session stops. Every one of 200
+/// pipelined lines, written at once, is answered exactly once.
+#[tokio::test]
+async fn answers_made_at_once_never_wait_on_their_own_slots() {
+    let probe = Probe::new();
+    let config = StdioConfig::default().max_in_flight(1);
+    let mut s = Session::in_process(probe_server(&probe), config);
+    let mut bytes = Vec::new();
+    for id in 1..=200 {
+        if id % 50 == 0 {
+            // An error reply takes a slot too.
+            bytes.extend(line(&request(id, "no/such/method", json!({}))));
+        } else {
+            bytes.extend(line(&call(id, "fast")));
+        }
+    }
+    s.write_raw(&bytes).await;
+    let mut ids = BTreeSet::new();
+    while ids.len() < 200 {
+        let m = s.recv().await.expect("a response");
+        let id = m["id"].as_i64().expect("an id");
+        if id % 50 == 0 {
+            assert_error(&m, -32601, Some(&json!(id)));
+        } else {
+            check_response("tools/call", &m);
+            assert_eq!(m["result"]["content"][0]["text"], "fast", "{m}");
+        }
+        assert!(ids.insert(id), "answered twice: {m}");
+    }
+    assert!(s.recv_within(QUIET).await.is_none(), "nothing more");
+    assert!(s.finish().await);
+}
+
+/// An answer made at once is written before the loop waits for more input, even when
+/// the next line has only partly arrived: a client that writes in pieces and waits for
+/// each answer is never left waiting on an answer the server holds.
+#[tokio::test]
+async fn an_answer_is_written_while_the_next_line_is_still_partial() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    let second = line(&call(2, "fast"));
+    let (head, tail) = second.split_at(second.len() / 2);
+    let mut bytes = line(&call(1, "fast"));
+    bytes.extend_from_slice(head);
+    s.write_raw(&bytes).await;
+    let m = s.recv().await.expect("the first answer");
+    assert_eq!(m["id"], json!(1), "{m}");
+    check_response("tools/call", &m);
+    assert!(
+        s.recv_within(Duration::from_millis(100)).await.is_none(),
+        "the second request is not complete yet"
+    );
+    s.write_raw(tail).await;
+    let m = s.recv().await.expect("the second answer");
+    assert_eq!(m["id"], json!(2), "{m}");
+    check_response("tools/call", &m);
+    assert!(s.finish().await);
+}
+
+/// A request that notifies and completes at its first poll: its notifications are
+/// queued as they are sent, its answer in the read loop's batch, and each request's
+/// notifications still come before its own response, for every request of a pipelined
+/// burst.
+#[tokio::test]
+async fn notifications_of_a_request_answered_at_once_come_before_its_response() {
+    let server = Server::builder(Implementation::new("stdio-chatty", "1"))
+        .tool(
+            Tool::new("chatty")
+                .description("Reports progress and logs, then answers at once")
+                .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+                .handler(|call: ToolCall| async move {
+                    let n = call.arguments.get("n").cloned().unwrap_or_default();
+                    call.ctx.progress(1.0, None, Some("half"));
+                    call.ctx.log(LogLevel::Info, format!("working on {n}"));
+                    "done"
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let mut s = Session::in_process(server, StdioConfig::default().max_in_flight(4));
+    let mut bytes = Vec::new();
+    for id in 1..=40 {
+        bytes.extend(line(&request(
+            id,
+            "tools/call",
+            json!({"name": "chatty", "arguments": {"n": id}, "_meta": {
+                "progressToken": format!("t{id}"),
+                "io.modelcontextprotocol/logLevel": "info"}}),
+        )));
+    }
+    s.write_raw(&bytes).await;
+    // Per request: progress seen, log seen, answered.
+    let mut seen: HashMap<i64, (bool, bool)> = HashMap::new();
+    let mut answered = BTreeSet::new();
+    while answered.len() < 40 {
+        let m = s.recv().await.expect("a message");
+        match m["method"].as_str() {
+            Some("notifications/progress") => {
+                check_notification(&m);
+                let token = m["params"]["progressToken"].as_str().expect("a token");
+                let id: i64 = token[1..].parse().expect("t<id>");
+                assert!(!answered.contains(&id), "progress after the response: {m}");
+                seen.entry(id).or_default().0 = true;
+            }
+            Some("notifications/message") => {
+                check_notification(&m);
+                let data = m["params"]["data"].as_str().expect("a text");
+                let id: i64 = data
+                    .strip_prefix("working on ")
+                    .and_then(|n| n.parse().ok())
+                    .expect("working on <id>");
+                assert!(!answered.contains(&id), "a log after the response: {m}");
+                let entry = seen.entry(id).or_default();
+                assert!(entry.0, "the log comes after the progress: {m}");
+                entry.1 = true;
+            }
+            _ => {
+                check_response("tools/call", &m);
+                let id = m["id"].as_i64().expect("an id");
+                assert_eq!(
+                    seen.get(&id),
+                    Some(&(true, true)),
+                    "request {id} answered before its notifications: {m}"
+                );
+                assert!(answered.insert(id), "answered twice: {m}");
+            }
+        }
+    }
+    assert!(s.finish().await);
+}
+
 // ---------------------------------------------------------------------------------------
 // Logging over stdio (wire section 8.1).
 // ---------------------------------------------------------------------------------------
