@@ -269,6 +269,7 @@ impl Server {
                 Ok(Line::Eof) => break,
                 Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
                 Ok(Line::Complete) => self.read_message(&line, &in_flight),
+                Ok(Line::Buffered(range)) => self.read_message(reader.line(range), &in_flight),
                 Err(e) => {
                     answers.hand_over(&tx);
                     return Err(e);
@@ -582,17 +583,27 @@ impl<R: AsyncRead + Unpin> Input<R> {
     fn consume(&mut self, n: usize) {
         self.start = (self.start + n).min(self.buf.len());
     }
+
+    /// A line [`read_line`] left in the buffer (valid until the next read).
+    fn line(&self, range: std::ops::Range<usize>) -> &[u8] {
+        self.buf.get(range).unwrap_or_default()
+    }
 }
 
 enum Line {
+    /// A line, in `line`.
     Complete,
+    /// A line that lay whole in the input's buffer, read where it lies
+    /// ([`Input::line`]), without a copy.
+    Buffered(std::ops::Range<usize>),
     TooLong,
     Eof,
 }
 
-/// Reads one line into `line` (without its `\n` or `\r\n`), never holding more than
-/// `max` bytes: an oversize line is skipped to its end and reported as too long.
-/// `before_read` runs before each read of the underlying reader.
+/// Reads one line (without its `\n` or `\r\n`), never holding more than `max` bytes: an
+/// oversize line is skipped to its end and reported as too long. A line that lies whole
+/// in the input's buffer (most do) is left there; one that spans reads is gathered in
+/// `line`. `before_read` runs before each read of the underlying reader.
 async fn read_line<R: AsyncRead + Unpin>(
     reader: &mut Input<R>,
     line: &mut Vec<u8>,
@@ -612,7 +623,19 @@ async fn read_line<R: AsyncRead + Unpin>(
                 Line::Complete
             });
         }
-        let (chunk, consumed, done) = match memchr_newline(buf) {
+        let newline = memchr_newline(buf);
+        if let Some(i) = newline
+            && line.is_empty()
+            && !too_long
+            && i <= max
+        {
+            let len = if buf[..i].ends_with(b"\r") { i - 1 } else { i };
+            let start = reader.start;
+            reader.consume(i + 1);
+            let end = start + len;
+            return Ok(Line::Buffered(start..end));
+        }
+        let (chunk, consumed, done) = match newline {
             Some(i) => (&buf[..i], i + 1, true),
             None => (buf, buf.len(), false),
         };
