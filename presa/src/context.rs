@@ -230,8 +230,9 @@ pub(crate) struct InputsState {
     demanded: std::sync::atomic::AtomicBool,
     single_use: std::sync::atomic::AtomicBool,
     /// What the handler asked and carried, under one lock: the outcome takes all of it
-    /// at once.
-    asks: Mutex<Asks>,
+    /// at once. Boxed when first used: most handlers ask nothing, and the context is
+    /// built (and its fields moved) for every request.
+    asks: Mutex<Option<Box<Asks>>>,
 }
 
 #[derive(Default)]
@@ -262,18 +263,25 @@ impl InputsState {
         self.answers.get(key).cloned()
     }
 
-    pub(crate) fn accept(&self, key: &str, raw: Value) {
+    /// Runs `f` on the asks under their lock, making them on first use.
+    fn with_asks(&self, f: impl FnOnce(&mut Asks)) {
         if let Ok(mut a) = self.asks.lock() {
-            a.accepted.insert(key.to_owned(), raw);
+            f(a.get_or_insert_default());
         }
     }
 
+    pub(crate) fn accept(&self, key: &str, raw: Value) {
+        self.with_asks(|a| {
+            a.accepted.insert(key.to_owned(), raw);
+        });
+    }
+
     pub(crate) fn record(&self, key: &str, request: Value, needs: Option<Value>) {
-        if let Ok(mut a) = self.asks.lock()
-            && !a.missing.iter().any(|(k, _, _)| k == key)
-        {
-            a.missing.push((key.to_owned(), request, needs));
-        }
+        self.with_asks(|a| {
+            if !a.missing.iter().any(|(k, _, _)| k == key) {
+                a.missing.push((key.to_owned(), request, needs));
+            }
+        });
     }
 
     pub(crate) fn demand(&self, _key: &str) {
@@ -282,11 +290,11 @@ impl InputsState {
     }
 
     pub(crate) fn fail(&self, error: crate::Error) {
-        if let Ok(mut a) = self.asks.lock()
-            && a.failure.is_none()
-        {
-            a.failure = Some(error);
-        }
+        self.with_asks(|a| {
+            if a.failure.is_none() {
+                a.failure = Some(error);
+            }
+        });
     }
 }
 
@@ -341,7 +349,9 @@ impl RequestContext {
         let asks = i
             .asks
             .lock()
-            .map(|mut a| std::mem::take(&mut *a))
+            .ok()
+            .and_then(|mut a| a.take())
+            .map(|a| *a)
             .unwrap_or_default();
         InputsOutcome {
             failure: asks.failure,
@@ -369,10 +379,8 @@ impl RequestContext {
     /// Carries typed state into the next round of this call (in the signed
     /// `requestState`; signed, not encrypted, so nothing secret).
     pub fn carry<T: Serialize>(&self, value: &T) {
-        if let Ok(v) = serde_json::to_value(value)
-            && let Ok(mut a) = self.inner.inputs.asks.lock()
-        {
-            a.carry_out = Some(v);
+        if let Ok(v) = serde_json::to_value(value) {
+            self.inner.inputs.with_asks(|a| a.carry_out = Some(v));
         }
     }
 
