@@ -68,9 +68,13 @@ impl StdioConfig {
     }
 }
 
-/// A line queued for stdout, with the permit of the request it answers.
+/// A line queued for stdout (or, from the read loop's [`Answers`], several lines), with
+/// the permit of the requests it answers.
 struct Frame {
     text: String,
+    /// Whether `text` ends with its own newline (a batch of answers); otherwise the
+    /// writer adds one.
+    ended: bool,
     _permit: Option<OwnedSemaphorePermit>,
     _queued: Option<Queued>,
 }
@@ -81,6 +85,7 @@ impl Frame {
     fn answer(text: String, permit: OwnedSemaphorePermit) -> Frame {
         Frame {
             text,
+            ended: false,
             _permit: Some(permit),
             _queued: None,
         }
@@ -112,16 +117,14 @@ impl Answers {
         tx: &mpsc::UnboundedSender<Frame>,
     ) {
         match &mut self.permit {
-            Some(held) => {
-                held.merge(permit);
-                self.text.push('\n');
-            }
+            Some(held) => held.merge(permit),
             None => {
                 self.permit = Some(permit);
                 self.text.reserve(self.last_len);
             }
         }
         self.text.push_str(answer);
+        self.text.push('\n');
         if self.text.len() >= BATCH_BYTES {
             self.hand_over(tx);
         }
@@ -131,7 +134,10 @@ impl Answers {
     fn hand_over(&mut self, tx: &mpsc::UnboundedSender<Frame>) {
         if let Some(permit) = self.permit.take() {
             self.last_len = self.text.len().min(BATCH_BYTES);
-            let _ = tx.send(Frame::answer(std::mem::take(&mut self.text), permit));
+            let _ = tx.send(Frame {
+                ended: true,
+                ..Frame::answer(std::mem::take(&mut self.text), permit)
+            });
         }
     }
 }
@@ -163,6 +169,7 @@ impl Gate {
                 .tx
                 .send(Frame {
                     text,
+                    ended: false,
                     _permit: None,
                     _queued: Some(self.backlog.enqueue()),
                 })
@@ -678,12 +685,20 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     while let Some(frame) = rx.recv().await {
         let mut next = Some(frame);
         while let Some(frame) = next.take() {
-            batch.extend_from_slice(frame.text.as_bytes());
-            batch.push(b'\n');
-            written.push(frame);
             if batch.len() < BATCH_BYTES {
                 next = rx.try_recv().ok();
             }
+            if batch.is_empty() && next.is_none() && frame.ended {
+                // Alone and whole (a batch of the read loop's answers, as under a
+                // pipelined flood): written from where it lies, without a copy.
+                writer.write_all(frame.text.as_bytes()).await?;
+                continue;
+            }
+            batch.extend_from_slice(frame.text.as_bytes());
+            if !frame.ended {
+                batch.push(b'\n');
+            }
+            written.push(frame);
             if next.is_none() || batch.len() >= BATCH_BYTES {
                 writer.write_all(&batch).await?;
                 batch.clear();
