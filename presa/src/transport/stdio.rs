@@ -29,7 +29,8 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 #[derive(Clone, Debug)]
 #[non_exhaustive]
 pub struct StdioConfig {
-    /// Longest line accepted, in bytes (default 4 MiB); longer lines get -32600.
+    /// Longest line accepted, in bytes (default 4 MiB), counting a `\r` before the
+    /// `\n` but not the `\n`; longer lines get -32600.
     pub max_line_bytes: usize,
     /// Most requests served at once (default 64); past it stdin is not read.
     pub max_in_flight: usize,
@@ -99,23 +100,35 @@ impl Frame {
 /// once the answers are written. The loop hands the batch over before anything that may
 /// wait: a read of stdin (so a waiting client is never left without its answer), a wait
 /// for a slot (the batch holds slots itself), the end of input; and when it reaches
-/// [`BATCH_BYTES`].
-#[derive(Default)]
+/// [`BATCH_BYTES`]. So no batch is held while the loop is suspended, and one dropped
+/// all the same (by a panic unwinding the loop) is handed over.
+///
+/// An answer waits in the batch while the loop serves the lines after it that are
+/// already read (at most a read's worth, 64 KiB), so one handler that computes for long
+/// before it first returns holds back the answers made just before it, as it holds
+/// back the reading of the next lines (the transports chapter of the book says so).
 struct Answers {
     text: String,
     permit: Option<OwnedSemaphorePermit>,
     /// The size of the last batch handed over, to make the next one that size at once.
     last_len: usize,
+    /// The writer's queue. Dropped with the batch, which must then go before the loop
+    /// waits for the writer to end.
+    tx: mpsc::UnboundedSender<Frame>,
 }
 
 impl Answers {
+    fn new(tx: mpsc::UnboundedSender<Frame>) -> Self {
+        Answers {
+            text: String::new(),
+            permit: None,
+            last_len: 0,
+            tx,
+        }
+    }
+
     /// Adds one answer, which holds `permit`.
-    fn push(
-        &mut self,
-        answer: &str,
-        permit: OwnedSemaphorePermit,
-        tx: &mpsc::UnboundedSender<Frame>,
-    ) {
+    fn push(&mut self, answer: &str, permit: OwnedSemaphorePermit) {
         match &mut self.permit {
             Some(held) => held.merge(permit),
             None => {
@@ -126,15 +139,15 @@ impl Answers {
         self.text.push_str(answer);
         self.text.push('\n');
         if self.text.len() >= BATCH_BYTES {
-            self.hand_over(tx);
+            self.hand_over();
         }
     }
 
     /// Queues the batch for the writer, when there is one.
-    fn hand_over(&mut self, tx: &mpsc::UnboundedSender<Frame>) {
+    fn hand_over(&mut self) {
         if let Some(permit) = self.permit.take() {
             self.last_len = self.text.len().min(BATCH_BYTES);
-            let _ = tx.send(Frame {
+            let _ = self.tx.send(Frame {
                 ended: true,
                 ..Frame::answer(std::mem::take(&mut self.text), permit)
             });
@@ -142,12 +155,19 @@ impl Answers {
     }
 }
 
+impl Drop for Answers {
+    fn drop(&mut self) {
+        self.hand_over();
+    }
+}
+
 /// Past this many bytes, queued output is written (the writer) or handed over (the read
 /// loop's [`Answers`]) before more is gathered.
 const BATCH_BYTES: usize = 64 * 1024;
 
-/// The gate of one in-flight request: once closed (on cancellation), nothing more is
-/// queued for it, neither notifications nor the response.
+/// The gate of one in-flight request: once closed (on cancellation, or when its response
+/// is queued or batched), nothing more is queued for it, neither notifications nor the
+/// response.
 struct Gate {
     open: Mutex<bool>,
     /// Made lazily: most requests complete before anyone waits on it.
@@ -250,7 +270,8 @@ impl Server {
 
     /// Serves newline-delimited JSON-RPC on any reader and writer (stdio, a pipe, a
     /// socket). Returns when the reader reaches its end and the requests in flight have
-    /// finished (or the grace period ran out), or when the writer fails.
+    /// finished (or the grace period ran out), or, once the writer has failed, before the
+    /// next line is read (with the writer's error).
     pub async fn serve_io<R, W>(&self, reader: R, writer: W, config: StdioConfig) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -263,13 +284,17 @@ impl Server {
         let mut tasks = tokio::task::JoinSet::new();
         let mut reader = Input::new(reader);
         let mut line = Vec::with_capacity(1024);
-        let mut answers = Answers::default();
+        let mut answers = Answers::new(tx.clone());
 
         loop {
             // Reap finished tasks so the set does not grow with the session.
             while tasks.try_join_next().is_some() {}
+            // The writer ended (it failed): stop serving, and return its error below.
+            if tx.is_closed() {
+                break;
+            }
             let read = read_line(&mut reader, &mut line, config.max_line_bytes, || {
-                answers.hand_over(&tx)
+                answers.hand_over()
             })
             .await;
             let next = match read {
@@ -277,10 +302,7 @@ impl Server {
                 Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
                 Ok(Line::Complete) => self.read_message(&line, &in_flight),
                 Ok(Line::Buffered(range)) => self.read_message(reader.line(range), &in_flight),
-                Err(e) => {
-                    answers.hand_over(&tx);
-                    return Err(e);
-                }
+                Err(e) => return Err(e),
             };
             let Some(next) = next else {
                 continue;
@@ -295,7 +317,7 @@ impl Server {
             let permit = match Arc::clone(&permits).try_acquire_owned() {
                 Ok(permit) => permit,
                 Err(_) => {
-                    answers.hand_over(&tx);
+                    answers.hand_over();
                     Arc::clone(&permits)
                         .acquire_owned()
                         .await
@@ -306,10 +328,11 @@ impl Server {
                 Next::Request(request) => {
                     self.start_request(request, permit, &tx, &mut answers, &in_flight, &mut tasks)
                 }
-                Next::Reply(text) => answers.push(&text, permit, &tx),
+                Next::Reply(text) => answers.push(&text, permit),
             }
         }
-        answers.hand_over(&tx);
+        // Handed over now, and its sender dropped before the writer is awaited.
+        drop(answers);
 
         // stdin closed: subscription streams end now (their client is gone); other
         // requests in flight may finish within the grace period, then are cancelled.
@@ -392,7 +415,7 @@ impl Server {
         // served, and answered -32603 below if it has to be registered.
         let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
         if duplicate {
-            answers.push(&duplicate_id(&id), permit, tx);
+            answers.push(&duplicate_id(&id), permit);
             return;
         }
         let gate = Arc::new(Gate {
@@ -411,7 +434,7 @@ impl Server {
                 if gate.close()
                     && let Some(text) = answer_text(reply)
                 {
-                    answers.push(&text, permit, tx);
+                    answers.push(&text, permit);
                 }
                 return;
             }
@@ -593,6 +616,10 @@ impl<R: AsyncRead + Unpin> Input<R> {
 
     /// A line [`read_line`] left in the buffer (valid until the next read).
     fn line(&self, range: std::ops::Range<usize>) -> &[u8] {
+        debug_assert!(
+            range.end <= self.buf.len(),
+            "a line read_line left in the buffer"
+        );
         self.buf.get(range).unwrap_or_default()
     }
 }
@@ -674,8 +701,9 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
 }
 
 /// Writes queued frames, flushing whenever the queue runs dry. Frames queued together
-/// are copied into one buffer and written with one call; each frame (and the permit it
-/// carries) is dropped only once the write that holds its bytes has completed.
+/// are copied into one buffer and written with one call (a batch of the read loop's
+/// answers alone in the queue is written from where it lies); each frame (and the
+/// permit it carries) is dropped only once the write that holds its bytes has completed.
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Frame>,
@@ -685,9 +713,8 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     while let Some(frame) = rx.recv().await {
         let mut next = Some(frame);
         while let Some(frame) = next.take() {
-            if batch.len() < BATCH_BYTES {
-                next = rx.try_recv().ok();
-            }
+            // `batch` is under BATCH_BYTES here: it is written as soon as it reaches it.
+            next = rx.try_recv().ok();
             if batch.is_empty() && next.is_none() && frame.ended {
                 // Alone and whole (a batch of the read loop's answers, as under a
                 // pipelined flood): written from where it lies, without a copy.

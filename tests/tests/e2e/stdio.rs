@@ -728,6 +728,123 @@ async fn oversize_line_is_invalid_request_without_id_and_the_session_continues()
     assert!(s.finish().await);
 }
 
+/// The bound counts the same bytes whether a line lies whole in one read or spans two:
+/// a `\r` before the `\n` counts, the `\n` does not (the `max_line_bytes` doc says so).
+#[tokio::test]
+async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
+    const MAX: usize = 512;
+    let probe = Probe::new();
+    let config = StdioConfig::default().max_line_bytes(MAX);
+    let mut s = Session::in_process(probe_server(&probe), config);
+    let padded = |id: i64, len: usize| {
+        let mut m = request(id, "server/discover", json!({"pad": ""}));
+        let base = m.to_string().len();
+        m["params"]["pad"] = json!("x".repeat(len - base));
+        m.to_string().into_bytes()
+    };
+    // Exactly the bound, split over two reads: gathered, and served.
+    let text = padded(1, MAX);
+    s.write_raw(&text[..MAX / 2]).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.write_raw(&text[MAX / 2..]).await;
+    s.write_raw(b"\n").await;
+    let m = s.recv().await.expect("a response");
+    assert_eq!(
+        m["id"],
+        json!(1),
+        "a split line of exactly the bound is served: {m}"
+    );
+    // One over, split the same way: -32600.
+    let text = padded(2, MAX + 1);
+    s.write_raw(&text[..MAX / 2]).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.write_raw(&text[MAX / 2..]).await;
+    s.write_raw(b"\n").await;
+    expect_error(&mut s, -32600, None).await;
+    // With \r\n: the \r counts, whole or split.
+    for (id, len, split) in [(3, MAX - 1, false), (4, MAX - 1, true)] {
+        let mut text = padded(id, len);
+        text.extend_from_slice(b"\r\n");
+        if split {
+            s.write_raw(&text[..len + 1]).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            s.write_raw(&text[len + 1..]).await;
+        } else {
+            s.write_raw(&text).await;
+        }
+        let m = s.recv().await.expect("a response");
+        assert_eq!(
+            m["id"],
+            json!(id),
+            "bound - 1 bytes and \\r are served: {m}"
+        );
+    }
+    for split in [false, true] {
+        let mut text = padded(5, MAX);
+        text.extend_from_slice(b"\r\n");
+        if split {
+            s.write_raw(&text[..MAX + 1]).await;
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            s.write_raw(&text[MAX + 1..]).await;
+        } else {
+            s.write_raw(&text).await;
+        }
+        expect_error(&mut s, -32600, None).await;
+    }
+    next_is_answer_to(&mut s, 6).await;
+    assert!(s.finish().await);
+}
+
+/// A writer that fails ends the session: `serve_io` returns the writer's error once it
+/// reads the next line, instead of serving on with nowhere to answer.
+#[tokio::test]
+async fn a_failed_writer_ends_serving_with_its_error() {
+    struct Broken;
+    impl tokio::io::AsyncWrite for Broken {
+        fn poll_write(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            _: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            std::task::Poll::Ready(Err(std::io::Error::other("stdout is gone")))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+    let probe = Probe::new();
+    let server = probe_server(&probe);
+    let (mut client, input) = tokio::io::duplex(64 * 1024);
+    let serving =
+        tokio::spawn(async move { server.serve_io(input, Broken, StdioConfig::default()).await });
+    // The client goes on writing and never closes its end.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    let mut id = 0;
+    while !serving.is_finished() {
+        assert!(
+            Instant::now() < deadline,
+            "serving goes on after its writer failed"
+        );
+        id += 1;
+        if client.write_all(&line(&call(id, "fast"))).await.is_err() {
+            break; // the server has just dropped its end
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let result = serving.await.expect("serving does not panic");
+    let error = result.expect_err("the writer's error");
+    assert_eq!(error.to_string(), "stdout is gone");
+}
+
 /// The same over real pipes with the default limit (4 MiB).
 #[tokio::test]
 async fn oversize_line_over_the_default_limit_from_the_fixture() {
