@@ -62,3 +62,52 @@ pub fn raw_value_chain(levels: usize) -> String {
     }
     chain
 }
+
+/// What [`token_watcher`]'s tool reports: whether its handler started, and whether the
+/// work it spawned on the request's cancellation token saw the token fire.
+#[derive(Clone, Default)]
+pub struct Watch {
+    /// The handler has started (and handed its token to the spawned work).
+    pub started: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    /// The spawned work saw the cancellation.
+    pub saw_cancel: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
+
+impl Watch {
+    /// Whether the handler has started.
+    pub fn started(&self) -> bool {
+        self.started.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Whether the spawned work saw the cancellation.
+    pub fn saw_cancel(&self) -> bool {
+        self.saw_cancel.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+/// A tool `watched` whose handler hands `ctx.cancellation_token()` to spawned work (book,
+/// cancellation.md), then waits forever: the transports' tests check that the token the
+/// handler hands out is the one their cancellation fires.
+pub fn token_watcher() -> (presa::Tool, Watch) {
+    let watch = Watch::default();
+    let flags = watch.clone();
+    let tool = presa::Tool::new("watched")
+        .description("Hands its token to spawned work, then waits forever")
+        .handler(move |call: presa::ToolCall| {
+            let flags = flags.clone();
+            async move {
+                let token = call.ctx.cancellation_token();
+                let saw = std::sync::Arc::clone(&flags.saw_cancel);
+                tokio::spawn(async move {
+                    token.cancelled().await;
+                    saw.store(true, std::sync::atomic::Ordering::SeqCst);
+                });
+                flags
+                    .started
+                    .store(true, std::sync::atomic::Ordering::SeqCst);
+                std::future::pending::<()>().await;
+                "unreachable"
+            }
+        });
+    (tool, watch)
+}

@@ -8,7 +8,7 @@ use crate::http_util::{
 };
 use presa::{Error, Tool, ToolCall};
 use presa_tests::http::{Harness, Reply, standard_headers};
-use presa_tests::{fixture, request};
+use presa_tests::{fixture, request, token_watcher};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -480,44 +480,22 @@ async fn client_disconnect_cancels_a_json_request() {
 /// the client go away: the request's token is the one the disconnect fires.
 #[tokio::test]
 async fn client_disconnect_fires_the_token_handed_to_spawned_work() {
-    let saw = Arc::new(AtomicBool::new(false));
-    let started = Arc::new(AtomicBool::new(false));
-    let (seen, begun) = (Arc::clone(&saw), Arc::clone(&started));
-    let server = builder()
-        .tool(
-            Tool::new("watched")
-                .description("Hands its token to spawned work, then waits forever")
-                .handler(move |call: ToolCall| {
-                    let (seen, begun) = (Arc::clone(&seen), Arc::clone(&begun));
-                    async move {
-                        let token = call.ctx.cancellation_token();
-                        tokio::spawn(async move {
-                            token.cancelled().await;
-                            seen.store(true, Ordering::SeqCst);
-                        });
-                        begun.store(true, Ordering::SeqCst);
-                        std::future::pending::<()>().await;
-                        "unreachable"
-                    }
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let h = Harness::start(server).await;
+    let (tool, watch) = token_watcher();
+    let h = serve_tool(tool).await;
     let client = reqwest::Client::new();
     let msg = request(34, "tools/call", json!({"name": "watched"}));
     let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
     assert!(
-        wait_for(&started, Duration::from_secs(5)).await,
+        wait_for(&watch.started, Duration::from_secs(5)).await,
         "the handler started"
     );
     tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!saw.load(Ordering::SeqCst), "not cancelled yet");
+    assert!(!watch.saw_cancel(), "not cancelled yet");
     pending.abort();
     let _ = pending.await;
     drop(client);
     assert!(
-        wait_for(&saw, Duration::from_secs(1)).await,
+        wait_for(&watch.saw_cancel, Duration::from_secs(1)).await,
         "the spawned work sees the disconnect within a second"
     );
     result(&h.call(35, "server/discover", json!({})).await);

@@ -11,7 +11,7 @@
 use presa::{CallToolResult, Implementation, LogLevel, Server, StdioConfig, Tool, ToolCall};
 use presa_tests::schema::{check_notification, check_response};
 use presa_tests::stdio::{Session, piped_child};
-use presa_tests::{meta, raw_value_chain, request};
+use presa_tests::{meta, raw_value_chain, request, token_watcher};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::process::Stdio;
@@ -250,6 +250,15 @@ fn probe_server(probe: &Arc<Probe>) -> Server {
 /// 200 KB of text full of characters a line-based writer could break on.
 fn big_text() -> String {
     "line one\nline two\r\nseparator \u{2028} paragraph \u{2029} end\n".repeat(4000)
+}
+
+/// A session over an in-process pipe with a server of the one tool `tool`.
+fn one_tool_session(tool: Tool, config: StdioConfig) -> Session {
+    let server = Server::builder(Implementation::new("stdio-one-tool", "1"))
+        .tool(tool)
+        .build()
+        .expect("the server builds");
+    Session::in_process(server, config)
 }
 
 fn call(id: impl Into<Value>, tool: &str) -> Value {
@@ -1043,22 +1052,19 @@ async fn cancelled_request_stops_and_sends_nothing_more() {
 async fn a_cancelled_handler_is_never_polled_again() {
     let ran_on = Arc::new(AtomicUsize::new(0));
     let seen = Arc::clone(&ran_on);
-    let server = Server::builder(Implementation::new("cancel-probe", "1"))
-        .tool(
-            Tool::new("awaits_cancel")
-                .description("Waits for its own cancellation, then counts")
-                .handler(move |call: ToolCall| {
-                    let seen = Arc::clone(&seen);
-                    async move {
-                        call.ctx.cancelled().await;
-                        seen.fetch_add(1, Ordering::SeqCst);
-                        "ran on after cancellation"
-                    }
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let mut s = Session::in_process(server, StdioConfig::default());
+    let mut s = one_tool_session(
+        Tool::new("awaits_cancel")
+            .description("Waits for its own cancellation, then counts")
+            .handler(move |call: ToolCall| {
+                let seen = Arc::clone(&seen);
+                async move {
+                    call.ctx.cancelled().await;
+                    seen.fetch_add(1, Ordering::SeqCst);
+                    "ran on after cancellation"
+                }
+            }),
+        StdioConfig::default(),
+    );
     s.send(&call(1, "awaits_cancel")).await;
     s.send(&cancel(1)).await;
     // Answered after the cancellation was read; then give a stray poll time to happen.
@@ -1077,36 +1083,14 @@ async fn a_cancelled_handler_is_never_polled_again() {
 /// for one) fires when the client cancels the request.
 #[tokio::test]
 async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
-    let saw = Arc::new(AtomicUsize::new(0));
-    let seen = Arc::clone(&saw);
-    let server = Server::builder(Implementation::new("cancel-watch", "1"))
-        .tool(
-            Tool::new("watched")
-                .description("Hands its token to a watcher, then waits forever")
-                .handler(move |call: ToolCall| {
-                    let seen = Arc::clone(&seen);
-                    async move {
-                        let token = call.ctx.cancellation_token();
-                        tokio::spawn(async move {
-                            token.cancelled().await;
-                            seen.fetch_add(1, Ordering::SeqCst);
-                        });
-                        std::future::pending::<()>().await;
-                        "unreachable"
-                    }
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let mut s = Session::in_process(server, StdioConfig::default());
+    let (tool, watch) = token_watcher();
+    let mut s = one_tool_session(tool, StdioConfig::default());
     s.send(&call(1, "watched")).await;
+    until("the handler started", || watch.started()).await;
     tokio::time::sleep(QUIET).await;
-    assert_eq!(saw.load(Ordering::SeqCst), 0, "not cancelled yet");
+    assert!(!watch.saw_cancel(), "not cancelled yet");
     s.send(&cancel(1)).await;
-    until("the watcher saw the cancellation", || {
-        saw.load(Ordering::SeqCst) == 1
-    })
-    .await;
+    until("the watcher saw the cancellation", || watch.saw_cancel()).await;
     nothing_more_after_cancel(&mut s).await;
     assert!(s.finish().await);
 }
@@ -1115,20 +1099,17 @@ async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
 /// client's cancellation would: once it waits, nothing is written for it.
 #[tokio::test]
 async fn a_handler_that_cancels_its_own_token_cancels_its_request() {
-    let server = Server::builder(Implementation::new("self-cancel", "1"))
-        .tool(
-            Tool::new("quits")
-                .description("Cancels its own request, then waits once")
-                .handler(|call: ToolCall| async move {
-                    call.ctx.cancellation_token().cancel();
-                    assert!(call.ctx.is_cancelled());
-                    tokio::task::yield_now().await;
-                    "answered anyway"
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let mut s = Session::in_process(server, StdioConfig::default());
+    let mut s = one_tool_session(
+        Tool::new("quits")
+            .description("Cancels its own request, then waits once")
+            .handler(|call: ToolCall| async move {
+                call.ctx.cancellation_token().cancel();
+                assert!(call.ctx.is_cancelled());
+                tokio::task::yield_now().await;
+                "answered anyway"
+            }),
+        StdioConfig::default(),
+    );
     s.send(&call(1, "quits")).await;
     next_is_answer_to(&mut s, 2).await;
     nothing_more_after_cancel(&mut s).await;
@@ -1402,21 +1383,18 @@ async fn an_answer_is_written_while_the_next_line_is_still_partial() {
 /// burst.
 #[tokio::test]
 async fn notifications_of_a_request_answered_at_once_come_before_its_response() {
-    let server = Server::builder(Implementation::new("stdio-chatty", "1"))
-        .tool(
-            Tool::new("chatty")
-                .description("Reports progress and logs, then answers at once")
-                .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
-                .handler(|call: ToolCall| async move {
-                    let n = call.arguments.get("n").cloned().unwrap_or_default();
-                    call.ctx.progress(1.0, None, Some("half"));
-                    call.ctx.log(LogLevel::Info, format!("working on {n}"));
-                    "done"
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let mut s = Session::in_process(server, StdioConfig::default().max_in_flight(4));
+    let mut s = one_tool_session(
+        Tool::new("chatty")
+            .description("Reports progress and logs, then answers at once")
+            .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+            .handler(|call: ToolCall| async move {
+                let n = call.arguments.get("n").cloned().unwrap_or_default();
+                call.ctx.progress(1.0, None, Some("half"));
+                call.ctx.log(LogLevel::Info, format!("working on {n}"));
+                "done"
+            }),
+        StdioConfig::default().max_in_flight(4),
+    );
     let mut bytes = Vec::new();
     for id in 1..=40 {
         bytes.extend(line(&request(
