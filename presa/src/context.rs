@@ -13,8 +13,7 @@ use crate::wire::meta::{LogLevel, RequestMeta};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::any::Any;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 use tokio_util::sync::CancellationToken;
 
@@ -44,81 +43,44 @@ pub(crate) trait Outbound: Send + Sync {
     }
 }
 
-/// A request's cancellation: a flag the transport sets, read by the pipeline and the
-/// context, and the `tokio_util` token behind it, made only when someone waits on it or
-/// asks for it. Most requests complete before anyone does, and a token costs an
-/// allocation and a lock on every clone and drop. A transport that has a token of its
-/// own (HTTP's, cancelled when the client goes away; a task's worker) seeds the
-/// cancellation with it instead.
+/// A request's cancellation: the `tokio_util` token the transport cancels, made only
+/// when someone cancels the request, waits on it or asks for it. Most requests complete
+/// before anyone does, and a token costs an allocation and a lock on every clone, drop
+/// and check; until it is made, asking whether the request was cancelled is one atomic
+/// load. A transport that has a token of its own (HTTP's, cancelled when the client goes
+/// away; a task's worker) seeds the cancellation with it instead.
+///
+/// The token is made once (`OnceLock`), so whoever makes it first, a cancel or a
+/// handler asking for it, every later caller gets the same token: one made before a
+/// cancel is cancelled by it, one asked for after is born cancelled, and a handler that
+/// cancels the token it was handed cancels its request.
 #[derive(Default)]
-pub(crate) struct Cancellation {
-    fired: AtomicBool,
-    /// Whether `token` holds a token made on demand (read before taking its lock).
-    made: AtomicBool,
-    /// The token made on first use.
-    token: Mutex<Option<CancellationToken>>,
-    /// A token the transport owns and may cancel from outside.
-    seed: Option<CancellationToken>,
-}
+pub(crate) struct Cancellation(std::sync::OnceLock<CancellationToken>);
 
 impl Cancellation {
     /// A cancellation that follows `token`.
     pub(crate) fn seeded(token: CancellationToken) -> Cancellation {
-        Cancellation {
-            seed: Some(token),
-            ..Cancellation::default()
-        }
+        Cancellation(std::sync::OnceLock::from(token))
     }
 
     /// Whether the request was cancelled: by the transport, or through a token handed
-    /// out (a handler may cancel its own request with it, as with any token).
+    /// out.
     pub(crate) fn is_cancelled(&self) -> bool {
-        if self.fired.load(Ordering::SeqCst) {
-            return true;
-        }
-        if let Some(seed) = &self.seed {
-            return seed.is_cancelled();
-        }
-        // Only a request someone asked the token of takes the lock here.
-        self.made.load(Ordering::SeqCst)
-            && self
-                .token
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .as_ref()
-                .is_some_and(CancellationToken::is_cancelled)
+        self.0.get().is_some_and(CancellationToken::is_cancelled)
     }
 
-    /// Cancels the request (and its token, when one was made).
+    /// Cancels the request (and its token, made now if it was not yet).
     pub(crate) fn cancel(&self) {
-        // The flag is set under the lock that making the token takes: a token made
-        // before is cancelled below, and one made after sees the flag. It is cancelled
-        // once the lock is released, so no waiter it wakes can find the lock held.
-        let made = {
-            let token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
-            self.fired.store(true, Ordering::SeqCst);
-            token.clone()
-        };
-        for token in made.iter().chain(&self.seed) {
-            token.cancel();
-        }
+        self.token_ref().cancel();
     }
 
     /// The token, made now if it was not yet (cancelled already when the request was).
     pub(crate) fn token(&self) -> CancellationToken {
-        if let Some(seed) = &self.seed {
-            return seed.clone();
-        }
-        // (Nothing that holds the lock can panic; a poisoned one is taken as it is.)
-        let made = {
-            let mut token = self.token.lock().unwrap_or_else(PoisonError::into_inner);
-            self.made.store(true, Ordering::SeqCst);
-            token.get_or_insert_with(CancellationToken::new).clone()
-        };
-        if self.fired.load(Ordering::SeqCst) {
-            made.cancel();
-        }
-        made
+        self.token_ref().clone()
+    }
+
+    fn token_ref(&self) -> &CancellationToken {
+        self.0.get_or_init(CancellationToken::new)
     }
 }
 
@@ -632,6 +594,7 @@ mod tests {
     fn a_cancellation_makes_its_token_on_demand() {
         let before = Cancellation::default();
         assert!(!before.is_cancelled());
+        assert!(before.0.get().is_none(), "asking makes no token");
         let token = before.token();
         assert!(!token.is_cancelled());
         before.cancel();
@@ -657,8 +620,9 @@ mod tests {
         assert!(c.token().is_cancelled());
     }
 
-    /// Cancelling while another thread makes the token never leaves a live token (the
-    /// two threads are released together, so both orders happen).
+    /// Cancelling while another thread makes the token never leaves a live token. The
+    /// two threads are released together, but nothing makes both orders happen: this
+    /// checks that neither order, whichever runs, can.
     #[test]
     fn cancel_and_token_race_to_a_cancelled_token() {
         for _ in 0..2000 {
