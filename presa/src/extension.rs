@@ -124,21 +124,11 @@ pub(crate) async fn run_tool(
     arguments: Map<String, Value>,
     ctx: RequestContext,
 ) -> Result<Map<String, Value>, Error> {
-    let result = call_checked(entry, arguments, ctx).await?;
+    let result = check_result(entry, start_handler(entry, arguments, ctx).await)?;
     match serde_json::to_value(result) {
         Ok(Value::Object(m)) => Ok(server.shape_map(m)),
         _ => Err(Error::internal()),
     }
-}
-
-/// Runs a tool's handler and checks its structured result against its output schema.
-pub(crate) async fn call_checked(
-    entry: &ToolEntry,
-    arguments: Map<String, Value>,
-    ctx: RequestContext,
-) -> Result<crate::CallToolResult, Error> {
-    let result = start_handler(entry, arguments, ctx).await;
-    check_result(entry, result)
 }
 
 /// A tool's handler called with its arguments: the future that runs it.

@@ -265,13 +265,10 @@ pub(super) fn start_call(
         return Step::Done(closing.close(server, shape_call(server, &entry, result)));
     }
     let server = server.clone();
-    Step::Rest {
-        rest: Box::pin(async move {
-            let result = handler.await;
-            closing.close(&server, shape_call(&server, &entry, result))
-        }),
-        polled: true,
-    }
+    Step::Rest(Box::pin(async move {
+        let result = handler.await;
+        closing.close(&server, shape_call(&server, &entry, result))
+    }))
 }
 
 /// A handler's outcome, its structured result checked, shaped as the `tools/call` result.

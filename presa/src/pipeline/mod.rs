@@ -103,18 +103,24 @@ pub(crate) enum Begun {
     Waiting(Pin<Box<dyn Future<Output = Reply> + Send>>),
 }
 
-/// How far starting a request, or a part of it, got: done, or the rest to run.
+/// How far starting a request, or a part of it, got: done at its first poll, or the
+/// rest to run to its end, polled once already (with a no-op waker).
 pub(super) enum Step<T> {
     /// Done at once.
     Done(T),
-    /// The rest, to run to its end.
-    Rest {
-        /// The rest of the work.
-        rest: Pin<Box<dyn Future<Output = T> + Send>>,
-        /// Whether its work was polled already (a `tools/call`'s handler, polled once in
-        /// place): [`Server::begin`] gives every request exactly one such poll.
-        polled: bool,
-    },
+    /// The rest, already polled once: its next poll must have a real waker.
+    Rest(Pin<Box<dyn Future<Output = T> + Send>>),
+}
+
+impl<T> Step<T> {
+    /// Polls `work` once (its first poll, inside the request's span and panic guard):
+    /// done, or the rest.
+    fn first_poll(mut work: Pin<Box<dyn Future<Output = T> + Send>>) -> Step<T> {
+        match work.as_mut().now_or_never() {
+            Some(done) => Step::Done(done),
+            None => Step::Rest(work),
+        }
+    }
 }
 
 /// What turning a request's outcome into its reply needs.
@@ -290,15 +296,15 @@ impl Server {
             let _entered = span.enter();
             std::panic::catch_unwind(AssertUnwindSafe(|| self.start(request, exchange)))
         };
-        let (rest, polled) = match first {
+        let rest = match first {
             Ok(Step::Done(result)) => return Begun::Done(end.reply(&span, Some(Ok(result)))),
             Err(panic) => return Begun::Done(end.reply(&span, Some(Err(panic)))),
-            Ok(Step::Rest { rest, polled }) => (rest, polled),
+            Ok(Step::Rest(rest)) => rest,
         };
         // The span itself, to record the outcome into: no lookup of the current span,
         // and nothing lost if the level changes while the request runs.
         let recorded = span.clone();
-        let mut rest = Box::pin(
+        Begun::Waiting(Box::pin(
             async move {
                 // Once the request is cancelled, the rest is not polled again (its
                 // future is dropped), whatever else woke it. It is checked with a look at
@@ -326,15 +332,11 @@ impl Server {
                 .await;
                 end.reply(&recorded, outcome)
             }
+            // Entered by `instrument` for each poll; `End::reply` enters it again on
+            // its own, because the path that concludes at the first poll has no
+            // `instrument` around it.
             .instrument(span),
-        );
-        // Every request gets one poll here (a `tools/call`'s handler had it in place):
-        // one that completes at it (most methods do) is answered at once, and the
-        // transports need not know which it was.
-        if !polled && let Some(reply) = rest.as_mut().now_or_never() {
-            return Begun::Done(reply);
-        }
-        Begun::Waiting(rest)
+        ))
     }
 
     /// Serves one request to its end: [`Server::begin`], then what is left of it.
@@ -410,28 +412,24 @@ impl Server {
             return methods::start_call(self, &catalog, params, headers.as_ref(), tool, closing);
         }
         let server = self.clone();
-        match route {
-            Route::Extension(extension) => Step::Rest {
-                rest: Box::pin(async move {
-                    let result = extension.handle(&method, params.into_map(), ctx).await?;
-                    Ok(server.shape(result))
-                }),
-                polled: false,
-            },
+        // The method's first poll is here, as a `tools/call`'s handler has its own in
+        // place: every request gets exactly one before `begin` returns, and one that
+        // completes at it (most methods do) costs no future of the pipeline's own.
+        Step::first_poll(match route {
+            Route::Extension(extension) => Box::pin(async move {
+                let result = extension.handle(&method, params.into_map(), ctx).await?;
+                Ok(server.shape(result))
+            }),
             Route::Method {
                 mrtr, retry, bound, ..
-            } => Step::Rest {
-                rest: Box::pin(async move {
-                    // Only a tools/call holds members apart: the others read one map.
-                    let params = params.into_map();
-                    let result =
-                        methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry)
-                            .await;
-                    Closing { ctx, mrtr, bound }.close(&server, result)
-                }),
-                polled: false,
-            },
-        }
+            } => Box::pin(async move {
+                // Only a tools/call holds members apart: the others read one map.
+                let params = params.into_map();
+                let result =
+                    methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry).await;
+                Closing { ctx, mrtr, bound }.close(&server, result)
+            }),
+        })
     }
 
     /// Admission of `_meta` (with the HTTP version header where section 2 says), the
@@ -999,6 +997,14 @@ mod tests {
         let server = crate::Server::builder(Implementation::new("begin", "1"))
             .tool(crate::Tool::new("now").handler(|_: crate::ToolCall| async { "now" }))
             .tool(
+                crate::Tool::new("explodes").handler(|_: crate::ToolCall| async {
+                    if true {
+                        panic!("on purpose, at the first poll");
+                    }
+                    "never"
+                }),
+            )
+            .tool(
                 crate::Tool::new("later").handler(move |_: crate::ToolCall| {
                     let counted = Arc::clone(&counted);
                     async move {
@@ -1011,7 +1017,7 @@ mod tests {
             .build()
             .expect("a server");
         let meta = crate::testing::TestClient::new(&server).meta();
-        let begin_method = |id: i64, method: &str, params: Value| {
+        let begin_on = |id: i64, method: &str, params: Value, sink: Arc<Sink>| {
             let mut params = params;
             params["_meta"] = Value::Object(meta.clone());
             let message = json!({"jsonrpc": "2.0", "id": id, "method": method,
@@ -1021,10 +1027,12 @@ mod tests {
             };
             let exchange = Exchange {
                 headers: None,
-                outbound: Arc::new(Sink::default()),
+                outbound: sink,
             };
             server.begin(request, exchange)
         };
+        let begin_method =
+            |id: i64, method: &str, params: Value| begin_on(id, method, params, Arc::default());
         let begin = |id: i64, name: &str| begin_method(id, "tools/call", json!({ "name": name }));
         let text = |reply: Reply| match reply {
             Reply::Response { body, status: 200 } => {
@@ -1046,7 +1054,7 @@ mod tests {
         match begin(2, "later") {
             Begun::Waiting(rest) => {
                 let polled = polls.load(std::sync::atomic::Ordering::SeqCst);
-                assert!(polled == 1, "the handler was polled in place");
+                assert_eq!(polled, 1, "the handler was polled in place");
                 assert_eq!(outcome(), None, "not concluded before it has run");
                 assert_eq!(text(rest.await), "later");
             }
@@ -1057,6 +1065,37 @@ mod tests {
             Begun::Done(Reply::Response { status: 200, .. }) => {}
             _ => panic!("another method done at its first poll is answered at once"),
         }
+
+        // A request cancelled before it starts runs nothing.
+        if let Ok(mut f) = fields.lock() {
+            f.clear();
+        }
+        let cancelled = Arc::new(Sink::default());
+        cancelled.0.cancel();
+        let before = polls.load(std::sync::atomic::Ordering::SeqCst);
+        match begin_on(4, "tools/call", json!({"name": "later"}), cancelled) {
+            Begun::Done(Reply::Cancelled) => {}
+            _ => panic!("a request cancelled before it starts is cancelled"),
+        }
+        assert_eq!(
+            polls.load(std::sync::atomic::Ordering::SeqCst),
+            before,
+            "its handler is never polled"
+        );
+        assert_eq!(outcome().as_deref(), Some("cancelled"));
+
+        // A handler that panics at the poll in place is -32603, and the span says so.
+        if let Ok(mut f) = fields.lock() {
+            f.clear();
+        }
+        match begin(5, "explodes") {
+            Begun::Done(Reply::Response { body, .. }) => {
+                let message: Value = serde_json::from_str(&body).expect("JSON");
+                assert_eq!(message["error"]["code"], -32603, "{message}");
+            }
+            _ => panic!("a panic at the first poll is answered at once"),
+        }
+        assert_eq!(outcome().as_deref(), Some("panic"));
     }
 
     /// The serverInfo member is written from a literal: it is the key, quoted as
