@@ -105,18 +105,33 @@ pub(crate) fn push_json(
     serde_json::to_writer(&mut *out, value).inspect_err(|_| out.truncate(mark))
 }
 
-/// Appends compact JSON of anything serializable to text. On an error (only a
-/// `Serialize` that fails can cause one) nothing is appended. For the values of a result
-/// other than its text blocks (other content, structured content, `_meta` values): it
-/// writes into a buffer of its own first, which serde_json hands back as a `String`
-/// without a check, and copies that in (one allocation and copy per value, where the
-/// result was checked as UTF-8 whole before).
+/// Appends compact JSON of anything serializable to text, written straight into `out`.
+/// On an error (only a `Serialize` that fails can cause one) nothing is appended.
 pub(crate) fn push_json_text(
     out: &mut String,
     value: &(impl serde::Serialize + ?Sized),
 ) -> Result<(), serde_json::Error> {
-    out.push_str(&serde_json::to_string(value)?);
-    Ok(())
+    let mark = out.len();
+    serde_json::to_writer(TextWriter(&mut *out), value).inspect_err(|_| out.truncate(mark))
+}
+
+/// serde_json's output into a `String`. serde_json writes whole characters in every
+/// call (punctuation, numbers, and the text of strings cut only at the ASCII characters
+/// it escapes), so each chunk is checked as UTF-8 on its own, with no pass over the
+/// whole at the end; a chunk that is not (never, with serde_json) is an error, not a
+/// panic.
+struct TextWriter<'a>(&'a mut String);
+
+impl std::io::Write for TextWriter<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
+        self.0.push_str(text);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 #[cfg(test)]
@@ -130,6 +145,37 @@ mod tests {
         push_str(&mut text, s);
         assert_eq!(bytes, text.as_bytes());
         text
+    }
+
+    /// Any value is written into text exactly as serde_json writes it into a string:
+    /// escapes, multibyte characters (also next to escapes), numbers, nesting; and a
+    /// value that fails to serialize appends nothing.
+    #[test]
+    fn values_are_written_into_text_as_serde_json_writes_them() {
+        let values = [
+            serde_json::json!({"a": [1, -2.5, 1e300, null, true], "é\n": "x\u{1F600}\"y\\"}),
+            serde_json::json!("\u{0}\u{1f}é😀\t"),
+            serde_json::json!({"deep": {"deeper": ["\u{7f}", "ü\r", ""]}}),
+            serde_json::json!(u64::MAX),
+        ];
+        for value in values {
+            let mut out = String::from("prefix:");
+            push_json_text(&mut out, &value).expect("serializes");
+            let expected = serde_json::to_string(&value).expect("serializes");
+            assert_eq!(out, format!("prefix:{expected}"));
+        }
+        struct Fails;
+        impl serde::Serialize for Fails {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                use serde::ser::{Error, SerializeMap};
+                let mut map = s.serialize_map(None)?;
+                map.serialize_entry("written", "first")?;
+                Err(S::Error::custom("then fails"))
+            }
+        }
+        let mut out = String::from("kept");
+        assert!(push_json_text(&mut out, &Fails).is_err());
+        assert_eq!(out, "kept", "nothing of a failed value is left");
     }
 
     #[test]
