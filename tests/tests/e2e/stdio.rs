@@ -695,6 +695,25 @@ async fn unsupported_version_over_stdio() {
     assert!(s.finish().await);
 }
 
+/// A `server/discover` whose JSON text is exactly `len` bytes (a `pad` param fills it).
+fn padded(id: i64, len: usize) -> Vec<u8> {
+    let mut m = request(id, "server/discover", json!({"pad": ""}));
+    let base = m.to_string().len();
+    assert!(base <= len, "the base request fits");
+    m["params"]["pad"] = json!("x".repeat(len - base));
+    let text = m.to_string().into_bytes();
+    assert_eq!(text.len(), len);
+    text
+}
+
+/// Writes `bytes` in two parts split at `at`, with a pause between, so the server reads
+/// them in two reads.
+async fn write_in_two_reads(s: &mut Session, bytes: &[u8], at: usize) {
+    s.write_raw(&bytes[..at]).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.write_raw(&bytes[at..]).await;
+}
+
 /// An oversize line is -32600 without an id (it was never parsed), and the session goes
 /// on; a line of exactly the limit is served.
 #[tokio::test]
@@ -704,15 +723,7 @@ async fn oversize_line_is_invalid_request_without_id_and_the_session_continues()
     let config = StdioConfig::default().max_line_bytes(MAX);
     let mut s = Session::in_process(probe_server(&probe), config);
 
-    let padded = |id: i64, len: usize| {
-        let mut m = request(id, "server/discover", json!({"pad": ""}));
-        let base = m.to_string().len();
-        assert!(base <= len, "the base request fits");
-        m["params"]["pad"] = json!("x".repeat(len - base));
-        let text = m.to_string();
-        assert_eq!(text.len(), len);
-        text
-    };
+    let padded = |id, len| String::from_utf8(padded(id, len)).expect("text");
     s.write_raw(format!("{}\n", padded(1, MAX + 1)).as_bytes())
         .await;
     let m = expect_error(&mut s, -32600, None).await;
@@ -745,18 +756,10 @@ async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
     let probe = Probe::new();
     let config = StdioConfig::default().max_line_bytes(MAX);
     let mut s = Session::in_process(probe_server(&probe), config);
-    let padded = |id: i64, len: usize| {
-        let mut m = request(id, "server/discover", json!({"pad": ""}));
-        let base = m.to_string().len();
-        m["params"]["pad"] = json!("x".repeat(len - base));
-        m.to_string().into_bytes()
-    };
     // Exactly the bound, split over two reads: gathered, and served.
-    let text = padded(1, MAX);
-    s.write_raw(&text[..MAX / 2]).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    s.write_raw(&text[MAX / 2..]).await;
-    s.write_raw(b"\n").await;
+    let mut text = padded(1, MAX);
+    text.push(b'\n');
+    write_in_two_reads(&mut s, &text, MAX / 2).await;
     let m = s.recv().await.expect("a response");
     assert_eq!(
         m["id"],
@@ -764,20 +767,16 @@ async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
         "a split line of exactly the bound is served: {m}"
     );
     // One over, split the same way: -32600.
-    let text = padded(2, MAX + 1);
-    s.write_raw(&text[..MAX / 2]).await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    s.write_raw(&text[MAX / 2..]).await;
-    s.write_raw(b"\n").await;
+    let mut text = padded(2, MAX + 1);
+    text.push(b'\n');
+    write_in_two_reads(&mut s, &text, MAX / 2).await;
     expect_error(&mut s, -32600, None).await;
     // With \r\n: the \r counts, whole or split.
     for (id, len, split) in [(3, MAX - 1, false), (4, MAX - 1, true)] {
         let mut text = padded(id, len);
         text.extend_from_slice(b"\r\n");
         if split {
-            s.write_raw(&text[..len + 1]).await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            s.write_raw(&text[len + 1..]).await;
+            write_in_two_reads(&mut s, &text, len + 1).await;
         } else {
             s.write_raw(&text).await;
         }
@@ -792,9 +791,7 @@ async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
         let mut text = padded(5, MAX);
         text.extend_from_slice(b"\r\n");
         if split {
-            s.write_raw(&text[..MAX + 1]).await;
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            s.write_raw(&text[MAX + 1..]).await;
+            write_in_two_reads(&mut s, &text, MAX + 1).await;
         } else {
             s.write_raw(&text).await;
         }
