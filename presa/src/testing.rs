@@ -58,8 +58,9 @@ pub struct TestResponse {
     pub message: Value,
 }
 
+/// An outbound that keeps every frame sent (also the pipeline's own tests' sink).
 #[derive(Default)]
-struct Collect(Mutex<Vec<String>>, Cancellation);
+pub(crate) struct Collect(Mutex<Vec<String>>, Cancellation);
 
 impl Outbound for Collect {
     fn send(&self, frame: String) -> bool {

@@ -976,24 +976,17 @@ mod tests {
     #[tokio::test(flavor = "current_thread")]
     async fn a_call_completing_at_once_is_answered_without_a_future() {
         use super::{Begun, Exchange, Outbound, Reply};
+        use crate::testing::Collect as Sink;
         use crate::wire::jsonrpc::{Inbound, decode_value};
         use std::sync::Arc;
         use tracing_subscriber::layer::SubscriberExt;
-        #[derive(Default)]
-        struct Sink(crate::context::Cancellation);
-        impl Outbound for Sink {
-            fn send(&self, _: String) -> bool {
-                true
-            }
-            fn cancellation(&self) -> &crate::context::Cancellation {
-                &self.0
-            }
-        }
         let fields = capture::Fields::default();
         let subscriber = tracing_subscriber::registry().with(capture::Capture(Arc::clone(&fields)));
         let _guard = tracing::subscriber::set_default(subscriber);
         let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counted = Arc::clone(&polls);
+        let prompt_polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let prompt_counted = Arc::clone(&prompt_polls);
         let server = crate::Server::builder(Implementation::new("begin", "1"))
             .tool(crate::Tool::new("now").handler(|_: crate::ToolCall| async { "now" }))
             .tool(
@@ -1011,6 +1004,16 @@ mod tests {
                         counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
                         tokio::task::yield_now().await;
                         "later"
+                    }
+                }),
+            )
+            .prompt(
+                crate::Prompt::new("later").handler(move |_: crate::PromptGet| {
+                    let counted = Arc::clone(&prompt_counted);
+                    async move {
+                        counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                        tokio::task::yield_now().await;
+                        "later".to_owned()
                     }
                 }),
             )
@@ -1065,13 +1068,30 @@ mod tests {
             Begun::Done(Reply::Response { status: 200, .. }) => {}
             _ => panic!("another method done at its first poll is answered at once"),
         }
+        // Another method that waits is the rest too, its handler polled once in place.
+        match begin_method(6, "prompts/get", json!({ "name": "later" })) {
+            Begun::Waiting(rest) => {
+                let polled = prompt_polls.load(std::sync::atomic::Ordering::SeqCst);
+                assert_eq!(polled, 1, "the prompt's handler was polled in place");
+                let Reply::Response { body, status: 200 } = rest.await else {
+                    panic!("a 200 response");
+                };
+                let message: Value = serde_json::from_str(&body).expect("JSON");
+                assert_eq!(
+                    message["result"]["messages"][0]["content"]["text"], "later",
+                    "{message}"
+                );
+                assert_eq!(prompt_polls.load(std::sync::atomic::Ordering::SeqCst), 1);
+            }
+            Begun::Done(_) => panic!("a waiting prompt is the rest of the request"),
+        }
 
         // A request cancelled before it starts runs nothing.
         if let Ok(mut f) = fields.lock() {
             f.clear();
         }
         let cancelled = Arc::new(Sink::default());
-        cancelled.0.cancel();
+        cancelled.cancellation().cancel();
         let before = polls.load(std::sync::atomic::Ordering::SeqCst);
         match begin_on(4, "tools/call", json!({"name": "later"}), cancelled) {
             Begun::Done(Reply::Cancelled) => {}
