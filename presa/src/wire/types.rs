@@ -456,7 +456,10 @@ impl CallToolResult {
 
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
-        Self::new([Content::text(text)])
+        CallToolResult {
+            content: vec![Content::text(text)],
+            ..Default::default()
+        }
     }
 
     /// A successful structured result: `structuredContent` plus a text block holding the
