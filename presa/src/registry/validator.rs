@@ -141,6 +141,32 @@ const NUMBER: u8 = 16;
 const STRING: u8 = 32;
 const INTEGER: u8 = 64;
 
+/// The `properties` of one schema object: in the schema's order (the order problems are
+/// reported in), and indexed by name for the members looked up one by one.
+#[derive(Debug)]
+struct Named {
+    list: Vec<(String, NodeId)>,
+    /// Indices into `list`, sorted by name (names are unique: they are an object's keys).
+    by_name: Box<[usize]>,
+}
+
+impl Named {
+    fn new(list: Vec<(String, NodeId)>) -> Named {
+        let mut by_name: Box<[usize]> = (0..list.len()).collect();
+        by_name.sort_unstable_by(|a, b| list[*a].0.cmp(&list[*b].0));
+        Named { list, by_name }
+    }
+
+    /// The schema of the property named `key`, if the schema names it.
+    fn get(&self, key: &str) -> Option<NodeId> {
+        let at = self
+            .by_name
+            .binary_search_by(|i| self.list[*i].0.as_str().cmp(key))
+            .ok()?;
+        Some(self.list[self.by_name[at]].1)
+    }
+}
+
 #[derive(Debug)]
 enum Check {
     Type(u8),
@@ -172,7 +198,7 @@ enum Check {
     DependentRequired(Vec<(String, Vec<String>)>),
     DependentSchemas(Vec<(String, NodeId)>),
     Properties {
-        named: Vec<(String, NodeId)>,
+        named: Named,
         patterns: Vec<(Pattern, NodeId)>,
         additional: Option<NodeId>,
     },
@@ -685,7 +711,7 @@ impl Validator {
     fn properties<'v>(
         &self,
         o: &'v Map<String, Value>,
-        named: &[(String, NodeId)],
+        named: &Named,
         patterns: &[(Pattern, NodeId)],
         additional: Option<NodeId>,
         report: &mut Option<Report<'v>>,
@@ -698,7 +724,7 @@ impl Validator {
         let closed = additional.is_some_and(|a| matches!(self.nodes[a], Node::Bool(false)));
         if patterns.is_empty() && (additional.is_none() || closed) {
             let mut present = 0;
-            for (name, schema) in named {
+            for (name, schema) in &named.list {
                 if let Some((key, value)) = o.get_key_value(name) {
                     present += 1;
                     if !self.eval_at(*schema, value, Seg::Key(key), report, memo) {
@@ -716,7 +742,7 @@ impl Validator {
                 return false;
             }
             for key in o.keys() {
-                if !named.iter().any(|(name, _)| name == key) {
+                if named.get(key).is_none() {
                     fail(report, || format!("the property {key:?} is not allowed"));
                 }
             }
@@ -724,11 +750,11 @@ impl Validator {
         }
         for (key, value) in o {
             let mut matched = false;
-            for (name, schema) in named {
-                if name == key {
-                    matched = true;
-                    ok &= self.eval_at(*schema, value, Seg::Key(key), report, memo);
-                }
+            // Looked up, not compared with every name: an object's members against a
+            // schema's named properties cost O(m log n), not O(m n).
+            if let Some(schema) = named.get(key) {
+                matched = true;
+                ok &= self.eval_at(schema, value, Seg::Key(key), report, memo);
             }
             for (pattern, schema) in patterns {
                 if pattern.regex.is_match(key) {
@@ -1167,7 +1193,7 @@ impl<'s> Compiler<'s> {
         }
         if !named.is_empty() || !patterns.is_empty() || additional.is_some() {
             checks.push(Check::Properties {
-                named,
+                named: Named::new(named),
                 patterns,
                 additional,
             });
@@ -1566,6 +1592,8 @@ mod tests {
             json!({"minLength":2.0,"maxItems":1.0}),
             json!({"type":"object","unknownKeyword":{"type":"string"},"title":"t","contentMediaType":"text/plain"}),
             json!({"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","$defs":{"address":{"$anchor":"addressDef","type":"object","properties":{"street":{"type":"string"},"city":{"type":"string"}}}},"properties":{"name":{"type":"string"},"address":{"$ref":"#/$defs/address"},"contactMethod":{"type":"string","enum":["phone","email"]},"phone":{"type":"string"},"email":{"type":"string"}},"allOf":[{"anyOf":[{"required":["phone"]},{"required":["email"]}]}],"if":{"properties":{"contactMethod":{"const":"phone"}},"required":["contactMethod"]},"then":{"required":["phone"]},"else":{"required":["email"]},"additionalProperties":false}),
+            // Many named properties beside a pattern: the members are looked up by name.
+            json!({"properties":{"a":{"type":"integer"},"b":{"type":"integer"},"c":{"type":"integer"},"l":{"type":"integer"},"m":{"type":"integer"},"n":{"type":"integer"},"o":{"type":"string"},"text":{"type":"string"},"y":{"type":"integer"},"z":{"type":"integer"}},"patternProperties":{"^x":{"type":"string"}},"additionalProperties":false}),
             json!({}),
         ]
     }
@@ -1577,6 +1605,10 @@ mod tests {
         let instances = [
             json!({"text":"hi"}),
             json!({"text":1}),
+            json!({"a":1,"z":2,"m":3,"xs":"s"}),
+            json!({"a":1,"z":"2"}),
+            json!({"a":1,"q":2}),
+            json!({"xs":1,"b":2}),
             json!({"text":"hi","extra":true}),
             json!({}),
             json!(null),
