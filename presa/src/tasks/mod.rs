@@ -392,8 +392,8 @@ impl Tasks {
         publish(invocation.server(), &record);
         // The worker keeps none of the request's transport: its context is detached now,
         // so the request's outbound (a stdio writer, an HTTP body) is released when the
-        // response is written.
-        let worker_ctx = detached(&invocation, &record, CancellationToken::new());
+        // response is written. It shares the worker's cancellation, as each round's does.
+        let worker_ctx = detached(&invocation, &record, worker.cancel.clone());
         let invocation = ToolInvocation {
             ctx: worker_ctx,
             ..invocation
