@@ -972,7 +972,8 @@ mod tests {
     /// itself, with no future of the pipeline's own; one whose handler waits comes back
     /// as the rest, polled once (not twice: a handler's first `yield_now` then yields),
     /// which answers it; any other method that completes at its first poll is answered
-    /// by `begin` too. The span records the outcome either way.
+    /// by `begin` too, and one that waits (a `prompts/get`) is the rest, its handler
+    /// polled once in place. The span records the outcome either way.
     #[tokio::test(flavor = "current_thread")]
     async fn a_call_completing_at_once_is_answered_without_a_future() {
         use super::{Begun, Exchange, Outbound, Reply};
@@ -1069,10 +1070,14 @@ mod tests {
             _ => panic!("another method done at its first poll is answered at once"),
         }
         // Another method that waits is the rest too, its handler polled once in place.
+        if let Ok(mut f) = fields.lock() {
+            f.clear();
+        }
         match begin_method(6, "prompts/get", json!({ "name": "later" })) {
             Begun::Waiting(rest) => {
                 let polled = prompt_polls.load(std::sync::atomic::Ordering::SeqCst);
                 assert_eq!(polled, 1, "the prompt's handler was polled in place");
+                assert_eq!(outcome(), None, "not concluded before it has run");
                 let Reply::Response { body, status: 200 } = rest.await else {
                     panic!("a 200 response");
                 };
@@ -1081,7 +1086,12 @@ mod tests {
                     message["result"]["messages"][0]["content"]["text"], "later",
                     "{message}"
                 );
-                assert_eq!(prompt_polls.load(std::sync::atomic::Ordering::SeqCst), 1);
+                assert_eq!(
+                    prompt_polls.load(std::sync::atomic::Ordering::SeqCst),
+                    1,
+                    "the prompt's handler was called once"
+                );
+                assert_eq!(outcome().as_deref(), Some("ok"));
             }
             Begun::Done(_) => panic!("a waiting prompt is the rest of the request"),
         }

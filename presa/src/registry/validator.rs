@@ -145,12 +145,15 @@ const INTEGER: u8 = 64;
 /// reported in), and indexed by name for the members looked up one by one.
 #[derive(Debug)]
 struct Named {
+    /// The names and their schemas, in the schema's order.
     list: Vec<(String, NodeId)>,
     /// Indices into `list`, sorted by name (names are unique: they are an object's keys).
     by_name: Box<[usize]>,
 }
 
 impl Named {
+    /// Indexes `list`, whatever its order (with serde_json's `preserve_order`, a
+    /// schema's keys come in the order written).
     fn new(list: Vec<(String, NodeId)>) -> Named {
         let mut by_name: Box<[usize]> = (0..list.len()).collect();
         by_name.sort_unstable_by(|a, b| list[*a].0.cmp(&list[*b].0));
@@ -1941,6 +1944,28 @@ mod tests {
                 "jsonschema accepts {schema}"
             );
         }
+    }
+
+    /// The named properties are found by name whatever order they come in (serde_json
+    /// sorts a schema's keys unless `preserve_order` is on, so the differential tests
+    /// alone would not notice an index left unsorted).
+    #[test]
+    fn named_properties_are_found_in_any_order() {
+        let names = ["z", "a", "text", "m", "ab", "b"];
+        let named = Named::new(
+            names
+                .iter()
+                .zip(0..)
+                .map(|(n, i)| (n.to_string(), i))
+                .collect(),
+        );
+        for (i, name) in names.iter().enumerate() {
+            assert_eq!(named.get(name), Some(i), "{name}");
+        }
+        for missing in ["", "c", "aa", "zz", "tex", "texts"] {
+            assert_eq!(named.get(missing), None, "{missing}");
+        }
+        assert_eq!(Named::new(Vec::new()).get("a"), None);
     }
 
     /// Problems are worded with their instance paths, at most five of them.

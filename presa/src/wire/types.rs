@@ -456,6 +456,8 @@ impl CallToolResult {
 
     /// A successful result with one text block.
     pub fn text(text: impl Into<String>) -> Self {
+        // Not through `new`: collecting an array moves the block twice, on every call of
+        // a tool that returns text.
         CallToolResult {
             content: vec![Content::text(text)],
             ..Default::default()
