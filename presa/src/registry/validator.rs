@@ -1968,16 +1968,18 @@ mod tests {
         assert_eq!(Named::new(Vec::new()).get("a"), None);
     }
 
-    /// Problems are worded with their instance paths, at most five of them.
+    /// Problems are worded with their instance paths, at most five of them. (The
+    /// properties are written sorted: their problems come in the schema's order, which
+    /// is the written one under serde_json's `preserve_order`.)
     #[test]
     fn problems_name_their_paths() {
         let schema = json!({
             "type": "object",
             "properties": {
-                "text": {"type": "string"},
+                "a/b": {"minimum": 3},
                 "n": {"type": "integer"},
                 "tags": {"type": "array", "items": {"type": "string", "maxLength": 2}},
-                "a/b": {"minimum": 3}
+                "text": {"type": "string"}
             },
             "required": ["text", "n"],
             "additionalProperties": false

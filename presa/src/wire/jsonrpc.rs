@@ -940,7 +940,8 @@ mod tests {
             }
             let mut members: Vec<_> = params.members().collect();
             members.sort_by_key(|m| m.0);
-            let expected: Vec<_> = plain.params.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            let mut expected: Vec<_> = plain.params.iter().map(|(k, v)| (k.as_str(), v)).collect();
+            expected.sort_by_key(|m| m.0);
             assert_eq!(members, expected, "{frame}");
             assert_eq!(params.into_map(), plain.params, "{frame}");
         }

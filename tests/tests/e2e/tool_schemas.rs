@@ -9,18 +9,20 @@ use presa::{Tool, ToolCall};
 use serde_json::{Value, json};
 
 /// A tool whose schema uses the keywords `#[tool]` rarely writes but hand-written
-/// schemas do: `pattern`, `uniqueItems`, `anyOf`, `prefixItems`, `multipleOf`.
+/// schemas do: `pattern`, `uniqueItems`, `anyOf`, `prefixItems`, `multipleOf`. (Its
+/// properties are written sorted: problems come in the schema's order, the written one
+/// under serde_json's `preserve_order`.)
 fn order_tool() -> Tool {
     Tool::new("order")
         .description("Places an order")
         .input_schema(json!({
             "type": "object",
             "properties": {
-                "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
-                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
-                "size": {"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["small", "large"]}]},
                 "point": {"type": "array", "prefixItems": [{"type": "number"}, {"type": "number"}], "items": false},
-                "price": {"type": "number", "multipleOf": 0.01}
+                "price": {"type": "number", "multipleOf": 0.01},
+                "size": {"anyOf": [{"type": "integer", "minimum": 1}, {"enum": ["small", "large"]}]},
+                "sku": {"type": "string", "pattern": "^[A-Z]{3}-[0-9]{4}$"},
+                "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}
             },
             "required": ["sku"],
             "additionalProperties": false
