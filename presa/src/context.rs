@@ -217,6 +217,10 @@ pub(crate) struct InputsOutcome {
 
 impl InputsState {
     /// Every answer available to this request.
+    #[cfg_attr(
+        not(feature = "tasks"),
+        allow(dead_code, reason = "read by the Tasks extension")
+    )]
     pub(crate) fn all_answers(&self) -> Map<String, Value> {
         self.answers.clone()
     }
@@ -411,6 +415,11 @@ impl RequestContext {
         self.inner.outbound.cancellation().token()
     }
 
+    /// The server's shared state, for a context made apart from the request (a task's).
+    #[cfg_attr(
+        not(feature = "tasks"),
+        allow(dead_code, reason = "read by the Tasks extension")
+    )]
     pub(crate) fn state_map(&self) -> Arc<StateMap> {
         Arc::clone(&self.inner.state)
     }

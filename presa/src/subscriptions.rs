@@ -32,6 +32,10 @@ pub(crate) enum Event {
     ResourceUpdated(String),
     /// An extension's event about one topic (for Tasks: a task's new state), delivered
     /// to streams whose filter holds the topic under `key`.
+    #[cfg_attr(
+        not(feature = "tasks"),
+        allow(dead_code, reason = "sent by the Tasks extension")
+    )]
     Topic {
         key: &'static str,
         id: String,
