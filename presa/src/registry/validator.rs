@@ -1413,10 +1413,7 @@ fn is_multiple(x: &Number, m: &Number) -> bool {
     }
     let (Some((a, p)), Some((b, q))) = (decimal(x), decimal(m)) else {
         // Out of decimal range: fall back to floating point.
-        return match (x.as_f64(), m.as_f64()) {
-            (Some(x), Some(m)) => (x / m).is_finite() && (x / m).fract() == 0.0,
-            _ => false,
-        };
+        return float_multiple(x, m);
     };
     if a == 0 {
         return true;
@@ -1424,30 +1421,45 @@ fn is_multiple(x: &Number, m: &Number) -> bool {
     if b == 0 {
         return false;
     }
-    // x / m = (a / b) × 10^(p - q).
-    let shift = p - q;
+    // x / m = (a / b) × 10^(p - q). The exponents are those of the text, which under
+    // serde_json's `arbitrary_precision` can be anything an `i32` holds: the difference
+    // is taken in `i64` (it cannot overflow there), and neither branch below loops or
+    // multiplies more than a fixed number of times whatever it is.
+    let shift = i64::from(p) - i64::from(q);
+    let (a, b) = (a.unsigned_abs(), b.unsigned_abs());
     if shift >= 0 {
-        // Whether b divides a × 10^shift: powers reduced mod b, so nothing overflows.
-        let b = b.abs();
-        let mut factor: i128 = 1;
-        for _ in 0..shift {
-            factor = factor * 10 % b;
-        }
-        match a.rem_euclid(b).checked_mul(factor) {
-            Some(product) => product % b == 0,
-            None => {
-                (x.as_f64().unwrap_or(f64::NAN) / m.as_f64().unwrap_or(f64::NAN)).fract() == 0.0
+        // Whether b divides a × 10^shift. Once the shift covers every factor 2 and 5 of
+        // b (fewer than 128 of either, as b < 2^128), a longer one changes nothing, so it
+        // is capped; the powers are reduced mod b.
+        let mut factor: u128 = 1;
+        for _ in 0..shift.min(128) {
+            match factor.checked_mul(10) {
+                Some(f) => factor = f % b,
+                None => return float_multiple(x, m),
             }
         }
+        match (a % b).checked_mul(factor) {
+            Some(product) => product % b == 0,
+            None => float_multiple(x, m),
+        }
     } else {
-        // Whether b × 10^-shift divides a.
-        let Some(scaled) = 10i128
-            .checked_pow(shift.unsigned_abs())
+        // Whether b × 10^-shift divides a: never once 10^-shift exceeds a (a != 0).
+        let Some(scaled) = u32::try_from(shift.unsigned_abs())
+            .ok()
+            .and_then(|e| 10u128.checked_pow(e))
             .and_then(|p| p.checked_mul(b))
         else {
             return false;
         };
         a % scaled == 0
+    }
+}
+
+/// [`is_multiple`] in floating point, where decimal arithmetic would overflow.
+fn float_multiple(x: &Number, m: &Number) -> bool {
+    match (x.as_f64(), m.as_f64()) {
+        (Some(x), Some(m)) => (x / m).is_finite() && (x / m).fract() == 0.0,
+        _ => false,
     }
 }
 
@@ -2020,6 +2032,35 @@ mod tests {
         for (x, m, expected) in cases {
             let v = Validator::compile(&json!({"multipleOf": m})).expect("compiles");
             assert_eq!(v.is_valid(&x), expected, "{x} multipleOf {m}");
+        }
+    }
+
+    /// Exponents past any float's, which only serde_json's `arbitrary_precision` lets a
+    /// number carry (CI runs these tests under it; without it such texts do not parse
+    /// and the cases are skipped), are decided at once and exactly: no loop as long as
+    /// the exponent (`1e2000000000` against 5 ran two billion steps), no overflow of the
+    /// exponents' difference (`1e2147483647` against 0.5 overflowed an `i32`).
+    #[test]
+    fn multiple_of_decides_huge_exponents_at_once() {
+        let cases = [
+            ("1e2000000000", "5", true),
+            ("3e2000000000", "7", false),
+            ("7e2147483647", "7", true),
+            ("1e2147483647", "0.5", true),
+            ("1e2147483647", "3", false),
+            ("1e-2147483648", "5e3", false),
+            ("1e-2147483648", "1e-2147483648", true),
+            ("2e-2147483648", "1e-2147483647", false),
+        ];
+        // Without the feature, the first text is out of range (and the last ones round
+        // to zero): nothing here to check.
+        if serde_json::from_str::<Number>(cases[0].0).is_err() {
+            return;
+        }
+        for (x, m, expected) in cases {
+            let x: Number = serde_json::from_str(x).expect("a number");
+            let m: Number = serde_json::from_str(m).expect("a number");
+            assert_eq!(is_multiple(&x, &m), expected, "{x} multipleOf {m}");
         }
     }
 

@@ -85,6 +85,56 @@ async fn arguments_are_checked_and_problems_worded_on_both_transports() {
     }
 }
 
+/// Under serde_json's `arbitrary_precision` (CI runs this suite under it too), an
+/// argument can carry an exponent past any float's. `multipleOf` decides it at once, on
+/// both transports; it used to loop once per unit of the exponent, stalling the server
+/// for a minute on this one. Without the feature such a number does not parse: nothing
+/// to check.
+#[tokio::test]
+async fn a_huge_exponent_is_checked_at_once() {
+    let (Ok(huge), Ok(largest)) = (
+        serde_json::from_str::<Value>("1e2000000000"),
+        serde_json::from_str::<Value>("1e2147483647"),
+    ) else {
+        return;
+    };
+    let server = builder()
+        .tool(
+            Tool::new("multiples")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {
+                        "five": {"multipleOf": 5},
+                        "half": {"multipleOf": 0.5},
+                        "three": {"multipleOf": 3}
+                    }
+                }))
+                .handler(|_: ToolCall| async { "ok" }),
+        )
+        .build()
+        .expect("the server builds");
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        // The exponents' difference overflowed an `i32` for the last: a panic in a
+        // debug build.
+        let cases = [
+            (1, "five", &huge, false),
+            (2, "three", &huge, true),
+            (3, "half", &largest, false),
+        ];
+        for (id, member, number, error) in cases {
+            let params = json!({"name": "multiples", "arguments": {member: number}});
+            let got = tokio::time::timeout(
+                std::time::Duration::from_secs(10),
+                w.call(id, "tools/call", params),
+            )
+            .await
+            .expect("answered at once");
+            assert_eq!(got.result()["isError"], error, "{kind:?} {member}");
+        }
+    }
+}
+
 /// A schema presa's validator leaves out fails the build, naming the keyword and the
 /// feature that would validate it; it is never silently skipped. (The workspace builds
 /// presa without its `jsonschema` feature, as a default dependency does.)
