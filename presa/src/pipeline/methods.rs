@@ -205,8 +205,9 @@ fn list<T: Listed>(
         out.push_str(item.listing().get());
     }
     out.push_str("],");
-    // `rest` is a non-empty object: splice its members after the list.
-    out.push_str(&rest[1..]);
+    // `rest` is a non-empty object (it has `resultType`): its members go after the list.
+    let members = rest.strip_prefix('{').ok_or_else(Error::internal)?;
+    out.push_str(members);
     Ok(out)
 }
 

@@ -36,6 +36,10 @@ use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// How many times a task's update is tried against the store's compare-and-set before
+/// it is given up (each failure means another writer changed the task meanwhile).
+const UPDATE_ATTEMPTS: usize = 1000;
+
 /// The extension's identifier.
 pub const ID: &str = "io.modelcontextprotocol/tasks";
 /// Longest task id accepted, in bytes.
@@ -252,14 +256,18 @@ impl Tasks {
     }
 
     /// Applies `change` with compare-and-set until it sticks; `None` from `change` means
-    /// nothing to do. Terminal tasks never change. Publishes the new state.
+    /// nothing to do, and `None` back means nothing was stored (the task is gone or
+    /// terminal, or the store conflicted [`UPDATE_ATTEMPTS`] times). Terminal tasks never
+    /// change. Publishes the new state.
     fn update(
         &self,
         server: &crate::Server,
         id: &str,
         mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
     ) -> Option<TaskRecord> {
-        loop {
+        // A store that reports a conflict every time (a poisoned lock, a broken store) is
+        // given up on rather than retried forever on a worker thread.
+        for _ in 0..UPDATE_ATTEMPTS {
             let current = self.inner.config.store.get(id)?;
             if current.status.is_terminal() {
                 return None;
@@ -279,6 +287,8 @@ impl Tasks {
                 Err(_) => continue,
             }
         }
+        tracing::error!(task = %id, "the task store reported a conflict on every attempt to update the task");
+        None
     }
 
     fn capacity(&self, scope: &str) -> Result<(), Error> {

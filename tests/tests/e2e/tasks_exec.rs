@@ -375,6 +375,94 @@ fn slow_lab(knobs: presa::tasks::TasksBuilder) -> Lab {
     }))
 }
 
+/// A [`TaskStore`] whose compare-and-set conflicts every time (as a poisoned or broken
+/// store would), counting the attempts.
+struct ConflictingStore {
+    inner: MemoryStore,
+    attempts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TaskStore for ConflictingStore {
+    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
+        self.inner.insert(record)
+    }
+
+    fn get(&self, id: &str) -> Option<TaskRecord> {
+        self.inner.get(id)
+    }
+
+    fn compare_and_set(&self, _: u64, _: TaskRecord) -> Result<TaskRecord, Conflict> {
+        self.attempts
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        Err(Conflict)
+    }
+
+    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+        self.inner.count(scope, now_ms)
+    }
+
+    fn remove_expired(&self, now_ms: u64) -> usize {
+        self.inner.remove_expired(now_ms)
+    }
+}
+
+/// A store that conflicts on every update is given up on after a bounded number of
+/// attempts, not retried forever on a worker thread: the task stays as last stored,
+/// and the server goes on answering. The server runs on a runtime of its own thread and
+/// the attempts are watched from this one, so a worker that never yields fails the test
+/// rather than hanging it (a task waiting on that worker cannot be stolen from it).
+#[test]
+fn a_store_that_always_conflicts_is_given_up_on() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let attempts = std::sync::Arc::new(AtomicUsize::new(0));
+    let (go_on, wait) = std::sync::mpsc::channel::<()>();
+    let (report, outcome) = std::sync::mpsc::channel();
+    let counted = std::sync::Arc::clone(&attempts);
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime.block_on(async move {
+            let lab = Lab::new(Tasks::builder().store(ConflictingStore {
+                inner: MemoryStore::default(),
+                attempts: counted,
+            }));
+            let mut w = Wire::start(Kind::Http, &lab.server).await;
+            let id = w.create("quick", json!({})).await;
+            // Checked once the attempts have stopped.
+            if wait.recv().is_ok() {
+                let stored = lab.stored_status(&id);
+                let status = w.get(&id).await["status"].clone();
+                let _ = report.send((stored, status));
+            }
+        });
+    });
+    // The worker's update of the finished task conflicts until it is given up.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut last = attempts.load(SeqCst);
+    loop {
+        std::thread::sleep(Duration::from_millis(100));
+        let now = attempts.load(SeqCst);
+        if now > 0 && now == last {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "still retrying after {now} attempts"
+        );
+        last = now;
+    }
+    assert!(last >= 1000, "{last} attempts");
+    go_on.send(()).expect("the server's thread waits");
+    let (stored, status) = outcome
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the server answers");
+    assert_eq!(stored, Some(TaskStatus::Working));
+    assert_eq!(status, "working");
+}
+
 /// Posts `n` task creations of `name` at once over HTTP; the ids created, after checking
 /// that every refusal is the capacity error for `limit`.
 async fn create_at_once(w: &Wire, name: &str, n: i64, limit: &str) -> Vec<String> {
