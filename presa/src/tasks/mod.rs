@@ -185,9 +185,10 @@ impl TasksBuilder {
     }
 
     /// Largest work input a task may keep, in bytes of JSON (default 262 144): the call's
-    /// arguments, the answers gathered before it became a task and the client's
-    /// capabilities, all held by the task record until it expires. Past it, task creation
-    /// is -32602 and nothing is stored.
+    /// arguments, the answers gathered before it became a task or given to it with
+    /// `tasks/update`, and the client's capabilities, all held by the task record until it
+    /// expires. Past it, task creation (or the `tasks/update`) is -32602 and nothing is
+    /// stored.
     pub fn max_input_bytes(mut self, bytes: usize) -> Self {
         self.max_input_bytes = bytes;
         self
@@ -599,6 +600,8 @@ impl Tasks {
         }
         let record = self.lookup(&id, ctx)?;
         let mut matched = false;
+        let mut too_large = false;
+        let limit = self.inner.config.max_input_bytes;
         self.update(ctx.server(), &record.id, |r| {
             // Only answers to pending requests are taken; others are ignored.
             let taken: Vec<(&String, &Value)> = responses
@@ -613,6 +616,14 @@ impl Tasks {
                 next.input_requests.remove(k);
                 next.answers.insert(k.clone(), v.clone());
             }
+            // The answers stay in the record until it expires: held to the bound its
+            // creation was (the work input and every answer, as JSON).
+            let kept = crate::wire::json_len(&next.work)
+                .saturating_add(crate::wire::json_len(&next.answers));
+            if kept > limit {
+                too_large = true;
+                return None;
+            }
             if next.input_requests.is_empty() {
                 next.status = TaskStatus::Working;
                 next.status_message = Some("Working".into());
@@ -620,6 +631,11 @@ impl Tasks {
             matched = true;
             Some(next)
         });
+        if too_large {
+            return Err(Error::invalid_params(format!(
+                "Task input is larger than {limit} bytes"
+            )));
+        }
         if matched {
             self.wake(&record.id);
         }
