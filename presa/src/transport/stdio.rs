@@ -91,6 +91,19 @@ impl Frame {
             _queued: None,
         }
     }
+
+    /// No text, only the in-flight slot of a request that ends unanswered (cancelled):
+    /// freed once what the request queued before it is written, as an answer's slot is.
+    /// Otherwise a client that stops reading could cancel requests that notify and send
+    /// new ones, each round leaving its notifications queued with no slot held for them.
+    fn release(permit: OwnedSemaphorePermit) -> Frame {
+        Frame {
+            text: String::new(),
+            ended: true,
+            _permit: Some(permit),
+            _queued: None,
+        }
+    }
 }
 
 /// The answers made in the read loop itself (a request that completed at its first
@@ -196,16 +209,20 @@ impl Gate {
                 .is_ok()
     }
 
-    /// Queues the response and closes the gate in one step: nothing more is written for
-    /// this request afterwards (notifications must stop at completion).
-    fn finish(&self, text: String, permit: OwnedSemaphorePermit) {
-        let Ok(mut open) = self.open.lock() else {
-            return;
+    /// Queues the response (`None`: none, the request was cancelled) and closes the gate
+    /// in one step: nothing more is written for this request afterwards (notifications
+    /// must stop at completion). Either way the request's slot is freed only once what it
+    /// queued is written.
+    fn finish(&self, text: Option<String>, permit: OwnedSemaphorePermit) {
+        let open = self
+            .open
+            .lock()
+            .is_ok_and(|mut open| std::mem::replace(&mut *open, false));
+        let frame = match text {
+            Some(text) if open => Frame::answer(text, permit),
+            _ => Frame::release(permit),
         };
-        if *open {
-            let _ = self.tx.send(Frame::answer(text, permit));
-            *open = false;
-        }
+        let _ = self.tx.send(frame);
     }
 
     /// Closes the gate, saying whether it was open: the response of a request answered in
@@ -448,7 +465,7 @@ impl Server {
             Err(_) => {
                 // Only after a panic while the map was held; the request still gets an
                 // answer.
-                gate.finish(internal_error(&id), permit);
+                gate.finish(Some(internal_error(&id)), permit);
                 return;
             }
         }
@@ -493,9 +510,7 @@ fn internal_error(id: &RequestId) -> String {
 /// stream with `notifications/cancelled` for its id (errata W-2); a cancelled request
 /// gets nothing.
 fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
-    if let Some(text) = answer_text(reply) {
-        gate.finish(text, permit);
-    }
+    gate.finish(answer_text(reply), permit);
 }
 
 /// The line a request's reply writes, if any (see [`finish`]).

@@ -1312,6 +1312,79 @@ async fn backpressure_bounds_requests_in_flight() {
     assert!(s.finish().await);
 }
 
+/// A cancelled request's in-flight slot is freed only once what it queued is written,
+/// as an answer's slot is. Otherwise a client that stops reading could cancel requests
+/// that notify and send new ones, each round leaving its notifications queued with no
+/// slot held for them, without bound. With one slot and a 16 KiB pipe the client does
+/// not read: the request after the cancelled one does not start until the client reads.
+#[tokio::test]
+async fn a_cancelled_request_frees_its_slot_once_its_output_is_written() {
+    let started = Arc::new(AtomicUsize::new(0));
+    let counted = Arc::clone(&started);
+    let server = Server::builder(Implementation::new("stdio-release", "1"))
+        .tool(
+            Tool::new("chatty")
+                .description("Logs 100 KB, then waits until cancelled")
+                .handler(move |call: ToolCall| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    async move {
+                        for _ in 0..100 {
+                            call.ctx.log(LogLevel::Info, "x".repeat(1000));
+                        }
+                        call.ctx.cancellation_token().cancelled().await;
+                        "cancelled"
+                    }
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let (mut client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_in) = tokio::io::duplex(16 * 1024);
+    let serving = tokio::spawn(async move {
+        let config = StdioConfig::default().max_in_flight(1);
+        server.serve_io(server_in, server_out, config).await
+    });
+    let chatty = |id: i64| {
+        line(&request(
+            id,
+            "tools/call",
+            json!({"name": "chatty", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+        ))
+    };
+    client_out.write_all(&chatty(1)).await.expect("written");
+    until("the first call runs", || {
+        started.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    let mut bytes = line(&cancel(1));
+    bytes.extend(chatty(2));
+    client_out.write_all(&bytes).await.expect("written");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(
+        started.load(Ordering::SeqCst),
+        1,
+        "the second call waits for the first's output to be written"
+    );
+    // Reading frees the slot: the second call starts.
+    let mut lines = BufReader::new(client_in).lines();
+    while started.load(Ordering::SeqCst) < 2 {
+        let next = tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await;
+        let Ok(Ok(Some(l))) = next else {
+            panic!("the first call's logs, then the second call");
+        };
+        let m: Value = serde_json::from_str(&l).expect("JSON");
+        assert_eq!(m["method"], "notifications/message", "{m}");
+    }
+    client_out
+        .write_all(&line(&cancel(2)))
+        .await
+        .expect("written");
+    drop(client_out);
+    drop(lines);
+    let _ = tokio::time::timeout(Duration::from_secs(10), serving).await;
+}
+
 /// Answers made in the read loop (a request that completes at its first poll, an error
 /// reply) are gathered into one batch whose in-flight slots are held until it is written.
 /// With a single slot, every next line needs the slot the batch holds: the loop must hand
