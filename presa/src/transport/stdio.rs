@@ -295,7 +295,10 @@ impl Server {
         W: AsyncWrite + Unpin + Send + 'static,
     {
         let (tx, rx) = mpsc::unbounded_channel::<Frame>();
-        let writer_task = tokio::spawn(write_frames(writer, rx));
+        // Told to end once serving is over: a request context a handler kept (in a task
+        // of its own) holds a sender of the queue, so the queue may never close.
+        let (end_writer, writer_ends) = tokio::sync::oneshot::channel();
+        let writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
         let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
         let in_flight: InFlight = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
@@ -375,6 +378,9 @@ impl Server {
             map.clear();
         }
         drop(tx);
+        // Every request has ended (each gate is closed, so a context kept elsewhere can
+        // queue nothing more): the writer writes what is queued and ends.
+        let _ = end_writer.send(());
         match writer_task.await {
             Ok(result) => result,
             Err(e) => Err(io::Error::other(e)),
@@ -722,10 +728,32 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Frame>,
+    mut end: tokio::sync::oneshot::Receiver<()>,
 ) -> io::Result<()> {
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     let mut written: Vec<Frame> = Vec::new();
-    while let Some(frame) = rx.recv().await {
+    let mut ending = false;
+    loop {
+        // Until told to end (or the server's loop is gone), frames as they come; then
+        // only those already queued.
+        let frame = if ending {
+            match rx.try_recv() {
+                Ok(frame) => frame,
+                Err(_) => break,
+            }
+        } else {
+            tokio::select! {
+                biased;
+                frame = rx.recv() => match frame {
+                    Some(frame) => frame,
+                    None => break,
+                },
+                _ = &mut end => {
+                    ending = true;
+                    continue;
+                }
+            }
+        };
         let mut next = Some(frame);
         while let Some(frame) = next.take() {
             // `batch` is under BATCH_BYTES here: it is written as soon as it reaches it.

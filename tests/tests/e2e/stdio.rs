@@ -1312,6 +1312,39 @@ async fn backpressure_bounds_requests_in_flight() {
     assert!(s.finish().await);
 }
 
+/// Serving ends when stdin closes even if a handler kept its request context alive in a
+/// task of its own (the context holds a sender of the writer's queue, which then never
+/// closes): the writer is told to end, after writing what is queued.
+#[tokio::test]
+async fn serving_ends_at_eof_though_a_handler_kept_its_context() {
+    let kept = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let keeper = Arc::clone(&kept);
+    let mut s = one_tool_session(
+        Tool::new("keeper")
+            .description("Keeps its context in a task that never ends, then answers")
+            .handler(move |call: ToolCall| {
+                let ctx = call.ctx.clone();
+                let task = tokio::spawn(async move {
+                    let _ctx = ctx;
+                    std::future::pending::<()>().await;
+                });
+                if let Ok(mut k) = keeper.lock() {
+                    k.push(task);
+                }
+                async { "kept" }
+            }),
+        StdioConfig::default().shutdown_grace(Duration::from_millis(100)),
+    );
+    let m = s
+        .call(1, "tools/call", json!({"name": "keeper", "arguments": {}}))
+        .await;
+    assert_eq!(m[0]["result"]["content"][0]["text"], "kept", "{m:?}");
+    assert!(s.finish().await, "serve_io returned once stdin closed");
+    if let Ok(k) = kept.lock() {
+        k.iter().for_each(tokio::task::JoinHandle::abort);
+    }
+}
+
 /// A cancelled request's in-flight slot is freed only once what it queued is written,
 /// as an answer's slot is. Otherwise a client that stops reading could cancel requests
 /// that notify and send new ones, each round leaving its notifications queued with no
