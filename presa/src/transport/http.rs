@@ -55,6 +55,10 @@ pub struct HttpConfig {
     pub max_in_flight: usize,
     /// How often an idle subscription stream sends a keepalive comment (default 15 s).
     pub keepalive: Duration,
+    /// Longest wait for a POST body to arrive whole (default 30 s); past it, 408. A body
+    /// being read holds one of the `max_in_flight` reading slots, so a client trickling
+    /// its bodies cannot hold them all for long.
+    pub body_timeout: Duration,
 }
 
 impl Default for HttpConfig {
@@ -68,6 +72,7 @@ impl Default for HttpConfig {
             max_streams: 256,
             max_in_flight: 1024,
             keepalive: Duration::from_secs(15),
+            body_timeout: Duration::from_secs(30),
         }
     }
 }
@@ -112,6 +117,12 @@ impl HttpConfig {
     /// Sets the keepalive interval of subscription streams.
     pub fn keepalive(mut self, every: Duration) -> Self {
         self.keepalive = every;
+        self
+    }
+
+    /// Sets the longest wait for a POST body to arrive whole.
+    pub fn body_timeout(mut self, wait: Duration) -> Self {
+        self.body_timeout = wait;
         self
     }
 
@@ -246,14 +257,25 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
         );
         return json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(None, &error));
     };
-    let bytes: Bytes = match axum::body::to_bytes(body, endpoint.config.max_body_bytes).await {
-        Ok(b) => b,
-        Err(_) => {
+    let config = &endpoint.config;
+    let read = axum::body::to_bytes(body, config.max_body_bytes);
+    let bytes: Bytes = match tokio::time::timeout(config.body_timeout, read).await {
+        Ok(Ok(b)) => b,
+        Ok(Err(_)) => {
             return transport_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Error::invalid_request(format!(
                     "Invalid Request: body exceeds {} bytes",
-                    endpoint.config.max_body_bytes
+                    config.max_body_bytes
+                )),
+            );
+        }
+        Err(_) => {
+            return transport_error(
+                StatusCode::REQUEST_TIMEOUT,
+                Error::invalid_request(format!(
+                    "Invalid Request: body not received within {} ms",
+                    config.body_timeout.as_millis()
                 )),
             );
         }

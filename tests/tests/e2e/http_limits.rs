@@ -103,3 +103,45 @@ async fn bodies_being_read_are_capped_too() {
     };
     assert_eq!(again.status, 200, "{}", again.body);
 }
+
+/// A body that does not arrive whole within `body_timeout` is given up: 408 with a
+/// JSON-RPC error and no id, and its reading slot is free again, so a client trickling
+/// bodies cannot hold the reading slots.
+#[tokio::test]
+async fn a_body_not_received_in_time_is_408() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = builder().tool(quick()).build().expect("builds");
+    let config = HttpConfig::default()
+        .max_in_flight(1)
+        .body_timeout(Duration::from_millis(200));
+    let h = Harness::start_with(server, config).await;
+    let addr = h.base.trim_start_matches("http://").to_owned();
+    let mut slow = tokio::net::TcpStream::connect(&addr)
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
+    );
+    slow.write_all(head.as_bytes()).await.expect("writes");
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&reply).contains("\"jsonrpc\"") {
+        let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut buf))
+            .await
+            .expect("an answer within the timeout")
+            .expect("reads");
+        assert!(n > 0, "the connection closed without an answer");
+        reply.extend_from_slice(&buf[..n]);
+    }
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
+    let body = &reply[reply.find("\r\n\r\n").expect("a head") + 4..];
+    let message: serde_json::Value = serde_json::from_str(body.trim()).expect("JSON");
+    assert_eq!(message["error"]["code"], -32600, "{message}");
+    assert_eq!(message["id"], serde_json::Value::Null, "{message}");
+    presa_tests::schema::check_response("", &message);
+    // The slot is free again.
+    let again = h.call(2, "tools/call", json!({"name": "quick"})).await;
+    assert_eq!(again.status, 200, "{}", again.body);
+}
