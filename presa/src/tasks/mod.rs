@@ -33,7 +33,7 @@ use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
 
 /// How many times a task's update is tried against the store's compare-and-set before
@@ -110,6 +110,9 @@ struct Inner {
     /// The settings it was built with.
     config: TasksBuilder,
     workers: Mutex<HashMap<String, Worker>>,
+    /// One permit per task running its tool (`max_workers`): taken at creation, given
+    /// back while the task waits for input, taken again (waiting for it) to resume.
+    slots: Arc<tokio::sync::Semaphore>,
     /// Held while a task is checked against the limits and stored, so concurrent
     /// creations cannot both pass the same last slot.
     creating: Mutex<()>,
@@ -120,8 +123,6 @@ struct Inner {
 struct Worker {
     cancel: CancellationToken,
     wake: Arc<Notify>,
-    /// Waiting for input: it runs nothing, so it does not count against `max_workers`.
-    parked: Arc<AtomicBool>,
 }
 
 /// The knobs of [`Tasks`], with their defaults.
@@ -166,7 +167,9 @@ impl TasksBuilder {
         self
     }
 
-    /// Most tasks running at once (default 64).
+    /// Most tasks running their tool at once (default 64). Past it a new task is refused
+    /// (-32603, `limit: "max_workers"`); a task waiting for input gives its slot back,
+    /// and one resumed by its answers waits for a free slot before it runs again.
     pub fn max_workers(mut self, n: usize) -> Self {
         self.max_workers = n;
         self
@@ -208,10 +211,12 @@ impl TasksBuilder {
 
     /// The extension.
     pub fn build(self) -> Tasks {
+        let slots = self.max_workers.min(tokio::sync::Semaphore::MAX_PERMITS);
         Tasks {
             inner: Arc::new(Inner {
                 config: self,
                 workers: Mutex::default(),
+                slots: Arc::new(tokio::sync::Semaphore::new(slots)),
                 creating: Mutex::new(()),
                 reaper: AtomicBool::new(false),
             }),
@@ -292,25 +297,17 @@ impl Tasks {
         None
     }
 
-    fn capacity(&self, scope: &str) -> Result<(), Error> {
+    /// Checks a new task against the limits, in the order their errors are reported;
+    /// within them, the worker slot it will run in.
+    fn capacity(&self, scope: &str) -> Result<OwnedSemaphorePermit, Error> {
         let now = time::now_ms();
         let full = |limit: &str| {
             Error::new(code::INTERNAL_ERROR, "Task capacity exhausted")
                 .with_data(json!({"retryable": true, "limit": limit}))
         };
-        let running = self
-            .inner
-            .workers
-            .lock()
-            .map(|w| {
-                w.values()
-                    .filter(|w| !w.parked.load(Ordering::SeqCst))
-                    .count()
-            })
-            .unwrap_or(usize::MAX);
-        if running >= self.inner.config.max_workers {
-            return Err(full("max_workers"));
-        }
+        let slot = Arc::clone(&self.inner.slots)
+            .try_acquire_owned()
+            .map_err(|_| full("max_workers"))?;
         if self.inner.config.store.count(None, now) >= self.inner.config.max_tasks {
             return Err(full("max_tasks"));
         }
@@ -318,7 +315,7 @@ impl Tasks {
         {
             return Err(full("max_tasks_per_scope"));
         }
-        Ok(())
+        Ok(slot)
     }
 
     fn start_reaper(&self) {
@@ -362,7 +359,7 @@ impl Tasks {
         }
         let scope = Self::scope(&ctx);
         let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
-        self.capacity(&scope)?;
+        let slot = self.capacity(&scope)?;
         let now = time::now_ms();
         let record = TaskRecord {
             // Unguessable (errata section 4); without OS randomness no task is made.
@@ -394,7 +391,6 @@ impl Tasks {
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
-            parked: Arc::new(AtomicBool::new(false)),
         };
         if let Ok(mut w) = self.inner.workers.lock() {
             w.insert(record.id.clone(), worker.clone());
@@ -409,7 +405,10 @@ impl Tasks {
             ctx: worker_ctx,
             ..invocation
         };
-        tokio::spawn(self.clone().work(invocation, record.id.clone(), worker));
+        tokio::spawn(
+            self.clone()
+                .work(invocation, record.id.clone(), worker, slot),
+        );
         let mut result = base(&record);
         result.insert("resultType".into(), Value::from("task"));
         Ok(result)
@@ -417,7 +416,15 @@ impl Tasks {
 
     /// The worker: runs the tool detached from the request, parks on input, and
     /// records the outcome. Cancellation drops the tool's future at once.
-    async fn work(self, invocation: ToolInvocation, id: String, worker: Worker) {
+    async fn work(
+        self,
+        invocation: ToolInvocation,
+        id: String,
+        worker: Worker,
+        slot: OwnedSemaphorePermit,
+    ) {
+        // Held while the tool runs; given back while the task waits for input.
+        let mut slot = Some(slot);
         let server = invocation.server().clone();
         while let Some(record) = self.inner.config.store.get(&id) {
             if record.status.is_terminal() {
@@ -478,18 +485,28 @@ impl Tasks {
                 }
                 // Parked, the task holds no worker slot (a client that never answers
                 // cannot starve others of workers).
-                worker.parked.store(true, Ordering::SeqCst);
+                drop(slot.take());
                 let resumed = tokio::select! {
                     _ = worker.cancel.cancelled() => false,
                     _ = worker.wake.notified() => true,
                     // Answered or cancelled through another replica sharing the store.
                     () = self.changed_elsewhere(&id, TaskStatus::InputRequired) => true,
                 };
-                worker.parked.store(false, Ordering::SeqCst);
-                if resumed {
-                    continue;
+                if !resumed {
+                    break;
                 }
-                break;
+                // Back to work: it waits for a worker slot as a new task would find one,
+                // so answering many parked tasks at once runs at most `max_workers`.
+                let taken = tokio::select! {
+                    _ = worker.cancel.cancelled() => break,
+                    () = self.cancelled_elsewhere(&id) => break,
+                    taken = Arc::clone(&self.inner.slots).acquire_owned() => taken,
+                };
+                match taken {
+                    Ok(taken) => slot.replace(taken),
+                    Err(_) => break,
+                };
+                continue;
             }
             match outcome {
                 Ok(Ok(result)) => {

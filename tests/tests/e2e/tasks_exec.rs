@@ -874,3 +874,37 @@ async fn an_answered_key_is_never_requested_again() {
         assert_eq!(text(&task["result"]), "a: true, b: true", "{kind:?}");
     }
 }
+
+/// `max_workers` holds for resumed tasks too: a task that parked on input gives its
+/// slot back, and once answered it waits for a free slot before its tool runs again.
+/// So answering many parked tasks at once cannot run more than `max_workers` tools.
+#[tokio::test]
+async fn a_resumed_task_waits_for_a_worker_slot() {
+    for kind in KINDS {
+        let lab = Lab::new(Tasks::builder().max_workers(1));
+        let mut w = Wire::start(kind, &lab.server).await;
+        let parked = w.create("pair", json!({})).await;
+        w.wait_for(&parked, &["input_required"]).await;
+        // The parked task's slot runs another task, which waits at the gate.
+        let running = w.create("gate", json!({})).await;
+        lab.wait_count(&lab.probe.started, 1, "the gate task runs")
+            .await;
+        let yes = accept(json!({"proceed": true}));
+        w.update(&parked, json!({"a": yes.clone(), "b": yes})).await;
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert_eq!(
+            Probe::get(&lab.probe.pair_runs),
+            1,
+            "{kind:?}: the answered task waits for the slot"
+        );
+        // The gate task ends and frees its slot: the answered task runs (and, as every
+        // run of `pair` after its first, waits at the gate too).
+        lab.gate.add_permits(1);
+        w.wait_for(&running, &["completed"]).await;
+        lab.wait_count(&lab.probe.pair_runs, 2, "the answered task runs")
+            .await;
+        lab.gate.add_permits(1);
+        let done = w.wait_for(&parked, &["completed"]).await;
+        assert_eq!(text(&done["result"]), "a: true, b: true", "{kind:?}");
+    }
+}
