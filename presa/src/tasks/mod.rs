@@ -540,8 +540,8 @@ impl Tasks {
     async fn cancelled_elsewhere(&self, id: &str) {
         loop {
             tokio::time::sleep(REMOTE_CHECK).await;
-            match self.inner.config.store.get(id) {
-                Some(r) if r.status != TaskStatus::Cancelled => {}
+            match self.inner.config.store.status(id) {
+                Some(s) if s != TaskStatus::Cancelled => {}
                 _ => return,
             }
         }
@@ -552,8 +552,8 @@ impl Tasks {
     async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
         loop {
             tokio::time::sleep(REMOTE_CHECK).await;
-            match self.inner.config.store.get(id) {
-                Some(r) if r.status == status => {}
+            match self.inner.config.store.status(id) {
+                Some(s) if s == status => {}
                 _ => return,
             }
         }

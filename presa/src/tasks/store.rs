@@ -122,6 +122,13 @@ pub trait TaskStore: Send + Sync + 'static {
     fn insert(&self, record: TaskRecord) -> Result<(), StoreError>;
     /// The task with this id, if any.
     fn get(&self, id: &str) -> Option<TaskRecord>;
+    /// The status of the task with this id, if any. Every running or waiting task's
+    /// worker asks it every [`REMOTE_CHECK`](super::REMOTE_CHECK), to see changes made
+    /// through another replica. The default reads the whole record (its arguments and
+    /// answers, up to `max_input_bytes`); a store that can read the status alone should.
+    fn status(&self, id: &str) -> Option<TaskStatus> {
+        self.get(id).map(|r| r.status)
+    }
     /// Replaces the task if its revision is still `expected`; returns the stored record
     /// (revision bumped), or [`Conflict`] when it changed meanwhile.
     fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict>;
@@ -152,6 +159,10 @@ impl TaskStore for MemoryStore {
 
     fn get(&self, id: &str) -> Option<TaskRecord> {
         self.tasks.lock().ok()?.get(id).cloned()
+    }
+
+    fn status(&self, id: &str) -> Option<TaskStatus> {
+        self.tasks.lock().ok()?.get(id).map(|r| r.status)
     }
 
     fn compare_and_set(

@@ -908,3 +908,68 @@ async fn a_resumed_task_waits_for_a_worker_slot() {
         assert_eq!(text(&done["result"]), "a: true, b: true", "{kind:?}");
     }
 }
+
+/// A [`TaskStore`] that counts whole-record reads and status reads.
+struct CountingStore {
+    inner: MemoryStore,
+    gets: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    statuses: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl TaskStore for CountingStore {
+    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
+        self.inner.insert(record)
+    }
+
+    fn get(&self, id: &str) -> Option<TaskRecord> {
+        self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.get(id)
+    }
+
+    fn status(&self, id: &str) -> Option<TaskStatus> {
+        self.statuses
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.status(id)
+    }
+
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+        self.inner.compare_and_set(expected, record)
+    }
+
+    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+        self.inner.count(scope, now_ms)
+    }
+
+    fn remove_expired(&self, now_ms: u64) -> usize {
+        self.inner.remove_expired(now_ms)
+    }
+}
+
+/// A waiting task's worker looks for changes made through another replica by reading
+/// the task's status, not its whole record (arguments and answers, up to
+/// `max_input_bytes`), every `REMOTE_CHECK`.
+#[tokio::test]
+async fn a_waiting_task_polls_the_store_for_its_status_only() {
+    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+    let gets = std::sync::Arc::new(AtomicUsize::new(0));
+    let statuses = std::sync::Arc::new(AtomicUsize::new(0));
+    let lab = Lab::new(Tasks::builder().store(CountingStore {
+        inner: MemoryStore::default(),
+        gets: std::sync::Arc::clone(&gets),
+        statuses: std::sync::Arc::clone(&statuses),
+    }));
+    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let id = w.create("pair", json!({})).await;
+    w.wait_for(&id, &["input_required"]).await;
+    let (before, polls) = (gets.load(SeqCst), statuses.load(SeqCst));
+    tokio::time::sleep(presa::tasks::REMOTE_CHECK * 3).await;
+    assert_eq!(
+        gets.load(SeqCst),
+        before,
+        "no whole record read while waiting"
+    );
+    assert!(
+        statuses.load(SeqCst) >= polls + 2,
+        "its status read instead"
+    );
+}
