@@ -297,6 +297,20 @@ impl Tasks {
         None
     }
 
+    /// After an update that stored nothing: `Ok` when the task ended (or vanished)
+    /// meanwhile, so there is nothing left to change; the retryable -32603 when the
+    /// store refused every attempt ([`UPDATE_ATTEMPTS`]).
+    fn unstored(&self, id: &str) -> Result<(), Error> {
+        match self.inner.config.store.status(id) {
+            Some(status) if !status.is_terminal() => Err(Error::new(
+                code::INTERNAL_ERROR,
+                "The task store did not take the change; try again",
+            )
+            .with_data(json!({"retryable": true}))),
+            _ => Ok(()),
+        }
+    }
+
     /// Checks a new task against the limits, in the order their errors are reported;
     /// within them, the worker slot it will run in.
     fn capacity(&self, scope: &str) -> Result<OwnedSemaphorePermit, Error> {
@@ -619,7 +633,8 @@ impl Tasks {
         let mut matched = false;
         let mut too_large = false;
         let limit = self.inner.config.max_input_bytes;
-        self.update(ctx.server(), &record.id, |r| {
+        let stored = self.update(ctx.server(), &record.id, |r| {
+            matched = false;
             // Only answers to pending requests are taken; others are ignored.
             let taken: Vec<(&String, &Value)> = responses
                 .iter()
@@ -653,6 +668,11 @@ impl Tasks {
                 "Task input is larger than {limit} bytes"
             )));
         }
+        if matched && stored.is_none() {
+            // Taken in a try the store refused: nothing is stored, nothing to wake.
+            self.unstored(&record.id)?;
+            matched = false;
+        }
         if matched {
             self.wake(&record.id);
         }
@@ -680,13 +700,17 @@ impl Tasks {
         let record = self.lookup(&id, ctx)?;
         // Record the status first, then stop the work: a worker finishing at the same
         // moment cannot overwrite a terminal status. The acknowledgement does not wait.
-        self.update(ctx.server(), &record.id, |r| {
+        let stored = self.update(ctx.server(), &record.id, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Cancelled;
             next.status_message = Some("Cancellation requested".into());
             next.input_requests = Map::new();
             Some(next)
         });
+        if stored.is_none() {
+            // Not recorded: the work goes on unless the task has ended anyway.
+            self.unstored(&record.id)?;
+        }
         let worker = self
             .inner
             .workers

@@ -408,7 +408,8 @@ impl TaskStore for ConflictingStore {
 
 /// A store that conflicts on every update is given up on after a bounded number of
 /// attempts, not retried forever on a worker thread: the task stays as last stored,
-/// and the server goes on answering. The server runs on a runtime of its own thread and
+/// the server goes on answering, and a `tasks/cancel` the store will not take is a
+/// retryable -32603, not an acknowledgement. The server runs on a runtime of its own thread and
 /// the attempts are watched from this one, so a worker that never yields fails the test
 /// rather than hanging it (a task waiting on that worker cannot be stolen from it).
 #[test]
@@ -435,7 +436,10 @@ fn a_store_that_always_conflicts_is_given_up_on() {
             if wait.recv().is_ok() {
                 let stored = lab.stored_status(&id);
                 let status = w.get(&id).await["status"].clone();
-                let _ = report.send((stored, status));
+                // A cancellation the store will not take is not acknowledged.
+                let got = w.send("tasks/cancel", declared(task_id(&id))).await;
+                let refused = got.error(-32603, 500).clone();
+                let _ = report.send((stored, status, refused));
             }
         });
     });
@@ -456,11 +460,12 @@ fn a_store_that_always_conflicts_is_given_up_on() {
     }
     assert!(last >= 1000, "{last} attempts");
     go_on.send(()).expect("the server's thread waits");
-    let (stored, status) = outcome
+    let (stored, status, refused) = outcome
         .recv_timeout(Duration::from_secs(10))
         .expect("the server answers");
     assert_eq!(stored, Some(TaskStatus::Working));
     assert_eq!(status, "working");
+    assert_eq!(refused["data"]["retryable"], true, "{refused}");
 }
 
 /// Posts `n` task creations of `name` at once over HTTP; the ids created, after checking
