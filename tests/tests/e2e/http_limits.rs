@@ -124,19 +124,33 @@ async fn a_body_not_received_in_time_is_408() {
          Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
     );
     slow.write_all(head.as_bytes()).await.expect("writes");
+    // The whole answer: its head, then as many bytes as its Content-Length says.
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];
-    while !String::from_utf8_lossy(&reply).contains("\"jsonrpc\"") {
+    let whole = |reply: &[u8]| {
+        let text = String::from_utf8_lossy(reply);
+        let end = text.find("\r\n\r\n")? + 4;
+        let length = text[..end].lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })?;
+        (reply.len() >= end + length).then_some(end)
+    };
+    let end = loop {
+        if let Some(end) = whole(&reply) {
+            break end;
+        }
         let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut buf))
             .await
             .expect("an answer within the timeout")
             .expect("reads");
-        assert!(n > 0, "the connection closed without an answer");
+        assert!(n > 0, "the connection closed without a whole answer");
         reply.extend_from_slice(&buf[..n]);
-    }
+    };
     let reply = String::from_utf8_lossy(&reply);
     assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
-    let body = &reply[reply.find("\r\n\r\n").expect("a head") + 4..];
+    let body = &reply[end..];
     let message: serde_json::Value = serde_json::from_str(body.trim()).expect("JSON");
     assert_eq!(message["error"]["code"], -32600, "{message}");
     assert_eq!(message["id"], serde_json::Value::Null, "{message}");
