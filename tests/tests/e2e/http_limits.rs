@@ -62,16 +62,12 @@ async fn requests_past_max_in_flight_get_503() {
     assert_eq!(again.status, 200, "{}", again.body);
 }
 
-/// Bodies being read count against the same cap: while one POST's body is still
-/// arriving, with `max_in_flight(1)`, the next POST is refused with 503 before its body
-/// is read (so without an id), and once the slow body is given up the slot is free.
-#[tokio::test]
-async fn bodies_being_read_are_capped_too() {
+/// A connection that has sent a POST's head and the first 10 of its 1,000 body bytes,
+/// and sends no more.
+async fn slow_post(h: &Harness) -> tokio::net::TcpStream {
     use tokio::io::AsyncWriteExt;
-    let server = builder().tool(quick()).build().expect("builds");
-    let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
-    let addr = h.base.trim_start_matches("http://").to_owned();
-    let mut slow = tokio::net::TcpStream::connect(&addr)
+    let addr = h.base.trim_start_matches("http://");
+    let mut slow = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connects");
     let head = format!(
@@ -79,6 +75,17 @@ async fn bodies_being_read_are_capped_too() {
          Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
     );
     slow.write_all(head.as_bytes()).await.expect("writes");
+    slow
+}
+
+/// Bodies being read count against the same cap: while one POST's body is still
+/// arriving, with `max_in_flight(1)`, the next POST is refused with 503 before its body
+/// is read (so without an id), and once the slow body is given up the slot is free.
+#[tokio::test]
+async fn bodies_being_read_are_capped_too() {
+    let server = builder().tool(quick()).build().expect("builds");
+    let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
+    let slow = slow_post(&h).await;
     // The server has taken the slow body's slot once the next POST is refused.
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
     let busy = loop {
@@ -109,21 +116,13 @@ async fn bodies_being_read_are_capped_too() {
 /// bodies cannot hold the reading slots.
 #[tokio::test]
 async fn a_body_not_received_in_time_is_408() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncReadExt;
     let server = builder().tool(quick()).build().expect("builds");
     let config = HttpConfig::default()
         .max_in_flight(1)
         .body_timeout(Duration::from_millis(200));
     let h = Harness::start_with(server, config).await;
-    let addr = h.base.trim_start_matches("http://").to_owned();
-    let mut slow = tokio::net::TcpStream::connect(&addr)
-        .await
-        .expect("connects");
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
-    );
-    slow.write_all(head.as_bytes()).await.expect("writes");
+    let mut slow = slow_post(&h).await;
     // The whole answer: its head, then as many bytes as its Content-Length says.
     let mut reply = Vec::new();
     let mut buf = [0u8; 4096];

@@ -14,6 +14,8 @@ use crate::tasks::{
 use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, Tasks};
 use serde_json::json;
 use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 // ---- cancellation (4.4, errata T-1) ----
@@ -337,24 +339,47 @@ async fn a_cancelled_task_frees_its_worker_slot() {
     }
 }
 
-/// A [`TaskStore`] whose `insert` takes a few milliseconds, as a durable store's does
-/// (the trait is synchronous, so a SQLite or PostgreSQL store blocks for its write).
-struct SlowStore {
+/// A [`MemoryStore`] made to behave as another store would in one respect, counting
+/// what it is asked: an `insert` that takes time (a durable store blocks for its write,
+/// the trait being synchronous), a compare-and-set that conflicts every time (a
+/// poisoned or broken store).
+#[derive(Default)]
+struct TestStore {
     inner: MemoryStore,
-    delay: Duration,
+    insert_delay: Duration,
+    always_conflict: bool,
+    counts: Arc<StoreCounts>,
 }
 
-impl TaskStore for SlowStore {
+/// What a [`TestStore`] was asked.
+#[derive(Default)]
+struct StoreCounts {
+    gets: AtomicUsize,
+    statuses: AtomicUsize,
+    compare_and_sets: AtomicUsize,
+}
+
+impl TaskStore for TestStore {
     fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        std::thread::sleep(self.delay);
+        std::thread::sleep(self.insert_delay);
         self.inner.insert(record)
     }
 
     fn get(&self, id: &str) -> Option<TaskRecord> {
+        self.counts.gets.fetch_add(1, SeqCst);
         self.inner.get(id)
     }
 
+    fn status(&self, id: &str) -> Option<TaskStatus> {
+        self.counts.statuses.fetch_add(1, SeqCst);
+        self.inner.status(id)
+    }
+
     fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+        self.counts.compare_and_sets.fetch_add(1, SeqCst);
+        if self.always_conflict {
+            return Err(Conflict);
+        }
         self.inner.compare_and_set(expected, record)
     }
 
@@ -369,41 +394,10 @@ impl TaskStore for SlowStore {
 
 /// A lab whose store takes 5 ms per insert.
 fn slow_lab(knobs: presa::tasks::TasksBuilder) -> Lab {
-    Lab::new(knobs.store(SlowStore {
-        inner: MemoryStore::default(),
-        delay: Duration::from_millis(5),
+    Lab::new(knobs.store(TestStore {
+        insert_delay: Duration::from_millis(5),
+        ..TestStore::default()
     }))
-}
-
-/// A [`TaskStore`] whose compare-and-set conflicts every time (as a poisoned or broken
-/// store would), counting the attempts.
-struct ConflictingStore {
-    inner: MemoryStore,
-    attempts: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl TaskStore for ConflictingStore {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        self.inner.insert(record)
-    }
-
-    fn get(&self, id: &str) -> Option<TaskRecord> {
-        self.inner.get(id)
-    }
-
-    fn compare_and_set(&self, _: u64, _: TaskRecord) -> Result<TaskRecord, Conflict> {
-        self.attempts
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        Err(Conflict)
-    }
-
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
-        self.inner.count(scope, now_ms)
-    }
-
-    fn remove_expired(&self, now_ms: u64) -> usize {
-        self.inner.remove_expired(now_ms)
-    }
 }
 
 /// A store that conflicts on every update is given up on after a bounded number of
@@ -414,11 +408,10 @@ impl TaskStore for ConflictingStore {
 /// rather than hanging it (a task waiting on that worker cannot be stolen from it).
 #[test]
 fn a_store_that_always_conflicts_is_given_up_on() {
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    let attempts = std::sync::Arc::new(AtomicUsize::new(0));
+    let counts = Arc::new(StoreCounts::default());
     let (go_on, wait) = std::sync::mpsc::channel::<()>();
     let (report, outcome) = std::sync::mpsc::channel();
-    let counted = std::sync::Arc::clone(&attempts);
+    let counted = Arc::clone(&counts);
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -426,9 +419,10 @@ fn a_store_that_always_conflicts_is_given_up_on() {
             .build()
             .expect("a runtime");
         runtime.block_on(async move {
-            let lab = Lab::new(Tasks::builder().store(ConflictingStore {
-                inner: MemoryStore::default(),
-                attempts: counted,
+            let lab = Lab::new(Tasks::builder().store(TestStore {
+                always_conflict: true,
+                counts: counted,
+                ..TestStore::default()
             }));
             let mut w = Wire::start(Kind::Http, &lab.server).await;
             let id = w.create("quick", json!({})).await;
@@ -445,10 +439,10 @@ fn a_store_that_always_conflicts_is_given_up_on() {
     });
     // The worker's update of the finished task conflicts until it is given up.
     let deadline = Instant::now() + Duration::from_secs(10);
-    let mut last = attempts.load(SeqCst);
+    let mut last = counts.compare_and_sets.load(SeqCst);
     loop {
         std::thread::sleep(Duration::from_millis(100));
-        let now = attempts.load(SeqCst);
+        let now = counts.compare_and_sets.load(SeqCst);
         if now > 0 && now == last {
             break;
         }
@@ -914,55 +908,17 @@ async fn a_resumed_task_waits_for_a_worker_slot() {
     }
 }
 
-/// A [`TaskStore`] that counts whole-record reads and status reads.
-struct CountingStore {
-    inner: MemoryStore,
-    gets: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-    statuses: std::sync::Arc<std::sync::atomic::AtomicUsize>,
-}
-
-impl TaskStore for CountingStore {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        self.inner.insert(record)
-    }
-
-    fn get(&self, id: &str) -> Option<TaskRecord> {
-        self.gets.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.get(id)
-    }
-
-    fn status(&self, id: &str) -> Option<TaskStatus> {
-        self.statuses
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.status(id)
-    }
-
-    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
-        self.inner.compare_and_set(expected, record)
-    }
-
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
-        self.inner.count(scope, now_ms)
-    }
-
-    fn remove_expired(&self, now_ms: u64) -> usize {
-        self.inner.remove_expired(now_ms)
-    }
-}
-
 /// A waiting task's worker looks for changes made through another replica by reading
 /// the task's status, not its whole record (arguments and answers, up to
 /// `max_input_bytes`), every `REMOTE_CHECK`.
 #[tokio::test]
 async fn a_waiting_task_polls_the_store_for_its_status_only() {
-    use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
-    let gets = std::sync::Arc::new(AtomicUsize::new(0));
-    let statuses = std::sync::Arc::new(AtomicUsize::new(0));
-    let lab = Lab::new(Tasks::builder().store(CountingStore {
-        inner: MemoryStore::default(),
-        gets: std::sync::Arc::clone(&gets),
-        statuses: std::sync::Arc::clone(&statuses),
+    let counts = Arc::new(StoreCounts::default());
+    let lab = Lab::new(Tasks::builder().store(TestStore {
+        counts: Arc::clone(&counts),
+        ..TestStore::default()
     }));
+    let (gets, statuses) = (&counts.gets, &counts.statuses);
     let mut w = Wire::start(Kind::Http, &lab.server).await;
     let id = w.create("pair", json!({})).await;
     w.wait_for(&id, &["input_required"]).await;
