@@ -86,6 +86,23 @@ pub(crate) fn parse(item: TokenStream, what: &str, errors: &mut Errors) -> Optio
     if let Some(abi) = &sig.abi {
         errors.at(abi, format!("{what} functions cannot have an `extern` ABI"));
     }
+    // `impl Trait` is generic too, though not among the declared parameters.
+    let inputs = sig.inputs.iter().filter_map(|input| match input {
+        syn::FnArg::Typed(t) => Some(&*t.ty),
+        syn::FnArg::Receiver(_) => None,
+    });
+    let output = match &sig.output {
+        syn::ReturnType::Type(_, ty) => Some(&**ty),
+        syn::ReturnType::Default => None,
+    };
+    for ty in inputs.chain(output) {
+        if let Some(found) = impl_trait(ty) {
+            errors.at(
+                found,
+                format!("{what} functions cannot take or return `impl Trait`\nhelp: presa needs one concrete signature to build the schema and the handler; name the type"),
+            );
+        }
+    }
     let mut params = Vec::new();
     for input in &sig.inputs {
         match input {
@@ -139,6 +156,29 @@ pub(crate) fn strip_param_attrs(f: &mut syn::ItemFn) {
             pt.attrs
                 .retain(|a| !a.path().is_ident("arg") && !a.path().is_ident("header"));
         }
+    }
+}
+
+/// The first `impl Trait` in `ty`, if any, looking through references, groups, tuples,
+/// arrays, slices, pointers and generic arguments.
+fn impl_trait(ty: &syn::Type) -> Option<&syn::TypeImplTrait> {
+    match ty {
+        syn::Type::ImplTrait(t) => Some(t),
+        syn::Type::Reference(r) => impl_trait(&r.elem),
+        syn::Type::Paren(p) => impl_trait(&p.elem),
+        syn::Type::Group(g) => impl_trait(&g.elem),
+        syn::Type::Array(a) => impl_trait(&a.elem),
+        syn::Type::Slice(s) => impl_trait(&s.elem),
+        syn::Type::Ptr(p) => impl_trait(&p.elem),
+        syn::Type::Tuple(t) => t.elems.iter().find_map(impl_trait),
+        syn::Type::Path(p) => p.path.segments.iter().find_map(|seg| match &seg.arguments {
+            syn::PathArguments::AngleBracketed(args) => args.args.iter().find_map(|a| match a {
+                syn::GenericArgument::Type(t) => impl_trait(t),
+                _ => None,
+            }),
+            _ => None,
+        }),
+        _ => None,
     }
 }
 

@@ -49,6 +49,28 @@ pub(crate) fn check_json_object(
     }
 }
 
+/// The arguments' names on the wire: none empty (`#[arg(rename = "")]`), none twice.
+pub(crate) fn check_arg_names<'a>(
+    names: impl IntoIterator<Item = &'a Spanned<String>>,
+    errors: &mut Errors,
+) {
+    let mut seen: Vec<&str> = Vec::new();
+    for name in names {
+        if name.value.is_empty() {
+            errors.push(syn::Error::new(
+                name.span,
+                "an argument name cannot be empty",
+            ));
+        } else if seen.contains(&name.value.as_str()) {
+            errors.push(syn::Error::new(
+                name.span,
+                format!("two arguments are named `{}`", name.value),
+            ));
+        }
+        seen.push(&name.value);
+    }
+}
+
 /// Checks the keys every attribute shares: icon schemes and the `meta` JSON.
 pub(crate) fn check_common(keys: &super::attr::CommonKeys, errors: &mut Errors) {
     check_icons(&keys.icons, errors);

@@ -70,7 +70,7 @@ pub(crate) fn expand(m: &PromptModel) -> TokenStream {
     let description = set_str("__item", "description", m.description.as_deref());
     let common = common_setters("__item", &m.args.common);
     let completes = m.args.complete.iter().map(|(arg, provider)| {
-        let arg = arg.to_string();
+        let arg = crate::common::func::wire_name(arg);
         quote! { __item = __item.complete(#arg, #provider); }
     });
     let glue = quote! {

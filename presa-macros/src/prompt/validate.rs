@@ -2,7 +2,8 @@
 
 use super::model::PromptModel;
 use crate::common::Errors;
-use crate::common::validate::check_common;
+use crate::common::func::wire_name;
+use crate::common::validate::{check_arg_names, check_common};
 
 pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
     if m.name.value.is_empty() {
@@ -25,6 +26,7 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
             ));
         }
     }
+    check_arg_names(m.params.iter().filter_map(|p| p.wire.as_ref()), errors);
     let names: Vec<&str> = m
         .params
         .iter()
@@ -32,7 +34,7 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
         .map(|w| w.value.as_str())
         .collect();
     for (arg, _) in &m.args.complete {
-        if !names.contains(&arg.to_string().as_str()) {
+        if !names.contains(&wire_name(arg).as_str()) {
             errors.at(
                 arg,
                 format!("completion for `{arg}`, which is not an argument of prompt `{}`\nhelp: the arguments are: {}", m.name.value, names.join(", ")),

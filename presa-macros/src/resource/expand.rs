@@ -67,7 +67,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
         .as_ref()
         .map(|s| quote!(__item = __item.size(#s);));
     let completes = m.args.complete.iter().map(|(var, provider)| {
-        let var = var.to_string();
+        let var = crate::common::func::wire_name(var);
         quote! { __item = __item.complete(#var, #provider); }
     });
     let glue = quote! {

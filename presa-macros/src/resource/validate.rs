@@ -48,7 +48,7 @@ pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
                 }
             }
             for (var, _) in &m.args.complete {
-                if !t.variables.contains(&var.to_string()) {
+                if !t.variables.contains(&wire_name(var)) {
                     errors.at(
                         var,
                         format!("completion for `{var}`, which is not a variable of the URI template `{}`", m.uri.value),

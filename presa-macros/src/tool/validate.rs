@@ -2,7 +2,7 @@
 
 use super::model::ToolModel;
 use crate::common::Errors;
-use crate::common::validate::{check_common, check_json_object, is_token};
+use crate::common::validate::{check_arg_names, check_common, check_json_object, is_token};
 
 pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
     let name = &m.name.value;
@@ -77,16 +77,5 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
             }
         }
     }
-    let mut seen: Vec<&str> = Vec::new();
-    for p in &m.params {
-        if let Some(w) = &p.wire {
-            if seen.contains(&w.value.as_str()) {
-                errors.push(syn::Error::new(
-                    w.span,
-                    format!("two arguments are named `{}`", w.value),
-                ));
-            }
-            seen.push(&w.value);
-        }
-    }
+    check_arg_names(m.params.iter().filter_map(|p| p.wire.as_ref()), errors);
 }

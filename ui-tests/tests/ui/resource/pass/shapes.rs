@@ -30,6 +30,13 @@ async fn note(folder: String, id: u64, ctx: RequestContext, State(_db): State<Db
 
 struct Db;
 
+/// A variable named by a keyword: its parameter is a raw identifier, and so is its
+/// completion key.
+#[presa::resource(uri = "kinds://{type}", complete(r#type = complete_id))]
+async fn kind(r#type: String) -> String {
+    r#type
+}
+
 /// Full contents.
 #[presa::resource(uri = "multi://all")]
 async fn all() -> ReadResourceResult {
@@ -42,6 +49,7 @@ fn main() {
         .add::<logo>()
         .add::<note>()
         .add::<all>()
+        .add::<kind>()
         .state(Db)
         .build()
         .expect("the server builds");

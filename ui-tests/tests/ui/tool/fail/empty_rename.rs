@@ -1,0 +1,7 @@
+/// Echoes.
+#[presa::tool]
+async fn echo(#[arg(rename = "")] text: String) -> String {
+    text
+}
+
+fn main() {}
