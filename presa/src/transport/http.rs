@@ -216,7 +216,11 @@ fn json_response(status: StatusCode, body: String) -> Response {
         .into_response()
 }
 
-async fn method_not_allowed() -> Response {
+/// The Origin rule (errata W-12) holds for every request, also those answered 405 or 404.
+async fn method_not_allowed(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
+        return forbidden;
+    }
     let mut response = transport_error(
         StatusCode::METHOD_NOT_ALLOWED,
         Error::invalid_request("Streamable HTTP accepts POST only"),
@@ -227,7 +231,10 @@ async fn method_not_allowed() -> Response {
     response
 }
 
-async fn not_found() -> Response {
+async fn not_found(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
+        return forbidden;
+    }
     transport_error(
         StatusCode::NOT_FOUND,
         Error::invalid_request("Not found: no MCP endpoint at this path"),
@@ -601,10 +608,36 @@ impl Drop for Notifications {
 /// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept, read in one pass over
 /// the headers (a lookup each hashed the name every time).
 #[allow(clippy::result_large_err)]
+/// 403 for a request whose `Origin` is not allowed (or that has more than one).
+fn origin_verdict(
+    config: &HttpConfig,
+    origin: Option<&HeaderValue>,
+    origins: usize,
+) -> Result<(), Response> {
+    if let Some(origin) = origin {
+        let allowed = origins == 1
+            && origin
+                .to_str()
+                .is_ok_and(|o| origin_allowed(config, o.trim()));
+        if !allowed {
+            return Err(forbidden("Origin is not allowed"));
+        }
+    }
+    Ok(())
+}
+
+/// [`origin_verdict`] for a request [`admit`] does not see.
+fn check_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
+    let mut all = headers.get_all(header::ORIGIN).iter();
+    let origin = all.next();
+    origin_verdict(config, origin, usize::from(origin.is_some()) + all.count())
+}
+
+fn forbidden(message: &'static str) -> Response {
+    transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
+}
+
 fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
-    let forbidden = |message: &'static str| {
-        transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
-    };
     let (mut origin, mut origins) = (None, 0);
     let (mut host, mut content_type) = (None, None);
     let (mut json, mut sse) = (false, false);
@@ -620,15 +653,7 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
             host.get_or_insert(value);
         }
     }
-    if let Some(origin) = origin {
-        let allowed = origins == 1
-            && origin
-                .to_str()
-                .is_ok_and(|o| origin_allowed(config, o.trim()));
-        if !allowed {
-            return Err(forbidden("Origin is not allowed"));
-        }
-    }
+    origin_verdict(config, origin, origins)?;
     if let Some(hosts) = &config.allowed_hosts {
         let host = host.and_then(|h| h.to_str().ok());
         if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim()))) {

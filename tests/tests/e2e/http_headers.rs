@@ -52,6 +52,41 @@ async fn put_and_patch_are_405() {
     }
 }
 
+/// The Origin rule holds on every request (errata W-12): a disallowed Origin is 403
+/// also where the answer would otherwise be 405 or 404; an allowed one changes nothing.
+#[tokio::test]
+async fn a_disallowed_origin_is_403_on_every_method_and_path() {
+    let h = Harness::start(fixture()).await;
+    let other = format!("{}/other", h.base);
+    for (method, url) in [
+        (Method::GET, &h.url),
+        (Method::DELETE, &h.url),
+        (Method::GET, &other),
+        (Method::POST, &other),
+    ] {
+        let evil = send(
+            &h,
+            method.clone(),
+            url,
+            &[("Origin", "http://evil.example.com")],
+        )
+        .await;
+        evil.assert_error(403, -32600, None);
+        let local = send(
+            &h,
+            method.clone(),
+            url,
+            &[("Origin", "http://localhost:3000")],
+        )
+        .await;
+        assert!(
+            matches!(local.status, 404 | 405),
+            "{method} {url}: {}",
+            local.status
+        );
+    }
+}
+
 #[tokio::test]
 async fn unknown_path_is_404_with_jsonrpc_body() {
     let h = Harness::start(fixture()).await;
@@ -334,15 +369,15 @@ async fn origin_is_checked_on_notifications_and_bad_bodies() {
 
 #[tokio::test]
 async fn admission_order_method_origin_content_type_accept_body() {
-    // Section 13.2 steps 1 to 6, each failure masking the later ones.
+    // Section 13.2 steps 1 to 6, each failure masking the later ones; but Origin comes
+    // before the method (errata W-12: Origin is validated on every request, so a GET
+    // with a disallowed Origin is 403; the book's protocol notes say so).
     let h = Harness::start(fixture()).await;
     let evil = ("Origin", "http://evil.example.com");
     let r = send(&h, Method::GET, &h.url, &[evil]).await;
-    assert_eq!(
-        r.status, 405,
-        "the HTTP method is checked first: {}",
-        r.body
-    );
+    r.assert_error(403, -32600, None);
+    let r = send(&h, Method::GET, &h.url, &[]).await;
+    assert_eq!(r.status, 405, "then the HTTP method: {}", r.body);
     let headers = [
         evil,
         ("Content-Type", "text/plain"),
