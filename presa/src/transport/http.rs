@@ -605,10 +605,8 @@ impl Drop for Notifications {
     }
 }
 
-/// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept, read in one pass over
-/// the headers (a lookup each hashed the name every time).
-#[allow(clippy::result_large_err)]
 /// 403 for a request whose `Origin` is not allowed (or that has more than one).
+#[allow(clippy::result_large_err)]
 fn origin_verdict(
     config: &HttpConfig,
     origin: Option<&HeaderValue>,
@@ -627,16 +625,21 @@ fn origin_verdict(
 }
 
 /// [`origin_verdict`] for a request [`admit`] does not see.
+#[allow(clippy::result_large_err)]
 fn check_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     let mut all = headers.get_all(header::ORIGIN).iter();
     let origin = all.next();
     origin_verdict(config, origin, usize::from(origin.is_some()) + all.count())
 }
 
+/// The 403 of the Origin and Host rules.
 fn forbidden(message: &'static str) -> Response {
     transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
 }
 
+/// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept, read in one pass over
+/// the headers (a lookup each hashed the name every time).
+#[allow(clippy::result_large_err)]
 fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     let (mut origin, mut origins) = (None, 0);
     let (mut host, mut content_type) = (None, None);
