@@ -141,11 +141,19 @@ struct Endpoint {
     requests: Arc<Semaphore>,
     /// Bodies being read and decoded.
     reading: Arc<Semaphore>,
+    /// Cancelled when `serve_http_on` begins to shut down (never, for a router mounted
+    /// in an app): subscription streams then end, also those that begin afterwards.
+    closing: CancellationToken,
 }
 
 impl Server {
     /// An axum `Router` serving this server at `config.path`, to mount in an app.
     pub fn router(&self, config: HttpConfig) -> Router {
+        self.router_closing(config, CancellationToken::new())
+    }
+
+    /// [`Server::router`], its subscription streams ended once `closing` is cancelled.
+    fn router_closing(&self, config: HttpConfig, closing: CancellationToken) -> Router {
         let path = config.path.clone();
         let endpoint = Endpoint {
             server: self.clone(),
@@ -153,6 +161,7 @@ impl Server {
             requests: Arc::new(Semaphore::new(config.max_in_flight)),
             reading: Arc::new(Semaphore::new(config.max_in_flight)),
             config: Arc::new(config),
+            closing,
         };
         Router::new()
             .route(&path, post(handle_post).fallback(method_not_allowed))
@@ -188,12 +197,16 @@ impl Server {
             }
         });
         let server = self.clone();
+        let closing = CancellationToken::new();
+        let router = self.router_closing(config, closing.clone());
         let shutdown = async move {
             shutdown.await;
-            // End subscription streams gracefully, so open connections can finish.
+            // End subscription streams gracefully, so open connections can finish; a
+            // listen still arriving on an open connection ends too (see `route`).
+            closing.cancel();
             server.close_streams();
         };
-        axum::serve(listener, self.router(config))
+        axum::serve(listener, router)
             .with_graceful_shutdown(shutdown)
             .await
     }
@@ -373,13 +386,43 @@ fn route(
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself.
     let guard = cancel.drop_guard();
+    let answer = server.clone().answer(request, exchange);
+    let fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> = if listen {
+        Box::pin(ended_when_closing(
+            answer,
+            endpoint.closing.clone(),
+            server.clone(),
+        ))
+    } else {
+        Box::pin(answer)
+    };
     Routed::Serve(Serving {
-        fut: Box::pin(server.clone().answer(request, exchange)),
+        fut,
         rx,
         guard,
         slot,
         keepalive,
     })
+}
+
+/// A subscription stream on an endpoint shutting down: it ends gracefully once
+/// `closing` is cancelled, however late it began. (Closing the server's streams ends
+/// those open at that moment; one whose request arrived on an open connection after it
+/// registers afterwards, and would otherwise outlive the shutdown, keeping it waiting.)
+async fn ended_when_closing(
+    answer: impl Future<Output = Reply>,
+    closing: CancellationToken,
+    server: Server,
+) -> Reply {
+    let mut answer = std::pin::pin!(answer);
+    tokio::select! {
+        // The stream registers at its first poll, before this looks at `closing`.
+        biased;
+        reply = &mut answer => return reply,
+        () = closing.cancelled() => {}
+    }
+    server.close_streams();
+    answer.await
 }
 
 /// Waits for the first notification or the reply: the reply alone is sent as JSON; a

@@ -253,3 +253,69 @@ async fn shutting_the_server_down_ends_streams_with_the_listen_result() {
     drop(h);
     read_to_graceful_end(&mut sse, &id).await;
 }
+
+/// A listen whose request arrives on an open connection after shutdown began (its body
+/// still coming when the streams were closed) ends gracefully too, and the server's
+/// `serve_http_on` returns; before, the late stream lived on with its keepalives and
+/// held the shutdown open.
+#[tokio::test]
+async fn a_listen_arriving_during_shutdown_ends_and_serving_returns() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let server = full_server();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("binds");
+    let addr = listener.local_addr().expect("an address");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = tokio::spawn(async move {
+        server
+            .serve_http_on(listener, HttpConfig::default(), async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    let body = listen(json!("late"), json!({"toolsListChanged": true})).to_string();
+    let (first, rest) = body.split_at(body.len() / 2);
+    let mut tcp = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n\
+         MCP-Protocol-Version: {}\r\nMcp-Method: subscriptions/listen\r\n\
+         Content-Length: {}\r\n\r\n{first}",
+        presa::PROTOCOL_VERSION,
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.expect("writes");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let _ = stop.send(());
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tcp.write_all(rest.as_bytes())
+        .await
+        .expect("writes the rest");
+    // The stream answers, acknowledges and ends with the listen result.
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        let n = tokio::time::timeout(PATIENCE, tcp.read(&mut buf))
+            .await
+            .expect("the stream ends within the patience")
+            .expect("reads");
+        if n == 0 {
+            break;
+        }
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&seen);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(
+        text.contains("\"result\"") && text.contains("\"late\""),
+        "the graceful end: {text}"
+    );
+    let returned = tokio::time::timeout(PATIENCE, serving).await;
+    assert!(
+        matches!(returned, Ok(Ok(Ok(())))),
+        "serve_http_on returns: {returned:?}"
+    );
+}
