@@ -84,35 +84,37 @@ impl UriTemplate {
     }
 
     /// Matches a concrete URI, returning each variable's (percent-decoded) value. A
-    /// variable matches one or more characters up to the next literal and never spans
-    /// `/`, `?` or `#`.
+    /// variable matches one or more characters and never spans `/`, `?` or `#`. Where it
+    /// ends: at the end of the URI when the template ends with it or with the literal
+    /// after it (so `{name}.txt` matches `a.txt.txt` with `a.txt`); where its segment
+    /// ends when the literal after it holds the next `/`, `?` or `#` (so `{a}.txt/{b}`
+    /// matches `a.txt.txt/b`); otherwise at the first occurrence of that literal. One
+    /// pass, no backtracking, so matching is linear in the URI.
     pub fn matches(&self, uri: &str) -> Option<Vec<(String, String)>> {
+        let stop = |c: char| matches!(c, '/' | '?' | '#');
         let mut vars = Vec::new();
         let mut rest = uri;
-        let mut i = 0;
-        while i < self.parts.len() {
-            match &self.parts[i] {
+        for (i, part) in self.parts.iter().enumerate() {
+            match part {
                 Part::Literal(l) => rest = rest.strip_prefix(l.as_str())?,
                 Part::Var(name) => {
-                    let stop = |c: char| matches!(c, '/' | '?' | '#');
                     let end = match self.parts.get(i + 1) {
-                        Some(Part::Literal(next)) => {
-                            let idx = rest.find(next.as_str())?;
-                            if rest[..idx].contains(stop) {
-                                return None;
-                            }
-                            idx
+                        Some(Part::Literal(next)) if i + 2 == self.parts.len() => {
+                            rest.strip_suffix(next.as_str())?.len()
                         }
+                        Some(Part::Literal(next)) => match next.find(stop) {
+                            Some(k) => rest.find(stop)?.checked_sub(k)?,
+                            None => rest.find(next.as_str())?,
+                        },
                         _ => rest.find(stop).unwrap_or(rest.len()),
                     };
-                    if end == 0 {
-                        return None;
-                    }
-                    vars.push((name.clone(), percent_decode(&rest[..end])?));
+                    let value = rest
+                        .get(..end)
+                        .filter(|v| !v.is_empty() && !v.contains(stop))?;
+                    vars.push((name.clone(), percent_decode(value)?));
                     rest = &rest[end..];
                 }
             }
-            i += 1;
         }
         rest.is_empty().then_some(vars)
     }
@@ -162,6 +164,40 @@ mod tests {
         assert_eq!(
             t.matches("notes://a%20b"),
             Some(vec![("id".into(), "a b".into())])
+        );
+    }
+
+    /// A value may hold the literal that follows its variable (level 1 leaves `.`, `-`,
+    /// `_` and `~` unescaped): the template's last literal is matched at the end of the
+    /// URI, and a literal holding the next `/` where the segment ends.
+    #[test]
+    fn a_value_may_hold_the_literal_after_it() {
+        let t = UriTemplate::parse("t://{x}.txt").unwrap();
+        assert_eq!(
+            t.matches("t://a.txt.txt"),
+            Some(vec![("x".into(), "a.txt".into())])
+        );
+        assert_eq!(t.matches("t://a.txt"), Some(vec![("x".into(), "a".into())]));
+        assert_eq!(t.matches("t://.txt"), None, "an empty value");
+        assert_eq!(t.matches("t://a/b.txt"), None, "a value spanning a segment");
+        assert_eq!(t.matches("t://a.txt.md"), None);
+        let t = UriTemplate::parse("x://{a}.txt/{b}").unwrap();
+        assert_eq!(
+            t.matches("x://a.txt.txt/b"),
+            Some(vec![("a".into(), "a.txt".into()), ("b".into(), "b".into())])
+        );
+        assert_eq!(t.matches("x://a.md/b"), None);
+        assert_eq!(
+            t.matches("x://é.txt/b").map(|v| v[0].1.clone()).as_deref(),
+            Some("é")
+        );
+        let t = UriTemplate::parse("y://{a}t/{b}").unwrap();
+        assert_eq!(t.matches("y://é/b"), None, "no cut inside a character");
+        // A literal inside a segment, followed by more: its first occurrence, as before.
+        let t = UriTemplate::parse("v://{a}-{b}/end").unwrap();
+        assert_eq!(
+            t.matches("v://x-y-z/end"),
+            Some(vec![("a".into(), "x".into()), ("b".into(), "y-z".into())])
         );
     }
 
