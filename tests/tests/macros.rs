@@ -36,6 +36,16 @@ async fn weather(
     }))
 }
 
+/**
+ * Multiplies two numbers.
+ *
+ * Written as a block doc comment.
+ */
+#[presa::tool]
+async fn multiply(a: f64, b: f64) -> f64 {
+    a * b
+}
+
 struct Counter(std::sync::atomic::AtomicU32);
 
 /// Counts calls.
@@ -103,6 +113,7 @@ async fn complete_language(_req: CompletionRequest) -> Result<Completion, Error>
 fn server() -> presa::Server {
     presa::server!()
         .add::<add>()
+        .add::<multiply>()
         .add::<weather>()
         .add::<count>()
         .add::<search>()
@@ -135,8 +146,24 @@ async fn tools_from_the_attribute() {
     c.call_tool("search", json!({"query": "x"}))
         .await
         .assert_text("x (10)");
+    // Descriptions from `///` lines and from a `/** */` block (its `*` margin removed).
     let list = c.list_tools().await;
-    println!("{}", serde_json::to_string_pretty(list.result()).unwrap());
+    let description = |name: &str| {
+        list.result()["tools"]
+            .as_array()
+            .and_then(|tools| tools.iter().find(|t| t["name"] == name))
+            .map(|t| t["description"].clone())
+    };
+    assert_eq!(description("add"), Some(json!("Adds two numbers.")));
+    assert_eq!(
+        description("multiply"),
+        Some(json!(
+            "Multiplies two numbers.\n\nWritten as a block doc comment."
+        ))
+    );
+    c.call_tool("multiply", json!({"a": 2, "b": 3}))
+        .await
+        .assert_text("6");
 }
 
 #[tokio::test]

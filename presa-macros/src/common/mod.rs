@@ -79,7 +79,8 @@ pub(crate) fn fallback(item: TokenStream, error: syn::Error) -> TokenStream {
     }
 }
 
-/// The text of the `///` doc comments, lines joined, one leading space removed.
+/// The text of the doc comments, lines joined, one leading space removed; in a `/** */`
+/// block whose lines all start with `*` (after indentation), those `*` too.
 pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> Option<String> {
     let mut lines = Vec::new();
     for a in attrs {
@@ -93,9 +94,31 @@ pub(crate) fn doc_text(attrs: &[syn::Attribute]) -> Option<String> {
             }) = &nv.value
         {
             let v = s.value();
-            lines.push(v.strip_prefix(' ').unwrap_or(&v).trim_end().to_owned());
+            let starred = v.contains('\n')
+                && v.lines()
+                    .map(str::trim_start)
+                    .filter(|l| !l.is_empty())
+                    .all(|l| l.starts_with('*'));
+            for line in v.lines() {
+                let line = if starred {
+                    line.trim_start().strip_prefix('*').unwrap_or(line)
+                } else {
+                    line
+                };
+                lines.push(line.strip_prefix(' ').unwrap_or(line).trim_end().to_owned());
+            }
         }
     }
     let text = lines.join("\n").trim().to_owned();
     (!text.is_empty()).then_some(text)
+}
+
+/// A doc attribute presa cannot read (`#[doc = include_str!(…)]`, `#[doc = concat!(…)]`):
+/// its text is known only after macro expansion.
+pub(crate) fn unread_doc(attrs: &[syn::Attribute]) -> Option<&syn::Attribute> {
+    attrs.iter().find(|a| {
+        a.path().is_ident("doc")
+            && matches!(&a.meta, syn::Meta::NameValue(nv)
+                if !matches!(&nv.value, syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(_), .. })))
+    })
 }

@@ -71,8 +71,21 @@ pub(crate) fn check_arg_names<'a>(
     }
 }
 
-/// Checks the keys every attribute shares: icon schemes and the `meta` JSON.
-pub(crate) fn check_common(keys: &super::attr::CommonKeys, errors: &mut Errors) {
+/// Checks the keys every attribute shares: icon schemes and the `meta` JSON; and, when
+/// the description comes from the doc comments, that presa can read them.
+pub(crate) fn check_common(
+    keys: &super::attr::CommonKeys,
+    func: &super::func::Func,
+    errors: &mut Errors,
+) {
+    if keys.description.is_none()
+        && let Some(doc) = super::unread_doc(&func.item.attrs)
+    {
+        errors.at(
+            doc,
+            "presa reads the description from doc comments written as text; this one is known only after macro expansion\nhelp: give the description with `description = \"…\"` in the attribute",
+        );
+    }
     check_icons(&keys.icons, errors);
     if let Some(meta) = &keys.meta {
         check_json_object(meta, "`meta`", errors);

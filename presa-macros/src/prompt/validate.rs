@@ -12,7 +12,7 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
             "a prompt name cannot be empty",
         ));
     }
-    check_common(&m.args.common, errors);
+    check_common(&m.args.common, &m.func, errors);
     for p in &m.params {
         if let Some(h) = &p.param.header {
             errors.at(h, "`#[header]` is only for `#[tool]` parameters");

@@ -19,7 +19,7 @@ pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
             format!("resource URI `{uri}` must be absolute (start with a scheme such as `file:` or `notes:`)"),
         ));
     }
-    check_common(&m.args.common, errors);
+    check_common(&m.args.common, &m.func, errors);
     for p in &m.func.params {
         if let Some((_, span)) = &p.arg {
             errors.push(syn::Error::new(

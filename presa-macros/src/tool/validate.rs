@@ -17,7 +17,7 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
             format!("invalid tool name `{name}`\nhelp: a tool name has 1 to 128 characters from A-Z, a-z, 0-9, `_`, `.` and `-`; set one with `name = \"…\"`"),
         ));
     }
-    if m.description.is_none() {
+    if m.description.is_none() && crate::common::unread_doc(&m.func.item.attrs).is_none() {
         errors.at(
             m.func.name(),
             format!("tool `{name}` has no description\nhelp: add a `///` doc comment to the function, or `description = \"…\"` to `#[tool]`; models choose tools by their descriptions"),
@@ -34,7 +34,7 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
             ),
         ));
     }
-    check_common(&m.args.common, errors);
+    check_common(&m.args.common, &m.func, errors);
     if let Some(schema) = &m.args.input_schema
         && let Some(obj) = check_json_object(schema, "`input_schema`", errors)
         && obj.get("type").and_then(|t| t.as_str()) != Some("object")

@@ -1,0 +1,7 @@
+#[doc = concat!("Adds ", "numbers.")]
+#[presa::tool]
+async fn add(a: i64, b: i64) -> i64 {
+    a + b
+}
+
+fn main() {}
