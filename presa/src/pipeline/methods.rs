@@ -409,6 +409,12 @@ async fn read_resource(
         ctx,
     })
     .await?;
+    // An empty `contents` is how older servers said "not found", which the revision
+    // forbids (errata: it MUST NOT be sent for a missing resource): a handler that finds
+    // nothing to return is answered as not found.
+    if result.contents.is_empty() {
+        return Err(Error::resource_not_found(&uri));
+    }
     let mut map = match serde_json::to_value(result) {
         Ok(Value::Object(m)) => m,
         _ => return Err(Error::internal()),

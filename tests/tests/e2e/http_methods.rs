@@ -581,6 +581,23 @@ async fn resources_read_text_binary_and_template() {
     assert_eq!(c["text"], json!("Template resource data for id 123"));
 }
 
+/// A handler that finds nothing to return (empty `contents`) is answered as not found:
+/// an empty `contents` is what the revision forbids for a missing resource.
+#[tokio::test]
+async fn a_resource_with_no_contents_is_not_found() {
+    let server = builder()
+        .resource(
+            Resource::new("test://empty", "empty")
+                .handler(|_: ResourceRead| async { presa::ReadResourceResult::new([]) }),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    let r = call(&h, 7, "resources/read", json!({"uri": "test://empty"})).await;
+    r.assert_error(400, -32602, Some(json!(7)));
+    assert_eq!(r.response()["error"]["data"]["uri"], json!("test://empty"));
+}
+
 #[tokio::test]
 async fn unknown_resource_is_32602_with_data_uri() {
     let h = Harness::start(fixture()).await;
