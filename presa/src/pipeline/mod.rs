@@ -590,9 +590,13 @@ impl Server {
             round.answers = payload.answers;
             round.carried = payload.data;
         }
+        // An answer the signed state already holds (taken in an earlier round) stands
+        // over a different one sent again: the client cannot rewrite what the handler
+        // acted on. (Answers sent without a state, on a first call, are taken as given:
+        // a handler that must know a step was confirmed before reads its carried state.)
         if let Some(Value::Object(responses)) = responses {
             for (k, v) in responses {
-                round.answers.insert(k.clone(), v.clone());
+                round.answers.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
         Ok(round)

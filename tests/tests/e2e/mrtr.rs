@@ -971,6 +971,52 @@ async fn multi_round_flow_gets_a_new_state_each_round_and_sees_every_answer() {
     }
 }
 
+/// An answer the signed state holds from an earlier round stands: sending a different
+/// one for the same key in a later round does not rewrite what the handler acted on.
+#[tokio::test]
+async fn an_answer_taken_in_an_earlier_round_is_not_rewritten() {
+    for kind in KINDS {
+        let (server, _probe) = server();
+        let mut w = Wire::start(kind, &server).await;
+        let params = call_params("steps", json!({}), form_caps());
+        let first = input_required(&w.call(1, "tools/call", params.clone()).await);
+        let got = w
+            .answer(
+                2,
+                "tools/call",
+                &params,
+                json!({"step1": accept(json!({"name": "Alice"}))}),
+                &first,
+            )
+            .await;
+        let second = input_required(&got);
+        // The next round's answer, and a different one for the first step.
+        let got = w
+            .answer(
+                3,
+                "tools/call",
+                &params,
+                json!({
+                    "step1": accept(json!({"name": "Mallory"})),
+                    "step2": accept(json!({"color": "blue"})),
+                }),
+                &second,
+            )
+            .await;
+        let third = input_required(&got);
+        let got = w
+            .answer(
+                4,
+                "tools/call",
+                &params,
+                json!({"step3": accept(json!({"ok": true}))}),
+                &third,
+            )
+            .await;
+        assert_eq!(got.text(), "Alice likes blue (confirmed: true)", "{kind:?}");
+    }
+}
+
 #[tokio::test]
 async fn several_inputs_can_be_asked_in_one_round() {
     for kind in KINDS {
