@@ -322,6 +322,32 @@ pub(crate) fn random_id(bytes: usize) -> Option<String> {
     random_bytes(bytes).map(|b| B64.encode(b))
 }
 
+/// The error for a state past [`MAX_TOKEN_BYTES`]. When the state would fit without the
+/// answers it carries, the client's answers are what made it too large (they are kept as
+/// sent): -32602, so the client can answer shorter. Otherwise the handler carries too
+/// much: a server bug, -32603, logged.
+#[cold]
+fn oversized(payload: &Payload, bytes: usize) -> Error {
+    let without_answers = Payload {
+        answers: Map::new(),
+        ..payload.clone()
+    };
+    // The token's size from its payload's: base64 of the JSON, plus the version, the key
+    // id and the tag (well under 128 bytes).
+    let fits = serde_json::to_vec(&without_answers)
+        .is_ok_and(|json| json.len().div_ceil(3) * 4 + 128 <= MAX_TOKEN_BYTES);
+    if fits {
+        return Error::invalid_params(format!(
+            "The answers given are too large to carry to the next round (the request state is limited to {MAX_TOKEN_BYTES} bytes)"
+        ));
+    }
+    tracing::error!(
+        bytes,
+        "request state exceeds {MAX_TOKEN_BYTES} bytes; carry less state"
+    );
+    Error::internal()
+}
+
 impl Keyring {
     /// Seals a payload into a token, filling its times and id.
     pub(crate) fn seal(&self, mut payload: Payload, ttl: Duration) -> Result<String, Error> {
@@ -336,11 +362,7 @@ impl Keyring {
         mac.update(body.as_bytes());
         let token = format!("{body}.{}", B64.encode(mac.finalize().into_bytes()));
         if token.len() > MAX_TOKEN_BYTES {
-            tracing::error!(
-                bytes = token.len(),
-                "request state exceeds {MAX_TOKEN_BYTES} bytes; carry less state"
-            );
-            return Err(Error::internal());
+            return Err(oversized(&payload, token.len()));
         }
         Ok(token)
     }

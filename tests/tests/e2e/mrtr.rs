@@ -1017,6 +1017,36 @@ async fn an_answer_taken_in_an_earlier_round_is_not_rewritten() {
     }
 }
 
+/// The next round's state carries the answers as sent; answers too large for it (past
+/// the state's 16 KiB) are the client's to shorten: -32602 naming the limit, not a
+/// server error.
+#[tokio::test]
+async fn answers_too_large_to_carry_are_invalid_params() {
+    for kind in KINDS {
+        let (server, _probe) = server();
+        let mut w = Wire::start(kind, &server).await;
+        let params = call_params("steps", json!({}), form_caps());
+        let first = input_required(&w.call(1, "tools/call", params.clone()).await);
+        let long = "A".repeat(20_000);
+        let got = w
+            .answer(
+                2,
+                "tools/call",
+                &params,
+                json!({"step1": accept(json!({"name": long}))}),
+                &first,
+            )
+            .await;
+        let e = got.error(-32602, 400);
+        assert!(
+            e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("16384 bytes")),
+            "{kind:?}: {e}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn several_inputs_can_be_asked_in_one_round() {
     for kind in KINDS {
