@@ -113,6 +113,15 @@ impl Keyring {
         if keys.is_empty() {
             return Err("a request-state keyring needs at least one key".into());
         }
+        // A token names its key by id: a second key with the same id could never verify.
+        for (i, key) in keys.iter().enumerate() {
+            if keys[..i].iter().any(|k| k.id == key.id) {
+                return Err(format!(
+                    "the request-state keyring has two keys with the id {:?}",
+                    key.id
+                ));
+            }
+        }
         Ok(Keyring { keys })
     }
 
@@ -462,6 +471,18 @@ mod tests {
 
     /// A single-use id is refused while it lives, accepted again once expired, and the
     /// store drops expired ids instead of keeping them.
+    /// A keyring with two keys of one id is refused: tokens name their key by id, so the
+    /// second could never verify.
+    #[test]
+    fn key_ids_are_unique_in_a_keyring() {
+        let key = |id: &str, byte: u8| StateKey::new(id, vec![byte; 32]).unwrap();
+        let error = Keyring::new(vec![key("k1", 1), key("k2", 2), key("k1", 3)])
+            .err()
+            .unwrap_or_default();
+        assert!(error.contains("two keys with the id \"k1\""), "{error}");
+        assert!(Keyring::new(vec![key("k1", 1), key("k2", 2)]).is_ok());
+    }
+
     #[test]
     fn replay_store_refuses_reuse_and_drops_expired_ids() {
         let store = MemoryReplayStore::default();

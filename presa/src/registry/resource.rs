@@ -367,6 +367,12 @@ impl ResourceTemplate {
     pub(crate) fn compile(self) -> Result<TemplateEntry, BuildError> {
         let fail =
             |why: String| BuildError::new(format!("resource template {:?}: {why}", self.template));
+        // As for a resource: a template for relative URIs never matches a read.
+        if !super::is_absolute_uri(&self.template) {
+            return Err(fail(
+                "the template must be of absolute URIs (begin with a scheme)".into(),
+            ));
+        }
         let parsed = UriTemplate::parse(&self.template).map_err(&fail)?;
         self.described.check().map_err(&fail)?;
         for var in self.completions.keys() {

@@ -34,7 +34,12 @@ impl UriTemplate {
                             b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'%'
                         })
                         && !name.starts_with('.')
-                        && !name.ends_with('.');
+                        && !name.ends_with('.')
+                        // Each `%` starts an escape: two hex digits.
+                        && name.match_indices('%').all(|(i, _)| {
+                            name.get(i + 1..i + 3)
+                                .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
+                        });
                     if !valid {
                         return Err(format!(
                             "{{{name}}} in URI template {source:?} is not a level 1 variable (use {{name}} with letters, digits and '_')"
@@ -58,6 +63,11 @@ impl UriTemplate {
                     let literal = &rest[..end];
                     if literal.contains('}') {
                         return Err(format!("unmatched '}}' in URI template {source:?}"));
+                    }
+                    if literal.chars().any(|c| c.is_whitespace() || c.is_control()) {
+                        return Err(format!(
+                            "URI template {source:?} has a space or control character, which no URI holds"
+                        ));
                     }
                     parts.push(Part::Literal(literal.to_owned()));
                     rest = &rest[end..];
@@ -215,5 +225,16 @@ mod tests {
         for bad in ["a{", "a{}", "a{b}{c}", "a{+b}", "a{b}x{b}", "a}b"] {
             assert!(UriTemplate::parse(bad).is_err(), "{bad}");
         }
+        // A `%` in a name starts a two-hex-digit escape; no URI holds a space.
+        for bad in [
+            "t://{%zz}",
+            "t://{a%2}",
+            "t://{a%}",
+            "t://a b/{c}",
+            "t://{c}\t",
+        ] {
+            assert!(UriTemplate::parse(bad).is_err(), "{bad:?}");
+        }
+        assert!(UriTemplate::parse("t://{a%20b}/{c.d}").is_ok());
     }
 }

@@ -1299,6 +1299,18 @@ fn registration_errors_for_prompts_and_templates() {
         ResourceTemplate::new("n://{a}{b}", "n").handler(|_: ResourceRead| async { "x" }),
     ));
     build_error(builder().tool(Tool::new("nohandler").description("x")));
+    // A template of relative URIs, or one no URI could match, as a resource's would be.
+    for (template, says) in [
+        ("rel/{id}", "absolute"),
+        ("{scheme}://x", "absolute"),
+        ("n://{%zz}", "not a level 1 variable"),
+        ("n://a b/{id}", "space"),
+    ] {
+        let e = build_error(builder().resource_template(
+            ResourceTemplate::new(template, "t").handler(|_: ResourceRead| async { "x" }),
+        ));
+        assert!(e.contains(says), "{template}: {e}");
+    }
 }
 
 // ---------------------------------------------------------------------------------------
