@@ -108,7 +108,8 @@ pub struct Keyring {
 }
 
 impl Keyring {
-    /// A keyring; the first key signs. At least one key.
+    /// A keyring; the first key signs. At least one key, and no two with one id (a token
+    /// names its key by id).
     pub fn new(keys: Vec<StateKey>) -> Result<Self, String> {
         if keys.is_empty() {
             return Err("a request-state keyring needs at least one key".into());
