@@ -214,10 +214,7 @@ impl Gate {
     /// must stop at completion). Either way the request's slot is freed only once what it
     /// queued is written.
     fn finish(&self, text: Option<String>, permit: OwnedSemaphorePermit) {
-        let open = self
-            .open
-            .lock()
-            .is_ok_and(|mut open| std::mem::replace(&mut *open, false));
+        let open = self.close();
         let frame = match text {
             Some(text) if open => Frame::answer(text, permit),
             _ => Frame::release(permit),
@@ -454,6 +451,8 @@ impl Server {
         };
         let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {
+                // Unanswered only when cancelled before it started, with nothing queued:
+                // its slot is free at once.
                 if gate.close()
                     && let Some(text) = answer_text(reply)
                 {
