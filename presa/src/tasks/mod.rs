@@ -297,6 +297,22 @@ impl Tasks {
         None
     }
 
+    /// The bound on what a task record keeps until it expires (Tasks reference section
+    /// 3.2, step 5): its work input and every answer, as JSON, within `max_input_bytes`.
+    fn input_within_limit(
+        &self,
+        work: &WorkDescriptor,
+        answers: &Map<String, Value>,
+    ) -> Result<(), Error> {
+        let limit = self.inner.config.max_input_bytes;
+        if crate::wire::json_len(work).saturating_add(crate::wire::json_len(answers)) > limit {
+            return Err(Error::invalid_params(format!(
+                "Task input is larger than {limit} bytes"
+            )));
+        }
+        Ok(())
+    }
+
     /// After an update that stored nothing: `Ok` when the task ended (or vanished)
     /// meanwhile, so there is nothing left to change; the retryable -32603 when the
     /// store refused every attempt ([`UPDATE_ATTEMPTS`]).
@@ -365,12 +381,7 @@ impl Tasks {
         let answers = ctx.inputs().all_answers();
         // The record keeps the work input until it expires: bounded before anything is
         // stored (Tasks reference section 3.2, step 5).
-        let limit = self.inner.config.max_input_bytes;
-        if crate::wire::json_len(&work).saturating_add(crate::wire::json_len(&answers)) > limit {
-            return Err(Error::invalid_params(format!(
-                "Task input is larger than {limit} bytes"
-            )));
-        }
+        self.input_within_limit(&work, &answers)?;
         let scope = Self::scope(&ctx);
         let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
         let slot = self.capacity(&scope)?;
@@ -631,8 +642,7 @@ impl Tasks {
         }
         let record = self.lookup(&id, ctx)?;
         let mut matched = false;
-        let mut too_large = false;
-        let limit = self.inner.config.max_input_bytes;
+        let mut too_large = None;
         let stored = self.update(ctx.server(), &record.id, |r| {
             matched = false;
             // Only answers to pending requests are taken; others are ignored.
@@ -650,10 +660,8 @@ impl Tasks {
             }
             // The answers stay in the record until it expires: held to the bound its
             // creation was (the work input and every answer, as JSON).
-            let kept = crate::wire::json_len(&next.work)
-                .saturating_add(crate::wire::json_len(&next.answers));
-            if kept > limit {
-                too_large = true;
+            if let Err(e) = self.input_within_limit(&next.work, &next.answers) {
+                too_large = Some(e);
                 return None;
             }
             if next.input_requests.is_empty() {
@@ -663,10 +671,8 @@ impl Tasks {
             matched = true;
             Some(next)
         });
-        if too_large {
-            return Err(Error::invalid_params(format!(
-                "Task input is larger than {limit} bytes"
-            )));
+        if let Some(e) = too_large {
+            return Err(e);
         }
         if matched && stored.is_none() {
             // Taken in a try the store refused: nothing is stored, nothing to wake.
