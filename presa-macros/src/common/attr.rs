@@ -179,6 +179,9 @@ pub(crate) fn completions(
         let Some(ident) = inner.path.get_ident().cloned() else {
             return Err(inner.error(format!("expected `{what} = provider`")));
         };
+        if !inner.input.peek(syn::Token![=]) {
+            return Err(inner.error(format!("expected `{what} = provider`")));
+        }
         out.push((ident, expr(inner)?));
         Ok(())
     })

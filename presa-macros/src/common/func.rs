@@ -3,7 +3,6 @@
 
 use super::Errors;
 use proc_macro2::TokenStream;
-use syn::spanned::Spanned;
 
 /// One parameter.
 pub(crate) struct Param {
@@ -11,8 +10,9 @@ pub(crate) struct Param {
     pub(crate) ident: Option<syn::Ident>,
     /// The type.
     pub(crate) ty: syn::Type,
-    /// The `#[arg(…)]` attribute's arguments, if any.
-    pub(crate) arg: Option<(TokenStream, proc_macro2::Span)>,
+    /// The `#[arg(…)]` attribute's arguments and the whole attribute (where its errors
+    /// point), if any.
+    pub(crate) arg: Option<(TokenStream, syn::Attribute)>,
     /// The `#[header("…")]` attribute's name and span, if any.
     pub(crate) header: Option<syn::LitStr>,
 }
@@ -116,7 +116,7 @@ pub(crate) fn parse(item: TokenStream, what: &str, errors: &mut Errors) -> Optio
                 for a in &pt.attrs {
                     if a.path().is_ident("arg") {
                         match &a.meta {
-                            syn::Meta::List(l) => arg = Some((l.tokens.clone(), a.span())),
+                            syn::Meta::List(l) => arg = Some((l.tokens.clone(), a.clone())),
                             _ => errors.at(a, "expected `#[arg(key = value, …)]`"),
                         }
                     } else if a.path().is_ident("header") {

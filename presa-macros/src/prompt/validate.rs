@@ -18,12 +18,9 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
             errors.at(h, "`#[header]` is only for `#[tool]` parameters");
         }
         if p.param.ident.is_none()
-            && let Some((_, span)) = &p.param.arg
+            && let Some((_, attr)) = &p.param.arg
         {
-            errors.push(syn::Error::new(
-                *span,
-                "`#[arg]` needs a parameter with a plain name",
-            ));
+            errors.at(attr, "`#[arg]` needs a parameter with a plain name");
         }
     }
     check_arg_names(m.params.iter().filter_map(|p| p.wire.as_ref()), errors);

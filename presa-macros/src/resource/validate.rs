@@ -21,11 +21,8 @@ pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
     }
     check_common(&m.args.common, &m.func, errors);
     for p in &m.func.params {
-        if let Some((_, span)) = &p.arg {
-            errors.push(syn::Error::new(
-                *span,
-                "`#[arg]` is not used on `#[resource]` parameters",
-            ));
+        if let Some((_, attr)) = &p.arg {
+            errors.at(attr, "`#[arg]` is not used on `#[resource]` parameters");
         }
         if let Some(h) = &p.header {
             errors.at(h, "`#[header]` is only for `#[tool]` parameters");

@@ -31,7 +31,7 @@ pub(crate) fn build(mut func: Func, args: ToolArgs, errors: &mut Errors) -> Tool
         .enumerate()
         .map(|(index, param)| {
             let a = match &param.arg {
-                Some((tokens, span)) => parse::arg(tokens.clone(), *span, errors),
+                Some((tokens, _)) => parse::arg(tokens.clone(), errors),
                 None => parse::ArgArgs::default(),
             };
             let wire = param.wire(a.rename.clone());

@@ -2,7 +2,7 @@
 
 use crate::common::Errors;
 use crate::common::attr::{self, CommonKeys, Spanned};
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::TokenStream;
 
 pub(crate) const KEYS: &[&str] = &[
     "name",
@@ -76,7 +76,7 @@ pub(crate) struct ArgArgs {
     pub(crate) rename: Option<Spanned<String>>,
 }
 
-pub(crate) fn arg(tokens: TokenStream, _span: Span, errors: &mut Errors) -> ArgArgs {
+pub(crate) fn arg(tokens: TokenStream, errors: &mut Errors) -> ArgArgs {
     let mut args = ArgArgs::default();
     attr::parse_args(tokens, errors, |meta, _| {
         let key = attr::key_of(meta);

@@ -48,11 +48,11 @@ pub(crate) fn check(m: &ToolModel, errors: &mut Errors) {
     let mut headers: Vec<(String, &syn::LitStr)> = Vec::new();
     for p in &m.params {
         if p.param.ident.is_none() {
-            if let Some((_, span)) = &p.param.arg {
-                errors.push(syn::Error::new(
-                    *span,
+            if let Some((_, attr)) = &p.param.arg {
+                errors.at(
+                    attr,
                     "`#[arg]` needs a parameter with a plain name\nhelp: arguments are named by their parameter; patterns are for injected parameters such as `State(db): State<Db>`",
-                ));
+                );
             }
             if let Some(h) = &p.param.header {
                 errors.at(h, "`#[header]` needs a parameter with a plain name");
