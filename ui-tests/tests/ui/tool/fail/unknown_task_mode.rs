@@ -1,0 +1,7 @@
+/// A task mode that does not exist.
+#[presa::tool(task = "sometimes")]
+async fn sometimes() -> String {
+    String::new()
+}
+
+fn main() {}
