@@ -52,8 +52,9 @@ pub(crate) trait Outbound: Send + Sync {
 ///
 /// The token is made once (`OnceLock`), so whoever makes it first, a cancel or a
 /// handler asking for it, every later caller gets the same token: one made before a
-/// cancel is cancelled by it, one asked for after is born cancelled, and a handler that
-/// cancels the token it was handed cancels its request.
+/// cancel is cancelled by it, and one asked for after is born cancelled. Handlers are
+/// handed a child of it ([`RequestContext::cancellation_token`]), so only the client (or
+/// the transport) cancels a request.
 #[derive(Default)]
 pub(crate) struct Cancellation(std::sync::OnceLock<CancellationToken>);
 
@@ -407,12 +408,20 @@ impl RequestContext {
     /// Completes when the request is cancelled. The pipeline also drops the handler's
     /// future on cancellation; this is for work the handler spawned itself.
     pub async fn cancelled(&self) {
-        self.cancellation_token().cancelled_owned().await
+        self.inner
+            .outbound
+            .cancellation()
+            .token()
+            .cancelled_owned()
+            .await
     }
 
-    /// The cancellation token of the request, to hand to spawned work.
+    /// A token to hand to spawned work: cancelled when the request is. It is a child of
+    /// the request's own token, so cancelling it (to stop that work early) does not cancel
+    /// the request: the handler still answers, as JSON-RPC requires of every request the
+    /// client has not cancelled.
     pub fn cancellation_token(&self) -> CancellationToken {
-        self.inner.outbound.cancellation().token()
+        self.inner.outbound.cancellation().token().child_token()
     }
 
     /// The server's shared state, for a context made apart from the request (a task's).

@@ -501,6 +501,30 @@ async fn client_disconnect_fires_the_token_handed_to_spawned_work() {
     result(&h.call(35, "server/discover", json!({})).await);
 }
 
+/// Over HTTP too, a handler that cancels the token it was handed (to stop work it
+/// spawned) still answers: the token is a child of the request's, and only the client
+/// going away cancels the request (before, the answer was a 204 with no body).
+#[tokio::test]
+async fn a_handler_that_cancels_its_own_token_still_answers_over_http() {
+    let h = serve_tool(
+        Tool::new("quits")
+            .description("Cancels the token it was handed, then waits once")
+            .handler(|call: ToolCall| async move {
+                call.ctx.cancellation_token().cancel();
+                tokio::task::yield_now().await;
+                "answered anyway"
+            }),
+    )
+    .await;
+    let reply = h.call(36, "tools/call", json!({"name": "quits"})).await;
+    let answer = result(&reply);
+    assert_eq!(
+        answer["content"][0]["text"],
+        json!("answered anyway"),
+        "{answer}"
+    );
+}
+
 #[tokio::test]
 async fn client_disconnect_cancels_a_streaming_request() {
     let flags = Flags::default();

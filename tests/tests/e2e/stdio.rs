@@ -1092,24 +1092,36 @@ async fn a_spawned_watcher_of_the_cancellation_token_sees_the_cancellation() {
     assert!(s.finish().await);
 }
 
-/// A handler that cancels the token it was handed cancels its own request, as a
-/// client's cancellation would: once it waits, nothing is written for it.
+/// A handler that cancels the token it was handed (to stop work it spawned) does not
+/// cancel its request: only the client does that, and a request the client did not
+/// cancel gets its answer (JSON-RPC 2.0). The token is a child of the request's.
 #[tokio::test]
-async fn a_handler_that_cancels_its_own_token_cancels_its_request() {
+async fn a_handler_that_cancels_its_own_token_still_answers() {
     let mut s = one_tool_session(
         Tool::new("quits")
-            .description("Cancels its own request, then waits once")
+            .description("Cancels the token it was handed, then waits once")
             .handler(|call: ToolCall| async move {
-                call.ctx.cancellation_token().cancel();
-                assert!(call.ctx.is_cancelled());
+                let token = call.ctx.cancellation_token();
+                token.cancel();
+                assert!(token.is_cancelled());
+                assert!(
+                    !call.ctx.is_cancelled(),
+                    "the request itself is not cancelled"
+                );
                 tokio::task::yield_now().await;
                 "answered anyway"
             }),
         StdioConfig::default(),
     );
     s.send(&call(1, "quits")).await;
-    next_is_answer_to(&mut s, 2).await;
-    nothing_more_after_cancel(&mut s).await;
+    let m = s.recv().await.expect("the answer");
+    check_response("tools/call", &m);
+    assert_eq!(m["id"], json!(1), "{m}");
+    assert_eq!(
+        m["result"]["content"][0]["text"],
+        json!("answered anyway"),
+        "{m}"
+    );
     assert!(s.finish().await);
 }
 
