@@ -167,7 +167,7 @@ pub(crate) fn params_match(
     for param in table {
         let display = format!("Mcp-Param-{}", param.header);
         let header = single(headers, &param.header_name, &display)?;
-        let arg = arguments.get(&param.property).filter(|v| !v.is_null());
+        let arg = value_at(arguments, &param.path).filter(|v| !v.is_null());
         let (Some(arg), raw) = (arg, header) else {
             // An absent or null argument means no header is expected; a header sent for
             // it anyway carries nothing the body disagrees with, so it is ignored.
@@ -198,6 +198,15 @@ pub(crate) fn params_match(
         }
     }
     Ok(())
+}
+
+/// The value at a property path of the arguments, if every step is an object holding
+/// the next name (wire: "if no value is present at that path … the header is omitted").
+fn value_at<'a>(arguments: &'a Map<String, Value>, path: &[String]) -> Option<&'a Value> {
+    let (first, rest) = path.split_first()?;
+    rest.iter().try_fold(arguments.get(first)?, |value, name| {
+        value.as_object()?.get(name)
+    })
 }
 
 fn integers_equal(body: &serde_json::Number, header: &str) -> bool {

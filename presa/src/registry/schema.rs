@@ -119,8 +119,9 @@ pub(crate) enum HeaderType {
 /// One `x-mcp-header` annotation of a tool's input schema.
 #[derive(Clone, Debug)]
 pub(crate) struct HeaderParam {
-    /// The argument (property) name.
-    pub(crate) property: String,
+    /// The property's path from the arguments object: the chain of `properties` names
+    /// leading to it (one name for a top-level argument).
+    pub(crate) path: Vec<String>,
     /// The header name after `Mcp-Param-`.
     pub(crate) header: String,
     /// The lower-cased full header name, `mcp-param-<name>`.
@@ -155,52 +156,137 @@ pub(crate) fn is_token(name: &str) -> bool {
         })
 }
 
-/// Reads and checks the `x-mcp-header` annotations of an input schema's root properties.
+/// Reads and checks the `x-mcp-header` annotations of an input schema. An annotation is
+/// valid only on a property reached from the root through `properties` alone (nested
+/// objects included); one anywhere else (under `items`, a composition or conditional
+/// keyword, `$defs`, or on the root itself) makes the tool invalid (`server/tools.mdx`,
+/// `x-mcp-header`), as does a value that breaks the rules on names and types.
 pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
     let mut out: Vec<HeaderParam> = Vec::new();
-    let Some(Value::Object(props)) = input_schema.get("properties") else {
-        return Ok(out);
-    };
-    for (property, schema) in props {
-        let Some(annotation) = schema.get("x-mcp-header") else {
-            continue;
-        };
-        let Some(header) = annotation.as_str() else {
-            return Err(format!("x-mcp-header on {property:?} must be a string"));
-        };
-        if !is_token(header) {
-            return Err(format!(
-                "x-mcp-header {header:?} on {property:?} is not a valid HTTP header token"
-            ));
-        }
-        let ty = match schema.get("type").and_then(Value::as_str) {
-            Some("string") => HeaderType::String,
-            Some("integer") => HeaderType::Integer,
-            Some("boolean") => HeaderType::Boolean,
-            _ => {
-                return Err(format!(
-                    "x-mcp-header {header:?} on {property:?} needs a property of type string, integer or boolean"
-                ));
-            }
-        };
-        let header_lower = format!("mcp-param-{}", header.to_ascii_lowercase());
-        if out.iter().any(|h| h.header_lower == header_lower) {
-            return Err(format!(
-                "x-mcp-header {header:?} is used twice (names are compared ignoring case)"
-            ));
-        }
-        // A token is always a valid header name.
-        let header_name = axum::http::HeaderName::try_from(header_lower.as_str())
-            .map_err(|e| format!("x-mcp-header {header:?}: {e}"))?;
-        out.push(HeaderParam {
-            property: property.clone(),
-            header: header.to_owned(),
-            header_name,
-            header_lower,
-            ty,
-        });
-    }
+    let mut path = Vec::new();
+    walk_headers(input_schema, true, &mut path, &mut out)?;
     Ok(out)
+}
+
+/// Keywords whose value is one subschema, an array of them, or a map of them: where an
+/// annotation could hide. Everything else (`default`, `const`, `enum`, `examples`, …) is
+/// data, not schema.
+const ONE_SCHEMA: &[&str] = &[
+    "additionalProperties",
+    "unevaluatedProperties",
+    "propertyNames",
+    "items",
+    "additionalItems",
+    "unevaluatedItems",
+    "contains",
+    "not",
+    "if",
+    "then",
+    "else",
+];
+const SCHEMA_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
+const SCHEMA_MAPS: &[&str] = &[
+    "patternProperties",
+    "dependentSchemas",
+    "$defs",
+    "definitions",
+];
+
+/// Walks one schema object. `reachable`: whether it is the root or a property reached
+/// from it through `properties` alone; `path` names that property.
+fn walk_headers(
+    schema: &Map<String, Value>,
+    reachable: bool,
+    path: &mut Vec<String>,
+    out: &mut Vec<HeaderParam>,
+) -> Result<(), String> {
+    if let Some(annotation) = schema.get("x-mcp-header") {
+        if !reachable || path.is_empty() {
+            return Err(format!(
+                "x-mcp-header {annotation} is not on a property reached from the root through `properties` alone{}",
+                if path.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (under {:?})", path.join("."))
+                }
+            ));
+        }
+        out.push(header_param(annotation, schema, path, out)?);
+    }
+    if let Some(Value::Object(props)) = schema.get("properties") {
+        for (name, sub) in props {
+            if let Value::Object(sub) = sub {
+                path.push(name.clone());
+                walk_headers(sub, reachable, path, out)?;
+                path.pop();
+            }
+        }
+    }
+    // Below any other keyword, nothing is statically reachable.
+    let mut beneath = |sub: &Value| match sub {
+        Value::Object(sub) => walk_headers(sub, false, path, out),
+        _ => Ok(()),
+    };
+    for key in ONE_SCHEMA {
+        if let Some(sub) = schema.get(*key) {
+            beneath(sub)?;
+        }
+    }
+    for key in SCHEMA_ARRAYS {
+        if let Some(Value::Array(subs)) = schema.get(*key) {
+            subs.iter().try_for_each(&mut beneath)?;
+        }
+    }
+    for key in SCHEMA_MAPS {
+        if let Some(Value::Object(subs)) = schema.get(*key) {
+            subs.values().try_for_each(&mut beneath)?;
+        }
+    }
+    Ok(())
+}
+
+/// One annotation on the property at `path`, checked against those read before it.
+fn header_param(
+    annotation: &Value,
+    schema: &Map<String, Value>,
+    path: &[String],
+    seen: &[HeaderParam],
+) -> Result<HeaderParam, String> {
+    let property = path.join(".");
+    let Some(header) = annotation.as_str() else {
+        return Err(format!("x-mcp-header on {property:?} must be a string"));
+    };
+    if !is_token(header) {
+        return Err(format!(
+            "x-mcp-header {header:?} on {property:?} is not a valid HTTP header token"
+        ));
+    }
+    let ty = match schema.get("type").and_then(Value::as_str) {
+        Some("string") => HeaderType::String,
+        Some("integer") => HeaderType::Integer,
+        Some("boolean") => HeaderType::Boolean,
+        _ => {
+            return Err(format!(
+                "x-mcp-header {header:?} on {property:?} needs a property of type string, integer or boolean"
+            ));
+        }
+    };
+    let header_lower = format!("mcp-param-{}", header.to_ascii_lowercase());
+    if seen.iter().any(|h| h.header_lower == header_lower) {
+        return Err(format!(
+            "x-mcp-header {header:?} is used twice (names are compared ignoring case)"
+        ));
+    }
+    // A token is always a valid header name.
+    let header_name = axum::http::HeaderName::try_from(header_lower.as_str())
+        .map_err(|e| format!("x-mcp-header {header:?}: {e}"))?;
+    Ok(HeaderParam {
+        path: path.to_vec(),
+        header: header.to_owned(),
+        header_name,
+        header_lower,
+        ty,
+    })
 }
 
 #[cfg(test)]
@@ -268,5 +354,43 @@ mod tests {
         ] {
             assert!(header_params(bad.as_object().unwrap()).is_err(), "{bad}");
         }
+    }
+
+    /// Nested properties reached through `properties` alone may carry an annotation,
+    /// read at their path; anywhere else an annotation makes the schema invalid.
+    #[test]
+    fn header_annotations_follow_properties_chains_only() {
+        let nested = json!({"type": "object", "properties": {
+            "target": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}},
+            "n": {"type": "integer", "x-mcp-header": "N"}}});
+        let found = header_params(nested.as_object().unwrap()).expect("valid");
+        let mut paths: Vec<_> = found.iter().map(|h| h.path.join("/")).collect();
+        paths.sort();
+        assert_eq!(paths, ["n", "target/region"]);
+        let region = json!({"type": "string", "x-mcp-header": "Region"});
+        for bad in [
+            json!({"type": "object", "x-mcp-header": "Root"}),
+            json!({"properties": {"l": {"type": "array", "items": region}}}),
+            json!({"properties": {"l": {"type": "array", "prefixItems": [region]}}}),
+            json!({"properties": {"u": {"anyOf": [region, {"type": "null"}]}}}),
+            json!({"allOf": [{"properties": {"r": region}}]}),
+            json!({"properties": {"o": {"type": "object", "additionalProperties": region}}}),
+            json!({"$defs": {"r": region}, "properties": {"r": {"$ref": "#/$defs/r"}}}),
+            json!({"if": {"properties": {"r": region}}, "then": {}}),
+            json!({"properties": {"o": {"patternProperties": {"^r": region}}}}),
+            json!({"properties": {"r": {"not": region}}}),
+        ] {
+            let why = header_params(bad.as_object().unwrap()).expect_err(&bad.to_string());
+            assert!(why.contains("through `properties` alone"), "{why}");
+        }
+        // An `x-mcp-header` key inside data (a default) is not an annotation.
+        let data = json!({"properties": {"o": {"type": "object",
+            "default": {"x-mcp-header": "NotOne"}}}});
+        assert!(
+            header_params(data.as_object().unwrap())
+                .expect("valid")
+                .is_empty()
+        );
     }
 }

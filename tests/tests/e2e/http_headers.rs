@@ -861,6 +861,117 @@ async fn param_header_not_expected_for_absent_or_null_argument() {
     assert_eq!(result(&r)["isError"], json!(true));
 }
 
+/// A property nested in an object, reached through `properties` alone, may be mirrored
+/// (`basic/transports/streamable-http.mdx`, "Schema Extension"): its header is checked
+/// against the value at its path, required when the value is there, and not expected
+/// when it is not.
+#[tokio::test]
+async fn nested_param_header_is_checked_at_its_path() {
+    let server = builder()
+        .tool(
+            Tool::new("nested_region")
+                .description("Runs a query against a target whose region is mirrored")
+                .input_schema(json!({
+                    "type": "object",
+                    "properties": {"target": {"type": "object", "properties": {
+                        "region": {"type": "string", "x-mcp-header": "Region"}}}}
+                }))
+                .handler(|call: ToolCall| async move { Value::Object(call.arguments).to_string() }),
+        )
+        .build()
+        .expect("the server builds");
+    let h = Harness::start(server).await;
+    let call = |id: i64, args: Value| {
+        request(
+            id,
+            "tools/call",
+            json!({"name": "nested_region", "arguments": args}),
+        )
+    };
+    let body = json!({"target": {"region": "eu-central1"}});
+    let r = post(
+        &h,
+        &call(90, body.clone()),
+        &[("Mcp-Param-Region", "eu-central1")],
+    )
+    .await;
+    assert_eq!(
+        first_text(result(&r)),
+        r#"{"target":{"region":"eu-central1"}}"#
+    );
+    // The header says one region, the body executes another: refused.
+    post(
+        &h,
+        &call(91, body.clone()),
+        &[("Mcp-Param-Region", "us-west1")],
+    )
+    .await
+    .assert_error(400, -32020, Some(json!(91)));
+    // The value is in the body, the header is not.
+    post(&h, &call(92, body), &[])
+        .await
+        .assert_error(400, -32020, Some(json!(92)));
+    // No value at the path (no target, or a target without a region): no header needed.
+    for (id, args) in [
+        (93, json!({})),
+        (94, json!({"target": {}})),
+        (95, json!({"target": null})),
+    ] {
+        result(&post(&h, &call(id, args), &[]).await);
+    }
+}
+
+/// An integer mirrored from a hand-written schema (which sets no bounds) must still be
+/// within ±(2^53 − 1): beyond it the header cannot be compared exactly, so the request is
+/// refused even when the header spells the same digits.
+#[tokio::test]
+async fn integer_param_header_beyond_the_safe_range_is_32020() {
+    let h = Harness::start(typed_header_server()).await;
+    let big = 9_007_199_254_740_993_i64;
+    post(
+        &h,
+        &typed_call(96, json!({"count": big})),
+        &[("Mcp-Param-Count", &big.to_string())],
+    )
+    .await
+    .assert_error(400, -32020, Some(json!(96)));
+    let edge = 9_007_199_254_740_991_i64;
+    result(
+        &post(
+            &h,
+            &typed_call(97, json!({"count": edge})),
+            &[("Mcp-Param-Count", &edge.to_string())],
+        )
+        .await,
+    );
+}
+
+/// A recognized `Mcp-Param-*` header with invalid characters is refused even when its
+/// argument is absent (`basic/transports/streamable-http.mdx`: servers "MUST reject
+/// requests with a recognized `Mcp-Param-{Name}` header that contains invalid
+/// characters").
+#[tokio::test]
+async fn param_header_with_invalid_characters_is_32020_without_its_argument() {
+    let h = Harness::start(typed_header_server()).await;
+    // Raw non-ASCII (it must be sent base64-wrapped); the body has no `count` at all.
+    post(
+        &h,
+        &typed_call(98, json!({})),
+        &[("Mcp-Param-Count", "4\u{e9}2")],
+    )
+    .await
+    .assert_error(400, -32020, Some(json!(98)));
+    // An unrecognized Mcp-Param-* header is ignored, whatever it holds.
+    result(
+        &post(
+            &h,
+            &typed_call(99, json!({})),
+            &[("Mcp-Param-Other", "4\u{e9}2")],
+        )
+        .await,
+    );
+}
+
 fn typed_header_server() -> presa::Server {
     builder()
         .tool(

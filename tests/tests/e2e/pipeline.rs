@@ -1174,14 +1174,36 @@ fn invalid_header_annotations_are_refused_at_build() {
                "b": {"type": "string", "x-mcp-header": "region"}}),
         json!({"a": {"type": "string", "x-mcp-header": "Region"},
                "b": {"type": "integer", "x-mcp-header": "Region"}}),
+        // Annotations not reached through `properties` alone make the tool invalid.
+        json!({"l": {"type": "array", "items": {"type": "string", "x-mcp-header": "R"}}}),
+        json!({"u": {"anyOf": [{"type": "string", "x-mcp-header": "R"}, {"type": "null"}]}}),
+        json!({"o": {"type": "object",
+                     "additionalProperties": {"type": "string", "x-mcp-header": "R"}}}),
+        json!({"o": {"type": "object", "properties": {
+            "a": {"type": "string", "x-mcp-header": "Region"},
+            "b": {"type": "object", "properties": {
+                "c": {"type": "string", "x-mcp-header": "REGION"}}}}}}),
     ] {
         let e = build_error(builder().tool(tool(props.clone())));
         assert!(e.contains("\"h\""), "{props}: {e}");
     }
+    let e = build_error(
+        builder().tool(
+            Tool::new("h")
+                .description("x")
+                .input_schema(json!({"type": "object",
+                "$defs": {"r": {"type": "string", "x-mcp-header": "R"}},
+                "properties": {"r": {"$ref": "#/$defs/r"}}}))
+                .handler(|_: ToolCall| async { "x" }),
+        ),
+    );
+    assert!(e.contains("through `properties` alone"), "{e}");
     for props in [
         json!({"r": {"type": "string", "x-mcp-header": "Region"}}),
         json!({"n": {"type": "integer", "x-mcp-header": "Count"},
                "b": {"type": "boolean", "x-mcp-header": "Flag"}}),
+        json!({"t": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}}),
     ] {
         build(builder().tool(tool(props)));
     }
