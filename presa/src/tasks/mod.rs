@@ -584,13 +584,10 @@ impl Tasks {
         }
     }
 
+    /// Ends the task `failed` with `error` as the request itself would have answered it
+    /// (the extension: "the `error` field MUST contain that JSON-RPC error"): its code,
+    /// message and data, unchanged.
     fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
-        let error = if error.code() == code::MISSING_CLIENT_CAPABILITY {
-            error.clone()
-        } else {
-            Error::new(code::INTERNAL_ERROR, error.message().to_owned())
-        };
-        let error = &error;
         self.update(server, id, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Failed;

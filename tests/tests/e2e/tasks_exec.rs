@@ -224,6 +224,40 @@ async fn a_panicking_task_fails_with_32603_and_no_detail() {
     }
 }
 
+/// A JSON-RPC error from the tool fails the task with that very error (the extension:
+/// "the `error` field MUST contain that JSON-RPC error"; `tasks/get` "returns exactly
+/// what the underlying request would have returned"): code, message and data as the
+/// same call answers when it is not a task, not a -32603 in their place.
+#[tokio::test]
+async fn a_failed_task_carries_the_tools_own_json_rpc_error() {
+    let lab = Lab::with(Tasks::builder(), |b| {
+        b.tool(
+            presa::Tool::new("quota")
+                .description("Fails with an application error carrying data")
+                .task(presa::tasks::TaskMode::Optional)
+                .handler(|_: presa::ToolCall| async move {
+                    let error = presa::Error::application(4290, "Quota exceeded")
+                        .expect("an application code")
+                        .with_data(json!({"retryAfterMs": 30000}));
+                    Err::<String, _>(error)
+                }),
+        )
+    });
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &lab.server).await;
+        let direct = w
+            .send("tools/call", undeclared(tool("quota", json!({}))))
+            .await;
+        let direct = direct.response()["error"].clone();
+        assert_eq!(direct["code"], json!(4290), "{kind:?}: {direct}");
+        let id = w.create("quota", json!({})).await;
+        let task = w.wait_terminal(&id).await;
+        assert_eq!(task["status"], "failed", "{kind:?}: {task}");
+        assert_eq!(task["error"], direct, "{kind:?}: {task}");
+        assert_eq!(task["statusMessage"], json!("Quota exceeded"), "{kind:?}");
+    }
+}
+
 /// 5.3: the worker runs detached from the creating request: a progress token and a log
 /// level on that request give the task no channel (nothing is sent, on the creating
 /// response or anywhere), and the task outlives the request.

@@ -264,8 +264,9 @@ async fn update_with_an_answer_off_the_requested_schema_is_not_accepted() {
             "{kind:?}: an off-schema answer completed the task: {task}"
         );
         if task["status"] == "failed" {
-            // A protocol error inside a task fails it with -32603, keeping the message.
-            assert_eq!(task["error"]["code"], json!(-32603), "{kind:?}: {task}");
+            // A protocol error inside a task fails it with the error the request itself
+            // would have answered: -32602 for an answer off the requested schema.
+            assert_eq!(task["error"]["code"], json!(-32602), "{kind:?}: {task}");
             assert!(
                 task["error"]["message"]
                     .as_str()
