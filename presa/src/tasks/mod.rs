@@ -638,10 +638,15 @@ impl Tasks {
             return Err(Error::invalid_params("inputResponses is invalid"));
         }
         let record = self.lookup(&id, ctx)?;
-        let mut matched = false;
+        // Whether the answers taken leave nothing pending: only then does the tool run
+        // again. A partial answer is kept and the task stays `input_required` (the
+        // extension: "until the remaining responses arrive"), so a key still pending
+        // keeps the request the client was shown: a run made now could word it anew, and
+        // a key must never name two requests over a task's lifetime.
+        let (mut took, mut complete) = (false, false);
         let mut too_large = None;
         let stored = self.update(ctx.server(), &record.id, |r| {
-            matched = false;
+            (took, complete) = (false, false);
             // Only answers to pending requests are taken; others are ignored.
             let taken: Vec<(&String, &Value)> = responses
                 .iter()
@@ -664,19 +669,20 @@ impl Tasks {
             if next.input_requests.is_empty() {
                 next.status = TaskStatus::Working;
                 next.status_message = Some("Working".into());
+                complete = true;
             }
-            matched = true;
+            took = true;
             Some(next)
         });
         if let Some(e) = too_large {
             return Err(e);
         }
-        if matched && stored.is_none() {
+        if took && stored.is_none() {
             // Taken in a try the store refused: nothing is stored, nothing to wake.
             self.unstored(&record.id)?;
-            matched = false;
+            return Ok(Map::new());
         }
-        if matched {
+        if took && complete {
             self.wake(&record.id);
         }
         Ok(Map::new())

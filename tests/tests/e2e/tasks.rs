@@ -1227,13 +1227,18 @@ fn pair_tool(gate: &Arc<Semaphore>, probe: &Arc<Probe>) -> Tool {
             let gate = Arc::clone(&gate);
             let probe = Arc::clone(&probe);
             async move {
-                if probe.pair_runs.fetch_add(1, Ordering::SeqCst) > 0
+                let run = probe.pair_runs.fetch_add(1, Ordering::SeqCst);
+                if run > 0
                     && let Ok(p) = gate.acquire().await
                 {
                     p.forget();
                 }
                 let a = call.ctx.elicit::<Proceed>("a", "A?");
-                let b = call.ctx.elicit::<Proceed>("b", "B?");
+                // The question names the run that asks it, so a run that asked `b`
+                // again while it was pending would show in `inputRequests`.
+                let b = call
+                    .ctx
+                    .elicit::<Proceed>("b", &format!("B? (run {})", run + 1));
                 let yes = |e: presa::mrtr::Elicitation<Proceed>| {
                     matches!(
                         e,
