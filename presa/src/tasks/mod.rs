@@ -154,16 +154,24 @@ impl Default for TasksBuilder {
     }
 }
 
+/// A duration as the schema's `ttlMs` and `pollIntervalMs` hold it: whole
+/// milliseconds from 1 to 2^53 − 1 (longer durations are clamped rather than wrapped).
+fn wire_ms(d: Duration) -> u64 {
+    const MAX: u128 = (1 << 53) - 1;
+    d.as_millis().clamp(1, MAX) as u64
+}
+
 impl TasksBuilder {
-    /// How long a task is kept after creation (default one hour; `None`: forever).
+    /// How long a task is kept after creation (default one hour; `None`: forever). At
+    /// most 2^53 − 1 ms, the schema's bound for `ttlMs` (about 285,000 years).
     pub fn ttl(mut self, ttl: Option<Duration>) -> Self {
-        self.ttl_ms = ttl.map(|t| t.as_millis().max(1) as u64);
+        self.ttl_ms = ttl.map(wire_ms);
         self
     }
 
-    /// The poll interval suggested to clients (default 250 ms).
+    /// The poll interval suggested to clients (default 250 ms; at most 2^53 − 1 ms).
     pub fn poll_interval(mut self, every: Duration) -> Self {
-        self.poll_interval_ms = every.as_millis().max(1) as u64;
+        self.poll_interval_ms = wire_ms(every);
         self
     }
 

@@ -1677,12 +1677,21 @@ async fn ttl_and_poll_interval_follow_the_builder() {
                 .ttl(None)
                 .poll_interval(Duration::from_millis(40)),
             json!(null),
-            40,
+            40_u64,
         ),
         (
             Tasks::builder().ttl(Some(Duration::from_secs(90))),
             json!(90_000),
             250,
+        ),
+        // Past the schema's integer bound (2^53 − 1): clamped to it, not wrapped (this
+        // TTL was written as 384 ms before).
+        (
+            Tasks::builder()
+                .ttl(Some(Duration::from_secs(18_446_744_073_709_552)))
+                .poll_interval(Duration::MAX),
+            json!(9_007_199_254_740_991_u64),
+            9_007_199_254_740_991,
         ),
     ];
     for (knobs, ttl, poll) in cases {
