@@ -58,6 +58,32 @@ pub(crate) fn is_absolute_uri(uri: &str) -> bool {
     }
 }
 
+/// Whether `uri` holds only what RFC 3986 allows in a URI (the spec: custom schemes
+/// "MUST be in accordance with RFC3986"): no space or control character, none of
+/// `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|` and `}`, and `%` only as the start of an
+/// escape. Characters past ASCII are let
+/// through (IRIs are common in practice, and clients read them).
+pub(crate) fn uri_characters(uri: &str) -> Result<(), String> {
+    let bytes = uri.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        let bad = match b {
+            b'%' => !matches!(
+                (bytes.get(i + 1), bytes.get(i + 2)),
+                (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
+            ),
+            b' ' | b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}' => true,
+            _ => b.is_ascii_control(),
+        };
+        if bad {
+            return Err(format!(
+                "the URI may not hold {:?} at byte {i} (RFC 3986: escape it as %XX)",
+                char::from(b)
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Something the catalog lists: a sort key and prepared listing JSON.
 pub(crate) trait Listed {
     fn key(&self) -> &str;

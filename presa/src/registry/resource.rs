@@ -171,6 +171,9 @@ impl Described {
         if self.name.is_empty() {
             return Err("a name is required".into());
         }
+        if let Some(a) = &self.annotations {
+            a.check()?;
+        }
         check_icons(&self.icons)?;
         check_meta(self.meta.as_ref())
     }
@@ -285,6 +288,7 @@ impl Resource {
         if !super::is_absolute_uri(&self.uri) {
             return Err(fail("the URI must be absolute (have a scheme)".into()));
         }
+        super::uri_characters(&self.uri).map_err(&fail)?;
         self.described.check().map_err(&fail)?;
         let Some(handler) = self.handler.clone() else {
             return Err(fail("no handler".into()));

@@ -374,8 +374,26 @@ impl Tool {
             CompiledSchema::compile(&self.input_schema).map_err(|e| fail(format!("input {e}")))?;
         let output = match &self.output_schema {
             None => None,
-            Some(s) => Some(CompiledSchema::compile(s).map_err(|e| fail(format!("output {e}")))?),
+            // The schema's `Tool.outputSchema` is an object (`true` or `false`, valid JSON
+            // Schemas elsewhere, would make the listing invalid).
+            Some(s @ Value::Object(_)) => {
+                Some(CompiledSchema::compile(s).map_err(|e| fail(format!("output {e}")))?)
+            }
+            Some(_) => return Err(fail("the output schema must be a JSON object".into())),
         };
+        for (which, schema) in [
+            ("input", Some(&self.input_schema)),
+            ("output", self.output_schema.as_ref()),
+        ] {
+            if schema
+                .and_then(|s| s.get("$schema"))
+                .is_some_and(|v| !v.is_string())
+            {
+                return Err(fail(format!(
+                    "the {which} schema's $schema must be a string"
+                )));
+            }
+        }
         check_icons(&self.icons).map_err(&fail)?;
         check_meta(self.meta.as_ref()).map_err(&fail)?;
         let listing = self.listing().map_err(|e| fail(e.to_string()))?;

@@ -101,13 +101,17 @@ impl Icon {
 
     pub(crate) fn check(&self) -> Result<(), String> {
         let lower = self.src.to_ascii_lowercase();
-        if lower.starts_with("https://") || lower.starts_with("data:") {
-            Ok(())
-        } else {
-            Err(format!(
+        if !(lower.starts_with("https://") || lower.starts_with("data:")) {
+            return Err(format!(
                 "icon src {:?} must be an https: or data: URI",
                 self.src
-            ))
+            ));
+        }
+        match self.theme.as_deref() {
+            None | Some("light" | "dark") => Ok(()),
+            Some(other) => Err(format!(
+                "icon theme {other:?} must be \"light\" or \"dark\""
+            )),
         }
     }
 }
@@ -136,6 +140,19 @@ pub struct Annotations {
     /// ISO 8601 time of the last change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_modified: Option<String>,
+}
+
+impl Annotations {
+    /// What the schema requires of registered annotations: a finite `priority` from 0 to
+    /// 1.
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match self.priority {
+            Some(p) if !(0.0..=1.0).contains(&p) => Err(format!(
+                "annotation priority {p} must be a number from 0 to 1"
+            )),
+            _ => Ok(()),
+        }
+    }
 }
 
 /// Hints describing a tool's behaviour.

@@ -1321,6 +1321,49 @@ fn registration_errors_for_prompts_and_templates() {
         ResourceTemplate::new("n://{a}{b}", "n").handler(|_: ResourceRead| async { "x" }),
     ));
     build_error(builder().tool(Tool::new("nohandler").description("x")));
+    // A URI with what RFC 3986 does not allow in one.
+    for uri in [
+        "notes://a b",
+        "notes://a%zz",
+        "notes://a<b>",
+        "notes://a\u{7f}",
+        "notes://{x}",
+    ] {
+        let e = build_error(
+            builder().resource(Resource::new(uri, "r").handler(|_: ResourceRead| async { "x" })),
+        );
+        assert!(e.contains("RFC 3986"), "{uri}: {e}");
+    }
+    build(
+        builder().resource(
+            Resource::new("notes://a%20b/caf\u{e9}?q=1#f", "r")
+                .handler(|_: ResourceRead| async { "x" }),
+        ),
+    );
+    // Annotations and icons the schema would refuse in the listing.
+    for priority in [1.5, -0.1, f64::NAN] {
+        let mut a = presa::Annotations::default();
+        a.priority = Some(priority);
+        let e = build_error(
+            builder().resource(
+                Resource::new("notes://p", "r")
+                    .annotations(a)
+                    .handler(|_: ResourceRead| async { "x" }),
+            ),
+        );
+        assert!(e.contains("priority"), "{priority}: {e}");
+    }
+    let mut icon = presa::Icon::new("https://example.com/i.png");
+    icon.theme = Some("blue".into());
+    let e = build_error(builder().tool(text_tool("t", "x").icon(icon)));
+    assert!(e.contains("theme"), "{e}");
+    // An output schema that is not an object, and a `$schema` that is not a string.
+    let e = build_error(builder().tool(text_tool("t", "x").output_schema(json!(true))));
+    assert!(e.contains("output schema must be a JSON object"), "{e}");
+    let e = build_error(
+        builder().tool(text_tool("t", "x").output_schema(json!({"type": "object", "$schema": 7}))),
+    );
+    assert!(e.contains("$schema"), "{e}");
     // A template of relative URIs, or one no URI could match, as a resource's would be.
     for (template, says) in [
         ("rel/{id}", "absolute"),
