@@ -27,7 +27,9 @@ use std::sync::Arc;
 /// A boxed, sendable future, as handlers return.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// Longest pagination cursor presa reads, in bytes.
+/// Longest pagination cursor presa reads, in bytes, unless the catalog holds a key (a
+/// resource URI, a template, a prompt name) so long that a cursor presa issues after it
+/// is longer: then the bound is that cursor's length, so every page stays reachable.
 pub const MAX_CURSOR_BYTES: usize = 2048;
 
 pub(crate) fn check_icons(icons: &[Icon]) -> Result<(), String> {
@@ -222,7 +224,15 @@ impl<T: Listed> Listing<T> {
         let start = match cursor {
             None | Some("") => 0,
             Some(c) => {
-                let after = decode_cursor(kind, c)?;
+                // Past the usual bound, a cursor is still one of ours when the catalog
+                // has a key that long (found by one pass, only for such cursors).
+                let limit = if c.len() > MAX_CURSOR_BYTES {
+                    let longest = self.sorted.iter().map(|e| e.key().len()).max();
+                    MAX_CURSOR_BYTES.max(longest.map_or(0, |key| cursor_len(kind, key)))
+                } else {
+                    MAX_CURSOR_BYTES
+                };
+                let after = decode_cursor(kind, c, limit)?;
                 self.sorted.partition_point(|e| e.key() <= after.as_str())
             }
         };
@@ -244,9 +254,15 @@ fn encode_cursor(kind: &str, last_key: &str) -> String {
     base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
 }
 
-fn decode_cursor(kind: &str, cursor: &str) -> Result<String, Error> {
+/// The length of the cursor [`encode_cursor`] makes for a key of `key_len` bytes.
+fn cursor_len(kind: &str, key_len: usize) -> usize {
+    let raw = CURSOR_VERSION.len() + kind.len() + key_len + 2;
+    (raw * 4).div_ceil(3)
+}
+
+fn decode_cursor(kind: &str, cursor: &str, limit: usize) -> Result<String, Error> {
     let invalid = || Error::invalid_params("Invalid pagination cursor");
-    if cursor.len() > MAX_CURSOR_BYTES {
+    if cursor.len() > limit {
         return Err(invalid());
     }
     let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
@@ -279,5 +295,28 @@ impl Catalog {
                 .templates
                 .iter()
                 .any(|t| !t.template.completions.is_empty())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The bound for long keys is the length of the cursor presa issues for them.
+    #[test]
+    fn cursor_len_is_the_issued_cursors_length() {
+        for kind in ["tools", "resources", "resourceTemplates", "prompts"] {
+            for len in 0..40 {
+                let key = "k".repeat(len);
+                assert_eq!(cursor_len(kind, len), encode_cursor(kind, &key).len());
+                let long = "é".repeat(len * 100);
+                let cursor = encode_cursor(kind, &long);
+                assert_eq!(cursor_len(kind, long.len()), cursor.len());
+                assert_eq!(
+                    decode_cursor(kind, &cursor, cursor.len()).ok().as_deref(),
+                    Some(long.as_str())
+                );
+            }
+        }
     }
 }

@@ -699,6 +699,43 @@ async fn keyset_cursors_survive_unrelated_changes() {
     assert!(last.get("nextCursor").is_none());
 }
 
+/// A key so long that the cursor after it is past `MAX_CURSOR_BYTES` (a resource URI of
+/// 1,600 bytes) still pages on: presa reads back every cursor it issues. A cursor longer
+/// than any presa could issue for this catalog is still refused.
+#[tokio::test]
+async fn cursors_after_very_long_keys_are_read_back() {
+    use base64::Engine;
+    let long = format!("https://example.com/{}", "a".repeat(1600));
+    let short = "https://example.com/z".to_owned();
+    let mut b = builder().page_size(1);
+    for (i, uri) in [&long, &short].into_iter().enumerate() {
+        b = b.resource(
+            Resource::new(uri.clone(), format!("r{i}")).handler(|_: ResourceRead| async { "r" }),
+        );
+    }
+    let server = build(b);
+    let c = TestClient::new(&server);
+    let pages = walk(&c, "resources/list").await;
+    assert!(
+        pages[0]["nextCursor"]
+            .as_str()
+            .is_some_and(|c| c.len() > presa::registry::MAX_CURSOR_BYTES),
+        "the first page's cursor is past the usual bound"
+    );
+    let uris: Vec<String> = pages
+        .iter()
+        .flat_map(|p| keys(p, "resources", "uri"))
+        .collect();
+    assert_eq!(uris, [long.clone(), short]);
+    let forged = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .encode(format!("presa1\nresources\n{long}b"));
+    expect_error(
+        &c.request("resources/list", json!({"cursor": forged})).await,
+        -32602,
+        Some("Invalid pagination cursor"),
+    );
+}
+
 #[tokio::test]
 async fn invalid_cursors_are_32602() {
     let server = paged_server();
