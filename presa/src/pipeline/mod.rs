@@ -446,9 +446,11 @@ impl Server {
         } = request;
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
-        // no 2026-07-28 `_meta`: tell it which versions this server speaks (errata W-13).
-        // A modern client probing the removed method gets -32601 below.
-        if method == "initialize" && !meta.is_present() {
+        // no 2026-07-28 protocol version in `_meta` (it may carry a `_meta` of its own,
+        // such as a `progressToken`): tell it which versions this server speaks (errata
+        // W-13; `basic/versioning.mdx` asks modern-only servers to name them in any error
+        // to `initialize`). A modern client probing the removed method gets -32601 below.
+        if method == "initialize" && meta.protocol_version().is_none() {
             let requested = params
                 .get("protocolVersion")
                 .and_then(Value::as_str)

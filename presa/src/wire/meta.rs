@@ -314,11 +314,6 @@ impl RawMeta {
         }
     }
 
-    /// Whether the message had a `_meta` member at all.
-    pub(crate) fn is_present(&self) -> bool {
-        !matches!(self, RawMeta::Absent)
-    }
-
     /// The protocol version it names, when it is a string.
     pub(crate) fn protocol_version(&self) -> Option<&str> {
         match self {

@@ -282,6 +282,17 @@ async fn legacy_initialize_is_32022_with_requested_and_supported() {
             || e["message"].as_str().is_some_and(|m| m.contains(VERSION)),
         "{e}"
     );
+    // With a `_meta` of its own (a progress token) and no MCP headers: the same answer.
+    let mut with_meta = msg;
+    with_meta["params"]["_meta"] = json!({"progressToken": 7});
+    let r = post(
+        &h,
+        &with_meta,
+        &[("MCP-Protocol-Version", ""), ("Mcp-Method", "")],
+    )
+    .await;
+    r.assert_error(400, -32022, Some(json!(61)));
+    assert_eq!(r.response()["error"]["data"]["supported"], json!([VERSION]));
 }
 
 #[tokio::test]

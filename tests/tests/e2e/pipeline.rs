@@ -549,7 +549,15 @@ async fn unknown_removed_and_legacy_methods() {
     assert_eq!(e["data"]["supported"], json!(["2026-07-28"]));
     let legacy = json!({"protocolVersion": "2025-06-18", "capabilities": {},
                         "clientInfo": {"name": "old", "version": "1"}});
-    let r = raw(&c, 9, "initialize", legacy).await;
+    let r = raw(&c, 9, "initialize", legacy.clone()).await;
+    let e = expect_error(&r, -32022, None);
+    assert_eq!(e["data"]["requested"], "2025-06-18");
+    assert_eq!(e["data"]["supported"], json!(["2026-07-28"]));
+    // A 2025-era client may send a `_meta` of its own (a progress token) on `initialize`:
+    // without a 2026-07-28 protocol version in it, it is still told the versions.
+    let mut with_meta = legacy;
+    with_meta["_meta"] = json!({"progressToken": 1});
+    let r = raw(&c, 10, "initialize", with_meta).await;
     let e = expect_error(&r, -32022, None);
     assert_eq!(e["data"]["requested"], "2025-06-18");
     assert_eq!(e["data"]["supported"], json!(["2026-07-28"]));
