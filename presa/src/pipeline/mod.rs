@@ -370,15 +370,21 @@ impl Server {
                         "notifications/cancelled requires a requestId that is a string or an int64 integer",
                     )
                 })?;
-            if notification
-                .params
-                .get("reason")
-                .is_some_and(|r| !r.is_string())
-            {
-                return Err(Error::invalid_params(
-                    "notifications/cancelled reason must be a string",
-                ));
-            }
+            let reason = match notification.params.get("reason") {
+                None => None,
+                Some(Value::String(r)) => Some(r.as_str()),
+                Some(_) => {
+                    return Err(Error::invalid_params(
+                        "notifications/cancelled reason must be a string",
+                    ));
+                }
+            };
+            // `basic/patterns/cancellation.mdx`: both parties SHOULD log the reasons.
+            tracing::debug!(
+                request_id = %id,
+                reason = reason.unwrap_or("(none given)"),
+                "the client cancelled a request"
+            );
             return Ok(NotificationEffect::Cancel(id));
         }
         Ok(NotificationEffect::None)
@@ -884,6 +890,55 @@ mod tests {
         pub(super) fn snapshot(fields: &Fields) -> BTreeMap<String, String> {
             fields.lock().map(|f| f.clone()).unwrap_or_default()
         }
+    }
+
+    /// A client's `notifications/cancelled` is logged with its reason
+    /// (`basic/patterns/cancellation.mdx`: "Both parties SHOULD log cancellation
+    /// reasons").
+    #[tokio::test(flavor = "current_thread")]
+    async fn cancellation_reasons_are_logged() {
+        use std::sync::{Arc, Mutex};
+        use tracing_subscriber::layer::SubscriberExt;
+        struct Events(Arc<Mutex<Vec<String>>>);
+        struct Line<'a>(&'a mut String);
+        impl tracing::field::Visit for Line<'_> {
+            fn record_debug(&mut self, f: &tracing::field::Field, v: &dyn std::fmt::Debug) {
+                self.0.push_str(&format!("{}={v:?} ", f.name()));
+            }
+        }
+        impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Events {
+            fn on_event(
+                &self,
+                event: &tracing::Event<'_>,
+                _: tracing_subscriber::layer::Context<'_, S>,
+            ) {
+                let mut line = String::new();
+                event.record(&mut Line(&mut line));
+                if let Ok(mut all) = self.0.lock() {
+                    all.push(line);
+                }
+            }
+        }
+        let events = Arc::new(Mutex::new(Vec::new()));
+        let subscriber = tracing_subscriber::registry().with(Events(Arc::clone(&events)));
+        let _guard = tracing::subscriber::set_default(subscriber);
+        let server = crate::Server::builder(Implementation::new("cancels", "1"))
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server);
+        let meta = client.meta();
+        client
+            .send(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 4, "reason": "user pressed stop", "_meta": meta}}),
+            )
+            .await;
+        let all = events.lock().map(|e| e.clone()).unwrap_or_default();
+        assert!(
+            all.iter()
+                .any(|l| l.contains("request_id=4") && l.contains("user pressed stop")),
+            "{all:?}"
+        );
     }
 
     /// The `mcp.request` span carries what book/progress.md says it does, recorded from
