@@ -336,6 +336,34 @@ impl Server {
     }
 }
 
+/// What `basic/versioning.mdx` requires of the extensions a server advertises: an
+/// identifier that follows the `_meta` key syntax with a mandatory prefix
+/// (`vendor.example/name`), each once, and settings that are a JSON object (the schema's
+/// `ServerCapabilities.extensions`). A client declares the extension by that identifier,
+/// so one that breaks the syntax could never be declared.
+fn check_extensions(extensions: &[Arc<dyn crate::extension::Extension>]) -> Result<(), BuildError> {
+    let mut seen = std::collections::HashSet::new();
+    for e in extensions {
+        let id = e.id();
+        if !(crate::wire::meta::is_valid_meta_key(id) && crate::wire::meta::has_prefix(id)) {
+            return Err(BuildError::new(format!(
+                "extension {id:?}: an extension identifier is a prefixed `_meta` key such as `vendor.example/name`"
+            )));
+        }
+        if !seen.insert(id) {
+            return Err(BuildError::new(format!(
+                "extension {id:?} is installed twice"
+            )));
+        }
+        if !e.settings().is_object() {
+            return Err(BuildError::new(format!(
+                "extension {id:?}: its settings must be a JSON object"
+            )));
+        }
+    }
+    Ok(())
+}
+
 impl ServerBuilder {
     /// Registers a tool.
     pub fn tool(mut self, tool: Tool) -> Self {
@@ -505,6 +533,7 @@ impl ServerBuilder {
         }
         crate::registry::check_icons(&self.info.icons)
             .map_err(|e| BuildError::new(format!("server info: {e}")))?;
+        check_extensions(&self.extensions)?;
         let mut catalog = Catalog::default();
         for t in self.tools {
             catalog

@@ -1305,6 +1305,40 @@ fn server_info_icons_must_be_https_or_data() {
     assert!(e.contains("http://example.com/i.png"), "{e}");
 }
 
+/// An extension stands for nothing else than what basic/versioning.mdx allows: an
+/// identifier with the `_meta` key syntax and a mandatory prefix, installed once, with
+/// settings that are a JSON object. Otherwise build() refuses it (before, an id such
+/// as `acme` was advertised, and any client declaring it was refused at admission).
+#[test]
+fn extensions_are_checked_at_build() {
+    struct Ext(&'static str, Value);
+    impl presa::extension::Extension for Ext {
+        fn id(&self) -> &'static str {
+            self.0
+        }
+        fn settings(&self) -> Value {
+            self.1.clone()
+        }
+    }
+    for (id, settings, says) in [
+        ("acme", json!({}), "prefixed"),
+        ("-acme.example/x", json!({}), "prefixed"),
+        ("acme.example/x y", json!({}), "prefixed"),
+        ("acme.example/x", json!([1]), "JSON object"),
+        ("acme.example/x", json!(true), "JSON object"),
+    ] {
+        let e = build_error(builder().extension(Ext(id, settings)));
+        assert!(e.contains(says), "{id}: {e}");
+    }
+    let e = build_error(
+        builder()
+            .extension(Ext("acme.example/x", json!({})))
+            .extension(Ext("acme.example/x", json!({}))),
+    );
+    assert!(e.contains("twice"), "{e}");
+    build(builder().extension(Ext("acme.example/x", json!({"level": 2}))));
+}
+
 #[test]
 fn registration_errors_for_prompts_and_templates() {
     // A completion for something that is not an argument / variable.
