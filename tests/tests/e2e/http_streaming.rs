@@ -439,6 +439,19 @@ fn raw_request(url: &str, client: &reqwest::Client, msg: &Value) -> reqwest::Req
     req
 }
 
+/// Waits (bounded) until `count` reaches `n`.
+async fn wait_for_count(
+    count: &std::sync::atomic::AtomicUsize,
+    n: usize,
+    within: Duration,
+) -> bool {
+    let deadline = Instant::now() + within;
+    while Instant::now() < deadline && count.load(Ordering::SeqCst) < n {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    count.load(Ordering::SeqCst) >= n
+}
+
 async fn wait_for(flag: &AtomicBool, within: Duration) -> bool {
     let deadline = Instant::now() + within;
     while Instant::now() < deadline {
@@ -523,6 +536,64 @@ async fn a_handler_that_cancels_its_own_token_still_answers_over_http() {
         json!("answered anyway"),
         "{answer}"
     );
+}
+
+/// Notifications stop with the response over HTTP too (`basic/patterns/progress.mdx`:
+/// they "MUST stop after completion"): work a tool left behind that reports through a
+/// clone of its context after the response adds nothing to the body, and the body ends
+/// with the response without waiting for that work, whether the tool's notifications
+/// are held until its result or streamed live.
+#[tokio::test]
+async fn nothing_is_sent_for_a_request_after_its_response() {
+    let release = Arc::new(tokio::sync::Semaphore::new(0));
+    let late_sent = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let late = |name: &str, live: bool| {
+        let release = Arc::clone(&release);
+        let late_sent = Arc::clone(&late_sent);
+        Tool::new(name)
+            .description("Returns at once, leaving work that reports after the response")
+            .live_notifications(live)
+            .handler(move |call: ToolCall| {
+                let release = Arc::clone(&release);
+                let late_sent = Arc::clone(&late_sent);
+                async move {
+                    call.ctx.progress(1.0, None, Some("before the response"));
+                    let ctx = call.ctx.clone();
+                    tokio::spawn(async move {
+                        if let Ok(p) = release.acquire().await {
+                            p.forget();
+                        }
+                        ctx.progress(2.0, None, Some("after the response"));
+                        ctx.log(presa::LogLevel::Emergency, "after the response");
+                        late_sent.fetch_add(1, Ordering::SeqCst);
+                    });
+                    "returned"
+                }
+            })
+    };
+    let server = builder()
+        .tool(late("late_held", false))
+        .tool(late("late_live", true))
+        .build()
+        .expect("builds");
+    let h = Harness::start(server).await;
+    for (id, name) in [(40, "late_held"), (41, "late_live")] {
+        let msg = tool_call(id, name, json!({"progressToken": name, LEVEL: "debug"}));
+        let reply = tokio::time::timeout(Duration::from_secs(5), h.post(&msg, &[]))
+            .await
+            .expect("the body ends with the response, without waiting for the late work");
+        presa_tests::schema::check_exchange("tools/call", &reply.messages);
+        assert_eq!(reply.messages.len(), 2, "{name}: {}", reply.body);
+        assert_eq!(reply.messages[0]["params"]["progress"], json!(1), "{name}");
+        assert_eq!(reply.response()["id"], json!(id), "{name}");
+        release.add_permits(1);
+        let want = if id == 40 { 1 } else { 2 };
+        assert!(
+            wait_for_count(&late_sent, want, Duration::from_secs(5)).await,
+            "{name}: the late work ran"
+        );
+    }
+    result(&h.call(42, "server/discover", json!({})).await);
 }
 
 #[tokio::test]
