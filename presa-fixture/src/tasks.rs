@@ -106,12 +106,18 @@ struct Name {
 }
 
 /// Asks for a name synchronously (multi round-trip), then runs as a task on the final
-/// round: the task mode is chosen per call.
+/// round: the task mode is chosen per call. The extension asks servers to resolve the
+/// rounds before creating a task, so only a round that carries the answer becomes one;
+/// a retry without it is asked again, synchronously.
 fn test_tool_with_task() -> Tool {
     Tool::new("test_tool_with_task")
         .description("Asks for a name, then greets as a task")
         .task_per_call(|params| {
-            if params.contains_key("inputResponses") {
+            let answered = params
+                .get("inputResponses")
+                .and_then(|r| r.get("user_name"))
+                .is_some();
+            if answered {
                 TaskMode::Required
             } else {
                 TaskMode::Sync

@@ -776,6 +776,16 @@ async fn mrtr_rounds_come_before_task_creation() {
             .as_str()
             .expect("a requestState")
             .to_owned();
+        // A retry that does not carry the answer is asked again, synchronously: no task
+        // is made while a round is unresolved (the extension: servers SHOULD resolve the
+        // rounds before responding with a CreateTaskResult).
+        let mut empty = params.clone();
+        empty["inputResponses"] = json!({});
+        empty["requestState"] = json!(state.clone());
+        let again = w.send("tools/call", empty).await;
+        let r = again.result();
+        assert_eq!(r["resultType"], "input_required", "{kind:?}: {r}");
+        assert!(r.get("taskId").is_none(), "{kind:?}: {r}");
         let mut retry = params.clone();
         retry["inputResponses"] = json!({"user_name": accept(json!({"name": "Alice"}))});
         retry["requestState"] = json!(state);
