@@ -162,6 +162,11 @@ impl ToolSchema {
             None => self.generator.subschema_for::<T>(),
         }
         .to_value();
+        // A schema of `true` (a `serde_json::Value` argument) is the empty object: the
+        // description and default below have somewhere to go.
+        if schema == Value::Bool(true) {
+            schema = Value::Object(Map::new());
+        }
         if let Value::Object(s) = &mut schema {
             if let Some(d) = meta.description {
                 s.insert("description".into(), Value::from(d));
@@ -172,8 +177,16 @@ impl ToolSchema {
             if let Some((header, kind)) = meta.header {
                 s.insert("x-mcp-header".into(), Value::from(header));
                 if kind == HeaderKind::Integer {
-                    s.insert("minimum".into(), Value::from(-MAX_SAFE_INTEGER));
-                    s.insert("maximum".into(), Value::from(MAX_SAFE_INTEGER));
+                    // Within ±(2^53 − 1), and within the type's own bounds (a `u8` keeps
+                    // 0 to 255): the narrower of the two on each side.
+                    let bound =
+                        |s: &Map<String, Value>, key: &str| s.get(key).and_then(Value::as_i64);
+                    let min =
+                        bound(s, "minimum").map_or(-MAX_SAFE_INTEGER, |m| m.max(-MAX_SAFE_INTEGER));
+                    let max =
+                        bound(s, "maximum").map_or(MAX_SAFE_INTEGER, |m| m.min(MAX_SAFE_INTEGER));
+                    s.insert("minimum".into(), Value::from(min));
+                    s.insert("maximum".into(), Value::from(max));
                 }
             }
         }
@@ -243,7 +256,7 @@ impl<T: DeserializeOwned + JsonSchema + Send> ViaArgs for &&&Probe<Args<T>> {
     }
     fn extract(&self, call: &mut CallParts, _: &ArgMeta) -> Result<Args<T>, Refusal> {
         let all = Value::Object(std::mem::take(&mut call.arguments));
-        serde_json::from_value(all)
+        crate::extract::from_checked_value(all)
             .map(Args)
             .map_err(|e| Ok(CallToolResult::error(format!("Invalid arguments: {e}"))))
     }
@@ -320,7 +333,7 @@ impl<T> ViaArg for &Probe<T> {
             (None, Some(default)) => default(),
             (None, None) => Value::Null,
         };
-        serde_json::from_value(value).map_err(|e| bad_argument(meta.name, e))
+        crate::extract::from_checked_value(value).map_err(|e| bad_argument(meta.name, e))
     }
 }
 

@@ -74,6 +74,18 @@ async fn headers(
     format!("{region}{zone:?}{count}{dry_run}")
 }
 
+/// Header integers of narrower types keep their own bounds within ±(2^53 − 1).
+#[presa::tool]
+async fn narrow_headers(#[header("Days")] days: u8, #[header("Page")] page: u32) -> String {
+    format!("{days}{page}")
+}
+
+/// Any JSON, described (its schema is `true`, made an object to carry the description).
+#[presa::tool]
+async fn any_json(#[arg(description = "Any JSON value")] data: Value) -> String {
+    data.to_string()
+}
+
 #[derive(Serialize, schemars::JsonSchema)]
 struct Total {
     sum: i64,
@@ -94,6 +106,8 @@ async fn listing() -> Vec<Value> {
         .add::<nested>()
         .add::<described>()
         .add::<headers>()
+        .add::<narrow_headers>()
+        .add::<any_json>()
         .add::<output>()
         .build()
         .expect("every schema compiles");
@@ -202,6 +216,29 @@ async fn generated_schemas() {
                 "dry_run": {"type": "boolean", "x-mcp-header": "Dry-Run"}
             },
             "required": ["region", "count", "dry_run"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(
+        input("narrow_headers"),
+        json!({
+            "type": "object",
+            "properties": {
+                "days": {"type": "integer", "format": "uint8", "x-mcp-header": "Days",
+                         "minimum": 0, "maximum": 255},
+                "page": {"type": "integer", "format": "uint32", "x-mcp-header": "Page",
+                         "minimum": 0, "maximum": 9_007_199_254_740_991_i64}
+            },
+            "required": ["days", "page"],
+            "additionalProperties": false
+        })
+    );
+    assert_eq!(
+        input("any_json"),
+        json!({
+            "type": "object",
+            "properties": {"data": {"description": "Any JSON value"}},
+            "required": ["data"],
             "additionalProperties": false
         })
     );

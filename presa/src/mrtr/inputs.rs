@@ -457,7 +457,7 @@ impl RequestContext {
                     let content = answer.get("content").cloned().unwrap_or(json!({}));
                     let compiled = CompiledSchema::compile(&schema).map_err(|_| ())?;
                     compiled.validate(&content).map_err(|_| ())?;
-                    serde_json::from_value(content)
+                    crate::extract::from_checked_value(content)
                         .map(Elicitation::Accepted)
                         .map_err(|_| ())
                 }

@@ -192,3 +192,79 @@ fn a_malformed_schema_fails_the_build() {
         "{message}"
     );
 }
+
+/// A page request, with integer fields.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Page {
+    page: u32,
+    size: Option<u16>,
+}
+
+/// Integer fields through `Args<T>`.
+#[presa::tool]
+async fn paged(presa::extract::Args(p): presa::extract::Args<Page>) -> String {
+    format!("{} {:?}", p.page, p.size)
+}
+
+/// Integer parameters of `#[tool]`s, taking numbers written with a fraction of zero.
+#[presa::tool]
+async fn counts(id: u64, delta: i32, ids: Vec<u32>, ratio: f64, raw: Value) -> String {
+    format!("{id} {delta} {ids:?} {ratio} {raw}")
+}
+
+/// JSON Schema counts `3.0` as an integer, so the input schema lets it through to an
+/// integer parameter: the function receives the integer (before, serde refused it with
+/// "invalid type: floating point `3.0`, expected u64" after the schema had accepted
+/// it). A parameter that can hold the float as sent (`f64`, `Value`) gets it unchanged,
+/// and a fraction or a number out of the type's range is still refused.
+#[tokio::test]
+async fn integer_arguments_take_whole_numbers_written_with_a_fraction() {
+    let server = builder()
+        .add::<counts>()
+        .add::<paged>()
+        .build()
+        .expect("the server builds");
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        let args = json!({"id": 3.0, "delta": -2.0, "ids": [1.0, 2], "ratio": 4.0, "raw": 5.0});
+        let got = w
+            .call(
+                1,
+                "tools/call",
+                json!({"name": "counts", "arguments": args}),
+            )
+            .await;
+        assert_eq!(got.text(), "3 -2 [1, 2] 4 5.0", "{kind:?}");
+        let got = w
+            .call(
+                5,
+                "tools/call",
+                json!({"name": "paged", "arguments": {"page": 2.0, "size": 10.0}}),
+            )
+            .await;
+        assert_eq!(got.text(), "2 Some(10)", "{kind:?}");
+        for (id, bad) in [
+            (
+                2,
+                json!({"id": 3.5, "delta": 0, "ids": [], "ratio": 0, "raw": 0}),
+            ),
+            (
+                3,
+                json!({"id": -1.0, "delta": 0, "ids": [], "ratio": 0, "raw": 0}),
+            ),
+            (
+                4,
+                json!({"id": 1, "delta": 3e9, "ids": [], "ratio": 0, "raw": 0}),
+            ),
+        ] {
+            let got = w
+                .call(
+                    id,
+                    "tools/call",
+                    json!({"name": "counts", "arguments": bad}),
+                )
+                .await;
+            assert_eq!(got.result()["isError"], json!(true), "{kind:?}: {bad}");
+        }
+    }
+}
