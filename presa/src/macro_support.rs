@@ -104,6 +104,8 @@ pub struct ToolSchema {
     properties: Map<String, Value>,
     required: Vec<Value>,
     whole: Option<Value>,
+    /// How many `Args<T>` parameters there are.
+    wholes: usize,
     states: Vec<StateRequirement>,
     injects: bool,
 }
@@ -115,6 +117,7 @@ impl Default for ToolSchema {
             properties: Map::new(),
             required: Vec::new(),
             whole: None,
+            wholes: 0,
             states: Vec::new(),
             injects: false,
         }
@@ -126,6 +129,27 @@ impl ToolSchema {
     /// function reach a context to ask the client for input with.
     pub fn injects(&self) -> bool {
         self.injects
+    }
+
+    /// Why the parameters cannot make one tool, if they cannot: `Args<T>` takes every
+    /// argument and its `T` is the whole input schema, so it stands alone (with other
+    /// argument parameters, their properties would be missing from the schema and every
+    /// call would fail to extract them). Known only once the parameters' types are
+    /// resolved, so `build()` reports it, naming the tool.
+    pub fn conflict(&self) -> Option<String> {
+        if self.wholes > 1 {
+            return Some(
+                "a tool can have one `Args<T>` parameter, which takes every argument".into(),
+            );
+        }
+        if self.wholes == 1 && !self.properties.is_empty() {
+            let others: Vec<String> = self.properties.keys().map(|k| format!("`{k}`")).collect();
+            return Some(format!(
+                "an `Args<T>` parameter takes every argument, so it cannot stand beside other argument parameters ({})",
+                others.join(", ")
+            ));
+        }
+        None
     }
 
     /// The input schema and the state the tool needs.
@@ -197,6 +221,12 @@ impl ToolSchema {
     }
 }
 
+/// Marks a tool as one that cannot be built, for `build()` to refuse with `why`.
+pub fn refuse(mut tool: Tool, why: String) -> Tool {
+    tool.refused = Some(why);
+    tool
+}
+
 /// The largest integer an `x-mcp-header` may carry, 2^53 − 1.
 pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
 
@@ -253,6 +283,7 @@ impl<T: DeserializeOwned + JsonSchema + Send> ViaArgs for &&&Probe<Args<T>> {
             m.remove("title");
         }
         schema.whole = Some(value);
+        schema.wholes += 1;
     }
     fn extract(&self, call: &mut CallParts, _: &ArgMeta) -> Result<Args<T>, Refusal> {
         let all = Value::Object(std::mem::take(&mut call.arguments));

@@ -89,6 +89,7 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             let mut __schema = __p::ToolSchema::default();
             #(#describes)*
             let __asks_input = __schema.injects();
+            let __conflict = __schema.conflict();
             #[allow(unused_mut)]
             let (mut __input, __states) = __schema.finish();
             #raw_schema
@@ -103,6 +104,9 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             #task
             for __state in __states {
                 __tool = __tool.requires_state(__state);
+            }
+            if let ::core::option::Option::Some(__why) = __conflict {
+                __tool = __p::refuse(__tool, __why);
             }
             if let ::core::option::Option::Some(__out) = (&&&__p::no_value::<#output>()).output_schema() {
                 __tool = __tool.output_schema(__out);

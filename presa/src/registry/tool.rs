@@ -198,6 +198,8 @@ pub struct Tool {
     pub(crate) meta: Option<Map<String, Value>>,
     pub(crate) handler: Option<ToolHandler>,
     pub(crate) location: Option<&'static str>,
+    /// Why the generated glue found the tool's parameters unusable, if it did.
+    pub(crate) refused: Option<String>,
     pub(crate) states: Vec<StateRequirement>,
     pub(crate) live_notifications: bool,
     pub(crate) asks_input: bool,
@@ -220,6 +222,7 @@ impl Tool {
             meta: None,
             handler: None,
             location: None,
+            refused: None,
             states: Vec::new(),
             live_notifications: false,
             asks_input: true,
@@ -357,6 +360,9 @@ impl Tool {
             return Err(fail(
                 "a tool name may contain only A-Z, a-z, 0-9, '_', '.' and '-'".into(),
             ));
+        }
+        if let Some(why) = &self.refused {
+            return Err(fail(why.clone()));
         }
         let Some(handler) = self.handler.clone() else {
             return Err(fail("no handler".into()));

@@ -268,3 +268,51 @@ async fn integer_arguments_take_whole_numbers_written_with_a_fraction() {
         }
     }
 }
+
+/// `Args<T>` beside another argument parameter.
+#[presa::tool]
+async fn args_and_more(presa::extract::Args(p): presa::extract::Args<Page>, limit: u32) -> String {
+    format!("{} {limit}", p.page)
+}
+
+/// Two `Args<T>` parameters.
+#[presa::tool]
+async fn two_args(
+    presa::extract::Args(a): presa::extract::Args<Page>,
+    presa::extract::Args(b): presa::extract::Args<Page>,
+) -> String {
+    format!("{} {}", a.page, b.page)
+}
+
+/// `Args<T>` takes every argument and its `T` is the whole input schema, so it stands
+/// alone: beside another argument parameter (whose property would be missing from the
+/// schema, and which then failed to extract on every call) or a second `Args<T>`, the
+/// tool is refused when the server is built, naming it. Injected parameters may stand
+/// beside it.
+#[test]
+fn args_stands_alone_among_argument_parameters() {
+    let e = build_error(builder().add::<args_and_more>());
+    assert!(
+        e.contains("\"args_and_more\"") && e.contains("`limit`"),
+        "{e}"
+    );
+    let e = build_error(builder().add::<two_args>());
+    assert!(
+        e.contains("\"two_args\"") && e.contains("one `Args<T>`"),
+        "{e}"
+    );
+    builder()
+        .add::<paged>()
+        .add::<args_with_context>()
+        .build()
+        .expect("Args<T> alone, or beside injected parameters, builds");
+}
+
+/// `Args<T>` beside an injected parameter.
+#[presa::tool]
+async fn args_with_context(
+    presa::extract::Args(p): presa::extract::Args<Page>,
+    ctx: presa::RequestContext,
+) -> String {
+    format!("{} {}", p.page, ctx.method())
+}
