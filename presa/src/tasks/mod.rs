@@ -565,9 +565,6 @@ impl Tasks {
         }
     }
 
-    /// Ends a task `failed`. The inlined error is -32603 (the task's params were valid
-    /// when it was created, so a protocol error inside it is a failure of the work),
-    /// keeping the handler's own message; -32021 keeps its code and data (errata T-5).
     /// Completes when the stored task is cancelled by someone else (another replica
     /// sharing the store), checked every [`REMOTE_CHECK`].
     async fn cancelled_elsewhere(&self, id: &str) {
