@@ -132,7 +132,8 @@ async fn generated_schemas() {
             "type": "object",
             "properties": {
                 "text": {"type": "string"},
-                "count": {"type": "integer", "format": "int32"},
+                "count": {"type": "integer", "format": "int32",
+                          "minimum": -2_147_483_648_i64, "maximum": 2_147_483_647},
                 "ratio": {"type": "number", "format": "double"},
                 "flag": {"type": "boolean"}
             },
@@ -184,8 +185,10 @@ async fn generated_schemas() {
             "$defs": {"Point": {
                 "type": "object",
                 "properties": {
-                    "x": {"type": "integer", "format": "int64"},
-                    "y": {"type": "integer", "format": "int64"}
+                    "x": {"type": "integer", "format": "int64",
+                          "minimum": i64::MIN, "maximum": i64::MAX},
+                    "y": {"type": "integer", "format": "int64",
+                          "minimum": i64::MIN, "maximum": i64::MAX}
                 },
                 "required": ["x", "y"]
             }}
@@ -196,8 +199,10 @@ async fn generated_schemas() {
         json!({
             "type": "object",
             "properties": {
-                "limit": {"type": ["integer", "null"], "format": "uint32", "minimum": 0, "description": "How many results"},
-                "page_size": {"type": "integer", "format": "uint32", "minimum": 0, "default": 10},
+                "limit": {"type": ["integer", "null"], "format": "uint32", "minimum": 0,
+                          "maximum": 4_294_967_295_u32, "description": "How many results"},
+                "page_size": {"type": "integer", "format": "uint32", "minimum": 0,
+                              "maximum": 4_294_967_295_u32, "default": 10},
                 "userId": {"type": "string", "description": "The user"}
             },
             "required": ["userId"],
@@ -227,7 +232,7 @@ async fn generated_schemas() {
                 "days": {"type": "integer", "format": "uint8", "x-mcp-header": "Days",
                          "minimum": 0, "maximum": 255},
                 "page": {"type": "integer", "format": "uint32", "x-mcp-header": "Page",
-                         "minimum": 0, "maximum": 9_007_199_254_740_991_i64}
+                         "minimum": 0, "maximum": 4_294_967_295_u32}
             },
             "required": ["days", "page"],
             "additionalProperties": false

@@ -266,6 +266,21 @@ async fn integer_arguments_take_whole_numbers_written_with_a_fraction() {
                 .await;
             assert_eq!(got.result()["isError"], json!(true), "{kind:?}: {bad}");
         }
+        // Out of the type's range: the schema carries the range, and refuses it.
+        let bad = json!({"id": 1, "delta": 3e9, "ids": [4_294_967_296_u64], "ratio": 0, "raw": 0});
+        let got = w
+            .call(6, "tools/call", json!({"name": "counts", "arguments": bad}))
+            .await;
+        let text = got.result()["content"][0]["text"]
+            .as_str()
+            .unwrap_or("")
+            .to_owned();
+        assert!(
+            text.starts_with("Invalid arguments for tool counts")
+                && text.contains("delta")
+                && text.contains("ids"),
+            "{kind:?}: {text}"
+        );
     }
 }
 
