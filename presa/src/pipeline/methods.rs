@@ -461,6 +461,19 @@ async fn get_prompt(
         return Err(Error::invalid_params("Missing required prompt arguments")
             .with_data(json!({ "missing": missing })));
     }
+    // `server/prompts.mdx`: servers SHOULD validate prompt arguments. An argument the
+    // prompt does not declare is a client's mistake (a misspelt name would otherwise be
+    // dropped without a word), reported as the missing ones are.
+    let mut unknown: Vec<&str> = arguments
+        .keys()
+        .map(String::as_str)
+        .filter(|k| !entry.prompt.arguments.iter().any(|a| a.name == *k))
+        .collect();
+    if !unknown.is_empty() {
+        unknown.sort_unstable();
+        return Err(Error::invalid_params("Unknown prompt arguments")
+            .with_data(json!({ "unknown": unknown })));
+    }
     let result = (entry.handler)(PromptGet {
         name,
         arguments,

@@ -233,16 +233,24 @@ async fn prompts_get_renders_messages() {
     );
     assert!(result.get("ttlMs").is_none() && result.get("cacheScope").is_none());
     let r = c
-        .get_prompt(
-            "greet",
-            json!({"name": "Ann", "style": "formal", "extra": "ignored"}),
-        )
+        .get_prompt("greet", json!({"name": "Ann", "style": "formal"}))
         .await;
     let result = expect_result(&r, "prompts/get");
     assert_eq!(
         result["messages"][0]["content"]["text"],
         "Hello Ann (formal)"
     );
+    // An argument the prompt does not declare (a misspelt `style`) is refused, named,
+    // instead of being dropped without a word (`server/prompts.mdx`: servers SHOULD
+    // validate prompt arguments).
+    let r = c
+        .get_prompt(
+            "greet",
+            json!({"name": "Ann", "styel": "formal", "extra": "x"}),
+        )
+        .await;
+    let e = expect_error(&r, -32602, Some("Unknown prompt arguments"));
+    assert_eq!(e["data"], json!({"unknown": ["extra", "styel"]}));
 
     let list = expect_result(&c.request("prompts/list", json!({})).await, "prompts/list");
     assert_eq!(
