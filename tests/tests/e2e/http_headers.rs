@@ -841,13 +841,7 @@ async fn param_header_not_expected_for_absent_or_null_argument() {
         .build()
         .expect("the server builds");
     let h = Harness::start(server).await;
-    let call = |id: i64, args: Value| {
-        request(
-            id,
-            "tools/call",
-            json!({"name": "optional_region", "arguments": args}),
-        )
-    };
+    let call = |id: i64, args: Value| call_tool(id, "optional_region", args);
     let r = post(&h, &call(61, json!({})), &[]).await;
     assert_eq!(first_text(result(&r)), "region: none");
     let r = post(&h, &call(62, json!({})), &[("Mcp-Param-Region", "ignored")]).await;
@@ -867,27 +861,16 @@ async fn param_header_not_expected_for_absent_or_null_argument() {
 /// when it is not.
 #[tokio::test]
 async fn nested_param_header_is_checked_at_its_path() {
-    let server = builder()
-        .tool(
-            Tool::new("nested_region")
-                .description("Runs a query against a target whose region is mirrored")
-                .input_schema(json!({
-                    "type": "object",
-                    "properties": {"target": {"type": "object", "properties": {
-                        "region": {"type": "string", "x-mcp-header": "Region"}}}}
-                }))
-                .handler(|call: ToolCall| async move { Value::Object(call.arguments).to_string() }),
-        )
-        .build()
-        .expect("the server builds");
+    let server = arguments_echo_server(
+        "nested_region",
+        json!({
+            "type": "object",
+            "properties": {"target": {"type": "object", "properties": {
+                "region": {"type": "string", "x-mcp-header": "Region"}}}}
+        }),
+    );
     let h = Harness::start(server).await;
-    let call = |id: i64, args: Value| {
-        request(
-            id,
-            "tools/call",
-            json!({"name": "nested_region", "arguments": args}),
-        )
-    };
+    let call = |id: i64, args: Value| call_tool(id, "nested_region", args);
     let body = json!({"target": {"region": "eu-central1"}});
     let r = post(
         &h,
@@ -972,30 +955,44 @@ async fn param_header_with_invalid_characters_is_32020_without_its_argument() {
     );
 }
 
-fn typed_header_server() -> presa::Server {
+/// A server with one tool, `name`, of input schema `schema`, that answers with its
+/// arguments as JSON text.
+fn arguments_echo_server(name: &str, schema: Value) -> presa::Server {
     builder()
         .tool(
-            Tool::new("typed_headers")
-                .description("An integer and a boolean argument mirrored into headers")
-                .input_schema(json!({
-                    "type": "object",
-                    "properties": {
-                        "count": {"type": "integer", "x-mcp-header": "Count"},
-                        "flag": {"type": "boolean", "x-mcp-header": "Flag"}
-                    }
-                }))
+            Tool::new(name)
+                .description("Answers with its arguments")
+                .input_schema(schema)
                 .handler(|call: ToolCall| async move { Value::Object(call.arguments).to_string() }),
         )
         .build()
         .expect("the server builds")
 }
 
-fn typed_call(id: i64, args: Value) -> Value {
+/// A `tools/call` of `name` with `arguments`.
+fn call_tool(id: i64, name: &str, arguments: Value) -> Value {
     request(
         id,
         "tools/call",
-        json!({"name": "typed_headers", "arguments": args}),
+        json!({"name": name, "arguments": arguments}),
     )
+}
+
+fn typed_header_server() -> presa::Server {
+    arguments_echo_server(
+        "typed_headers",
+        json!({
+            "type": "object",
+            "properties": {
+                "count": {"type": "integer", "x-mcp-header": "Count"},
+                "flag": {"type": "boolean", "x-mcp-header": "Flag"}
+            }
+        }),
+    )
+}
+
+fn typed_call(id: i64, args: Value) -> Value {
+    call_tool(id, "typed_headers", args)
 }
 
 #[tokio::test]
