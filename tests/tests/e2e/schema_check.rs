@@ -27,3 +27,35 @@ fn unsupported_version_without_data_is_refused() {
     let result = std::panic::catch_unwind(|| check_response("server/discover", &bad));
     assert!(result.is_err());
 }
+
+/// A completed `tools/call`, `prompts/get` or `resources/read` result is checked against
+/// its own definition, not only against the union with `InputRequiredResult` (which a
+/// bare `resultType` satisfies).
+#[test]
+fn a_completed_result_is_checked_against_its_own_definition() {
+    for (method, result) in [
+        ("tools/call", json!({"resultType": "complete"})),
+        (
+            "tools/call",
+            json!({"resultType": "complete", "content": [{"type": "image", "data": "x"}]}),
+        ),
+        (
+            "tools/call",
+            json!({"resultType": "complete", "content": [], "isError": "yes"}),
+        ),
+        ("prompts/get", json!({"resultType": "complete"})),
+        (
+            "prompts/get",
+            json!({"resultType": "complete", "messages": [
+                {"role": "robot", "content": {"type": "text", "text": "x"}}]}),
+        ),
+        ("resources/read", json!({"resultType": "complete"})),
+    ] {
+        let bad = json!({"jsonrpc": "2.0", "id": 1, "result": result});
+        let refused = std::panic::catch_unwind(|| check_response(method, &bad)).is_err();
+        assert!(refused, "{method}: {bad} must fail the check");
+    }
+    let asks = json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required",
+        "inputRequests": {"k": {"method": "roots/list", "params": {}}}}});
+    check_response("tools/call", &asks);
+}
