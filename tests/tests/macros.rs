@@ -187,8 +187,36 @@ async fn resources_and_prompts_from_the_attribute() {
         .await
         .assert_error(-32602);
     c.get_prompt("review", json!({})).await.assert_error(-32602);
+    // The listing carries the attribute's description and which arguments are required;
+    // the completion provider named in `complete(...)` answers for its argument.
     let list = c.request("prompts/list", json!({})).await;
-    println!("{}", serde_json::to_string_pretty(list.result()).unwrap());
+    let review = list.result()["prompts"]
+        .as_array()
+        .and_then(|ps| ps.iter().find(|p| p["name"] == "review"))
+        .cloned()
+        .expect("review is listed");
+    assert_eq!(
+        review["arguments"],
+        json!([
+            {"name": "code", "description": "The code", "required": true},
+            {"name": "language", "required": false},
+            {"name": "times", "required": false}
+        ]),
+        "{review}"
+    );
+    let done = c
+        .request(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "review"},
+                   "argument": {"name": "language", "value": "ru"}}),
+        )
+        .await;
+    assert_eq!(
+        done.result()["completion"]["values"],
+        json!(["rust"]),
+        "{}",
+        done.message
+    );
 }
 
 #[test]

@@ -351,10 +351,35 @@ async fn admission_runs_before_the_method_gate() {
 async fn capabilities_are_per_request() {
     // A request that declared capabilities does not make the next one inherit them: each
     // request is admitted on its own `_meta` only.
+    // The fixture's test_missing_capability asks for sampling: declared, the call is
+    // asked for input; the same call declaring nothing right after is -32021, not
+    // served with the capabilities the first request declared.
     let h = Harness::start(fixture()).await;
-    let with_caps = discover(30, json!({CAPS: {"sampling": {}, "elicitation": {}}}));
-    result(&post(&h, &with_caps, &[]).await);
-    post(&h, &discover(31, json!({CAPS: null})), &[])
+    let call = |id: i64, caps: Value| {
+        request_with_meta(
+            id,
+            "tools/call",
+            json!({"name": "test_missing_capability", "arguments": {}}),
+            Some(meta_with(json!({CAPS: caps}))),
+        )
+    };
+    let asked = post(&h, &call(30, json!({"sampling": {}})), &[]).await;
+    assert_eq!(
+        result(&asked)["resultType"],
+        "input_required",
+        "{}",
+        asked.body
+    );
+    let refused = post(&h, &call(31, json!({})), &[]).await;
+    refused.assert_error(400, -32021, Some(json!(31)));
+    assert_eq!(
+        refused.response()["error"]["data"]["requiredCapabilities"],
+        json!({"sampling": {}}),
+        "{}",
+        refused.body
+    );
+    // And a request that leaves the capabilities out is refused on its own `_meta`.
+    post(&h, &discover(32, json!({CAPS: null})), &[])
         .await
-        .assert_error(400, -32602, Some(json!(31)));
+        .assert_error(400, -32602, Some(json!(32)));
 }

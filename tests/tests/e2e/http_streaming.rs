@@ -129,7 +129,9 @@ async fn integer_progress_token_is_echoed() {
     )
     .await;
     assert_sse_headers(&r);
-    for n in notes(&r, "notifications/progress") {
+    let progress = notes(&r, "notifications/progress");
+    assert_eq!(progress.len(), 3, "{}", r.body);
+    for n in progress {
         assert_eq!(n["params"]["progressToken"], json!(77));
     }
 }

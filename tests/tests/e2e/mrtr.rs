@@ -494,16 +494,13 @@ pub(crate) fn server() -> (Server, Arc<Probe>) {
         .prompt(
             Prompt::new("needs_context")
                 .description("Asks for context first")
-                .handler(|get: PromptGet| async move {
-                    let context = match get
-                        .ctx
-                        .elicit::<Context>("user_context", "Some context, please")
-                        .get()?
-                    {
-                        Elicitation::Accepted(c) => c.context,
-                        _ => "none".into(),
-                    };
-                    Ok::<_, Error>(vec![PromptMessage::user(format!("Context: {context}"))])
+                .handler({
+                    let probe = Arc::clone(&probe);
+                    move |get: PromptGet| {
+                        // Counted as the tools are, so "no handler ran" covers prompts.
+                        probe.ran();
+                        needs_context(get)
+                    }
                 }),
         )
         .prompt(
@@ -2054,4 +2051,17 @@ async fn a_macro_tool_with_an_injected_context_asks_without_any_extension() {
         let got = one_name_round(&mut w, "asks_through_its_context", "user_name").await;
         assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
     }
+}
+
+/// `needs_context`'s prompt: asks for context first, then renders it.
+async fn needs_context(get: PromptGet) -> Result<Vec<PromptMessage>, Error> {
+    let context = match get
+        .ctx
+        .elicit::<Context>("user_context", "Some context, please")
+        .get()?
+    {
+        Elicitation::Accepted(c) => c.context,
+        _ => "none".into(),
+    };
+    Ok(vec![PromptMessage::user(format!("Context: {context}"))])
 }
