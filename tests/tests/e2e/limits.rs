@@ -37,15 +37,20 @@ where
         .expect("builds")
 }
 
-/// Calls `name` with a progress token, at log level debug.
+/// Calls `name` with a progress token, at log level debug; every message of the
+/// exchange (the notifications at their bounds included) is checked against the schema.
 async fn call(server: &Server, name: &str) -> presa::testing::TestResponse {
-    TestClient::new(server)
+    let r = TestClient::new(server)
         .with_log_level(LogLevel::Debug)
         .request(
             "tools/call",
             json!({"name": name, "_meta": {"progressToken": "p"}}),
         )
-        .await
+        .await;
+    let mut messages = r.notifications.clone();
+    messages.push(r.message.clone());
+    presa_tests::schema::check_exchange("tools/call", &messages);
+    r
 }
 
 fn tool_text(r: &presa::testing::TestResponse) -> String {
@@ -78,9 +83,11 @@ async fn cursor_length_is_bounded_at_2048_bytes() {
     assert_eq!(at.len(), MAX_CURSOR_BYTES);
     let r = c.request("tools/list", json!({"cursor": at})).await;
     assert!(r.message.get("result").is_some(), "{}", r.message);
+    presa_tests::schema::check_response("tools/list", &r.message);
     let past = cursor(1537 - "presa1\ntools\n".len());
     assert!(past.len() > MAX_CURSOR_BYTES);
     let r = c.request("tools/list", json!({"cursor": past})).await;
+    presa_tests::schema::check_response("tools/list", &r.message);
     assert_eq!(r.message["error"]["code"], -32602, "{}", r.message);
     assert_eq!(r.message["error"]["message"], "Invalid pagination cursor");
 }
