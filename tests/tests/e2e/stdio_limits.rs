@@ -17,18 +17,43 @@ async fn error_replies_are_bounded_when_the_client_never_reads() {
     let config = StdioConfig::default().max_in_flight(4);
     let task = tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
     // 100k invalid lines: each would get a -32700 reply. With the replies bounded, the
-    // server stops reading long before, so the writes cannot all complete.
-    let flood = async {
+    // server stops reading long before: the writes stall, with at most what its read
+    // buffer (64 KiB) and the pipe hold taken in. Judged by the count of lines written
+    // once it stops rising, not by a deadline: an unbounded server takes all 100k, however
+    // slow the machine.
+    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&written);
+    let flood = tokio::spawn(async move {
         for _ in 0..100_000 {
             client_out.write_all(b"x\n").await?;
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         }
         Ok::<_, std::io::Error>(())
-    };
-    let finished = tokio::time::timeout(Duration::from_millis(1500), flood).await;
+    });
+    let read = |w: &std::sync::atomic::AtomicUsize| w.load(std::sync::atomic::Ordering::SeqCst);
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !flood.is_finished(),
+            "the server read all 100,000 lines although nobody read its replies"
+        );
+        let now = read(&written);
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still reading after 60 s: {now} lines"
+        );
+    }
     assert!(
-        finished.is_err(),
-        "the server kept reading although nobody read its replies"
+        last < 40_000,
+        "the server took {last} lines in before it stopped reading"
     );
+    flood.abort();
     task.abort();
 }
 
