@@ -674,24 +674,47 @@ async fn disconnect_cancels_only_its_own_request_even_with_a_shared_id() {
 #[tokio::test]
 async fn posted_cancelled_notification_is_accepted_and_does_not_cancel() {
     // Errata W-7: on HTTP a request is cancelled by disconnecting; a posted
-    // notifications/cancelled may be answered 202 and ignored.
-    let flags = Flags::default();
-    let h = Harness::start(sleepy_server(&flags)).await;
+    // notifications/cancelled may be answered 202 and ignored. The tool waits at a gate
+    // opened only after the notification was accepted, and must then answer: a
+    // cancellation, applied at any time, would leave it without one.
+    let gate = Arc::new(tokio::sync::Semaphore::new(0));
+    let started = Arc::new(AtomicBool::new(false));
+    let (g, s) = (Arc::clone(&gate), Arc::clone(&started));
+    let h = serve_tool(
+        Tool::new("gated")
+            .description("Waits at a gate the test opens")
+            .handler(move |_: ToolCall| {
+                let (gate, started) = (Arc::clone(&g), Arc::clone(&s));
+                async move {
+                    started.store(true, Ordering::SeqCst);
+                    if let Ok(p) = gate.acquire().await {
+                        p.forget();
+                    }
+                    "finished"
+                }
+            }),
+    )
+    .await;
     let client = reqwest::Client::new();
-    let msg = request(34, "tools/call", json!({"name": "sleepy"}));
+    let msg = request(34, "tools/call", json!({"name": "gated"}));
     let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
-    assert!(wait_for(&flags.started, Duration::from_secs(2)).await);
+    assert!(wait_for(&started, Duration::from_secs(2)).await);
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 34, "reason": "test"}});
     let r = post(&h, &note, &[]).await;
     assert_eq!(r.status, 202);
     assert!(r.body.is_empty());
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    assert!(!flags.dropped.load(Ordering::SeqCst));
-    pending.abort();
-    let _ = pending.await;
-    drop(client);
-    assert!(wait_for(&flags.dropped, Duration::from_secs(1)).await);
+    gate.add_permits(1);
+    let resp = tokio::time::timeout(Duration::from_secs(5), pending)
+        .await
+        .expect("the request is answered")
+        .expect("the task ends")
+        .expect("the request is sent");
+    assert_eq!(resp.status().as_u16(), 200);
+    let body: Value =
+        serde_json::from_str(&resp.text().await.expect("the body")).expect("a JSON response");
+    presa_tests::schema::check_response("tools/call", &body);
+    assert_eq!(first_text(&body["result"]), "finished", "{body}");
 }
 
 // ---- 12: panics are -32603 / 500 ----
