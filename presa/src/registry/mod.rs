@@ -61,25 +61,47 @@ pub(crate) fn is_absolute_uri(uri: &str) -> bool {
 }
 
 /// Whether `uri` holds only what RFC 3986 allows in a URI (the spec: custom schemes
-/// "MUST be in accordance with RFC3986"): no space or control character, none of
-/// `"`, `<`, `>`, `\`, `^`, `` ` ``, `{`, `|` and `}`, and `%` only as the start of an
-/// escape. Characters past ASCII are let
-/// through (IRIs are common in practice, and clients read them).
+/// "MUST be in accordance with RFC3986"; the schema's `format: "uri"`): ASCII letters,
+/// digits and `-._~:/?#[]@!$&'()*+,;=`, `%` only as the start of an escape, one `#` at
+/// most, and `[` `]` only in the authority (an IP literal). A character past ASCII must
+/// be percent-encoded (`caf%C3%A9`, not `café`).
 pub(crate) fn uri_characters(uri: &str) -> Result<(), String> {
     let bytes = uri.as_bytes();
+    // The authority: after "scheme://", up to the next '/', '?' or '#'.
+    let authority = uri.find("://").map(|at| {
+        let start = at + 3;
+        let len = uri[start..]
+            .find(['/', '?', '#'])
+            .unwrap_or(uri.len() - start);
+        start..start + len
+    });
+    let mut fragment = false;
     for (i, &b) in bytes.iter().enumerate() {
-        let bad = match b {
-            b'%' => !matches!(
+        let why = match b {
+            b'%' if !matches!(
                 (bytes.get(i + 1), bytes.get(i + 2)),
                 (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
-            ),
-            b' ' | b'"' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'{' | b'|' | b'}' => true,
-            _ => b.is_ascii_control(),
+            ) =>
+            {
+                Some("a % that starts no escape")
+            }
+            b'#' if fragment => Some("a second #"),
+            b'#' => {
+                fragment = true;
+                None
+            }
+            b'[' | b']' if !authority.as_ref().is_some_and(|a| a.contains(&i)) => {
+                Some("[ or ] outside the authority")
+            }
+            b'%' | b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'[' | b']' | b'@' | b'!'
+            | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => None,
+            _ if b.is_ascii_alphanumeric() => None,
+            _ if !b.is_ascii() => Some("a character past ASCII"),
+            _ => Some("a character no URI holds"),
         };
-        if bad {
+        if let Some(why) = why {
             return Err(format!(
-                "the URI may not hold {:?} at byte {i} (RFC 3986: escape it as %XX)",
-                char::from(b)
+                "the URI {uri:?} has {why} at byte {i} (RFC 3986: escape it as %XX)"
             ));
         }
     }

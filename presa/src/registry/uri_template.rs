@@ -69,6 +69,22 @@ impl UriTemplate {
                             "URI template {source:?} has a space or control character, which no URI holds"
                         ));
                     }
+                    // RFC 6570's literals (the schema's `format: "uri-template"`): none of
+                    // `"'<>\^`|`, and `%` only as the start of an escape.
+                    let lb = literal.as_bytes();
+                    let bad = lb.iter().enumerate().any(|(i, &b)| match b {
+                        b'%' => !matches!(
+                            (lb.get(i + 1), lb.get(i + 2)),
+                            (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
+                        ),
+                        b'"' | b'\'' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'|' => true,
+                        _ => false,
+                    });
+                    if bad {
+                        return Err(format!(
+                            "URI template {source:?} has a character RFC 6570 does not allow in a literal (escape it as %XX)"
+                        ));
+                    }
                     parts.push(Part::Literal(literal.to_owned()));
                     rest = &rest[end..];
                 }

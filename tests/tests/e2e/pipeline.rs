@@ -1339,8 +1339,8 @@ fn extensions_are_checked_at_build() {
     build(builder().extension(Ext("acme.example/x", json!({"level": 2}))));
 }
 
-#[test]
-fn registration_errors_for_prompts_and_templates() {
+#[tokio::test]
+async fn registration_errors_for_prompts_and_templates() {
     // A completion for something that is not an argument / variable.
     let e = build_error(builder().prompt(
         simple_prompt("p").complete("nope", |_| async { Ok(presa::Completion::new(["x"])) }),
@@ -1370,18 +1370,47 @@ fn registration_errors_for_prompts_and_templates() {
         "notes://a<b>",
         "notes://a\u{7f}",
         "notes://{x}",
+        "notes://caf\u{e9}",
+        "file:///a[1].txt",
+        "notes://a#b#c",
     ] {
         let e = build_error(
             builder().resource(Resource::new(uri, "r").handler(|_: ResourceRead| async { "x" })),
         );
         assert!(e.contains("RFC 3986"), "{uri}: {e}");
     }
-    build(
-        builder().resource(
-            Resource::new("notes://a%20b/caf\u{e9}?q=1#f", "r")
-                .handler(|_: ResourceRead| async { "x" }),
-        ),
+    // What RFC 3986 allows builds, and lists as the schema's `format: "uri"` accepts.
+    let server = build(
+        builder()
+            .resource(
+                Resource::new("notes://a%20b/caf%C3%A9?q=1&r=(2)#f", "r")
+                    .handler(|_: ResourceRead| async { "x" }),
+            )
+            .resource(
+                Resource::new("https://[::1]:8080/x", "v6")
+                    .handler(|_: ResourceRead| async { "x" }),
+            ),
     );
+    let list = TestClient::new(&server)
+        .request("resources/list", json!({}))
+        .await;
+    check_response("resources/list", &list.message);
+    assert_eq!(
+        list.message["result"]["resources"].as_array().map(Vec::len),
+        Some(2)
+    );
+    // Template literals follow RFC 6570: none of "'<>\^`| and no stray %.
+    for template in ["notes://a|b/{id}", "notes://100%/{id}", "notes://<x>/{id}"] {
+        let e = build_error(builder().resource_template(
+            ResourceTemplate::new(template, "t").handler(|_: ResourceRead| async { "x" }),
+        ));
+        assert!(e.contains("RFC 6570"), "{template}: {e}");
+    }
+    // An icon's src is a URI too.
+    let e = build_error(
+        builder().tool(text_tool("t", "x").icon(presa::Icon::new("https://example.com/a b.png"))),
+    );
+    assert!(e.contains("RFC 3986"), "{e}");
     // Annotations and icons the schema would refuse in the listing.
     for priority in [1.5, -0.1, f64::NAN] {
         let mut a = presa::Annotations::default();
