@@ -92,8 +92,10 @@ pub struct Args<T>(pub T);
 /// an integer, so the schema lets it through to an integer parameter, but serde's
 /// integer types take only numbers written without a fraction: a value holding such a
 /// number is read as it is first (so a `Value` or `f64` parameter gets exactly what was
-/// sent), and only if that fails, again with every whole float within the integer range
-/// written as an integer.
+/// sent), and only if that fails, again with every whole float within ±(2^53 − 1)
+/// written as an integer. That second reading rewrites the whole value, so a `Value`
+/// field beside an integer field of one struct gets `3` for `3.0` too (the book says
+/// so); the error reported is the second reading's.
 pub(crate) fn from_checked_value<T: serde::de::DeserializeOwned>(
     mut value: Value,
 ) -> serde_json::Result<T> {
@@ -102,9 +104,9 @@ pub(crate) fn from_checked_value<T: serde::de::DeserializeOwned>(
     }
     match T::deserialize(&value) {
         Ok(v) => Ok(v),
-        Err(first) => {
+        Err(_) => {
             integers_for_whole_floats(&mut value, 0);
-            serde_json::from_value(value).map_err(|_| first)
+            serde_json::from_value(value)
         }
     }
 }
@@ -121,14 +123,10 @@ fn whole_float_as_integer(n: &serde_json::Number) -> Option<Value> {
     if f.fract() != 0.0 || !f.is_finite() {
         return None;
     }
-    // Exact within ±2^63 (i64) and up to 2^64 (u64); beyond, no integer type fits.
-    if (-9.223_372_036_854_776e18..9.223_372_036_854_776e18).contains(&f) {
-        Some(Value::from(f as i64))
-    } else if (0.0..1.844_674_407_370_955_2e19).contains(&f) {
-        Some(Value::from(f as u64))
-    } else {
-        None
-    }
+    // Only within ±(2^53 − 1), where a float holds every integer exactly: past it,
+    // `9007199254740993.0` is already `…992`, and no integer can be told from the float.
+    const SAFE: f64 = 9_007_199_254_740_991.0;
+    (-SAFE..=SAFE).contains(&f).then(|| Value::from(f as i64))
 }
 
 fn has_whole_float(value: &Value, depth: usize) -> bool {
@@ -156,5 +154,79 @@ fn integers_for_whole_floats(value: &mut Value, depth: usize) {
             .values_mut()
             .for_each(|v| integers_for_whole_floats(v, depth + 1)),
         _ => {}
+    }
+}
+
+/// Writes each integer type's range into an input (or elicitation form) schema: schemars gives `i32`, `i64`,
+/// `isize` only a `format`, and `u32`, `u64`, `usize` only `minimum: 0`, and presa
+/// does not assert formats, so a value out of range passed the schema and then failed
+/// to deserialize. With the bounds, the client sees the range, and the schema refuses
+/// what the parameter could not take. Narrower types (`u8`, `i16`, …) already carry
+/// theirs; 128-bit ones are left as they are.
+pub(crate) fn bound_integers(schema: &mut Value, depth: usize) {
+    const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
+    const U64: (i128, i128) = (0, u64::MAX as i128);
+    if depth > 64 {
+        return;
+    }
+    match schema {
+        Value::Object(m) => {
+            let integer = match m.get("type") {
+                Some(Value::String(t)) => t == "integer",
+                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
+                _ => false,
+            };
+            let range = match m.get("format").and_then(Value::as_str) {
+                Some("int32") => Some((i128::from(i32::MIN), i128::from(i32::MAX))),
+                Some("uint32") => Some((0, i128::from(u32::MAX))),
+                Some("int64" | "int") => Some(I64),
+                Some("uint64" | "uint") => Some(U64),
+                _ => None,
+            };
+            if let (true, Some((min, max))) = (integer, range) {
+                for (key, bound) in [("minimum", min), ("maximum", max)] {
+                    if !m.contains_key(key) {
+                        let value = i64::try_from(bound)
+                            .map(Value::from)
+                            .or_else(|_| u64::try_from(bound).map(Value::from));
+                        if let Ok(v) = value {
+                            m.insert(key.into(), v);
+                        }
+                    }
+                }
+            }
+            m.values_mut().for_each(|v| bound_integers(v, depth + 1));
+        }
+        Value::Array(a) => a.iter_mut().for_each(|v| bound_integers(v, depth + 1)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Whole floats reach integer types, within ±(2^53 − 1) only; a `Value` read alone
+    /// keeps the float; a fraction is refused.
+    #[test]
+    fn whole_floats_reach_integers_within_the_safe_range() {
+        assert_eq!(from_checked_value::<u64>(json!(3.0)).ok(), Some(3));
+        assert_eq!(from_checked_value::<i32>(json!(-2.0)).ok(), Some(-2));
+        assert_eq!(
+            from_checked_value::<Vec<u8>>(json!([1.0, 2])).ok(),
+            Some(vec![1, 2])
+        );
+        assert_eq!(
+            from_checked_value::<u64>(json!(9_007_199_254_740_991.0)).ok(),
+            Some(9_007_199_254_740_991)
+        );
+        assert!(from_checked_value::<u64>(json!(9_007_199_254_740_992.0)).is_err());
+        assert!(from_checked_value::<u64>(json!(3.5)).is_err());
+        assert_eq!(
+            from_checked_value::<Value>(json!(3.0)).ok(),
+            Some(json!(3.0))
+        );
+        assert_eq!(from_checked_value::<f64>(json!(3.0)).ok(), Some(3.0));
     }
 }

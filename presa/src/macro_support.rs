@@ -167,7 +167,8 @@ impl ToolSchema {
         }
         schema.insert("additionalProperties".into(), Value::Bool(false));
         let mut defs = self.generator.take_definitions(true);
-        defs.values_mut().for_each(|d| bound_integers(d, 0));
+        defs.values_mut()
+            .for_each(|d| crate::extract::bound_integers(d, 0));
         if !defs.is_empty() {
             schema.insert("$defs".into(), Value::Object(defs));
         }
@@ -187,7 +188,7 @@ impl ToolSchema {
             None => self.generator.subschema_for::<T>(),
         }
         .to_value();
-        bound_integers(&mut schema, 0);
+        crate::extract::bound_integers(&mut schema, 0);
         // A schema of `true` (a `serde_json::Value` argument) is the empty object: the
         // description and default below have somewhere to go.
         if schema == Value::Bool(true) {
@@ -220,51 +221,6 @@ impl ToolSchema {
         if !T::_schemars_private_is_option() && meta.default.is_none() {
             self.required.push(Value::from(meta.name));
         }
-    }
-}
-
-/// Writes each integer type's range into an input schema: schemars gives `i32`, `i64`,
-/// `isize` only a `format`, and `u32`, `u64`, `usize` only `minimum: 0`, and presa
-/// does not assert formats, so a value out of range passed the schema and then failed
-/// to deserialize. With the bounds, the client sees the range, and the schema refuses
-/// what the parameter could not take. Narrower types (`u8`, `i16`, …) already carry
-/// theirs; 128-bit ones are left as they are.
-fn bound_integers(schema: &mut Value, depth: usize) {
-    const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
-    const U64: (i128, i128) = (0, u64::MAX as i128);
-    if depth > 64 {
-        return;
-    }
-    match schema {
-        Value::Object(m) => {
-            let integer = match m.get("type") {
-                Some(Value::String(t)) => t == "integer",
-                Some(Value::Array(ts)) => ts.iter().any(|t| t == "integer"),
-                _ => false,
-            };
-            let range = match m.get("format").and_then(Value::as_str) {
-                Some("int32") => Some((i128::from(i32::MIN), i128::from(i32::MAX))),
-                Some("uint32") => Some((0, i128::from(u32::MAX))),
-                Some("int64" | "int") => Some(I64),
-                Some("uint64" | "uint") => Some(U64),
-                _ => None,
-            };
-            if let (true, Some((min, max))) = (integer, range) {
-                for (key, bound) in [("minimum", min), ("maximum", max)] {
-                    if !m.contains_key(key) {
-                        let value = i64::try_from(bound)
-                            .map(Value::from)
-                            .or_else(|_| u64::try_from(bound).map(Value::from));
-                        if let Ok(v) = value {
-                            m.insert(key.into(), v);
-                        }
-                    }
-                }
-            }
-            m.values_mut().for_each(|v| bound_integers(v, depth + 1));
-        }
-        Value::Array(a) => a.iter_mut().for_each(|v| bound_integers(v, depth + 1)),
-        _ => {}
     }
 }
 
@@ -329,7 +285,7 @@ impl<T: DeserializeOwned + JsonSchema + Send> ViaArgs for &&&Probe<Args<T>> {
             m.remove("$schema");
             m.remove("title");
         }
-        bound_integers(&mut value, 0);
+        crate::extract::bound_integers(&mut value, 0);
         schema.whole = Some(value);
         schema.wholes += 1;
     }

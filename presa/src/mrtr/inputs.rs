@@ -411,6 +411,8 @@ pub(crate) fn form_schema<T: JsonSchema>() -> Result<Value, String> {
         m.remove("$defs");
         if let Some(Value::Object(props)) = m.get_mut("properties") {
             for p in props.values_mut() {
+                // The integer types' ranges, before `format` (which names them) goes.
+                crate::extract::bound_integers(p, 0);
                 if let Value::Object(p) = p {
                     p.remove("format");
                     // `Option<T>` fields: a single type; optionality is `required`.
@@ -609,6 +611,27 @@ fn check_url(url: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A form's integer fields carry their type's range, so what the user may enter is
+    /// what the answer can be read into.
+    #[test]
+    fn form_integers_carry_their_range() {
+        #[derive(serde::Deserialize, schemars::JsonSchema)]
+        #[allow(dead_code, reason = "only its schema is read")]
+        struct Order {
+            count: u32,
+            delta: Option<i64>,
+            small: u8,
+        }
+        let schema = form_schema::<Order>().expect("a form schema");
+        let props = &schema["properties"];
+        assert_eq!(props["count"]["minimum"], json!(0), "{schema}");
+        assert_eq!(props["count"]["maximum"], json!(u32::MAX), "{schema}");
+        assert_eq!(props["delta"]["minimum"], json!(i64::MIN), "{schema}");
+        assert_eq!(props["delta"]["type"], json!("integer"), "{schema}");
+        assert_eq!(props["small"]["maximum"], json!(255), "{schema}");
+        assert!(props["count"].get("format").is_none(), "{schema}");
+    }
 
     #[test]
     fn sampling_tool_results_follow_tool_uses() {
