@@ -582,7 +582,8 @@ fn number(v: f64) -> Value {
     }
 }
 
-fn truncate(s: &str, max: usize) -> &str {
+/// `s` cut to at most `max` bytes, at a character boundary.
+pub(crate) fn truncate(s: &str, max: usize) -> &str {
     if s.len() <= max {
         return s;
     }

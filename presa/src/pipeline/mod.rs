@@ -233,6 +233,9 @@ pub(crate) enum NotificationEffect {
     Cancel(RequestId),
 }
 
+/// The most of a cancellation's `reason` logged, in bytes.
+const MAX_LOGGED_REASON: usize = 4096;
+
 /// The methods of 2026-07-28 that presa serves.
 pub(crate) const METHODS: &[&str] = &[
     "server/discover",
@@ -379,12 +382,12 @@ impl Server {
                     ));
                 }
             };
-            // `basic/patterns/cancellation.mdx`: both parties SHOULD log the reasons.
-            tracing::debug!(
-                request_id = %id,
-                reason = reason.unwrap_or("(none given)"),
-                "the client cancelled a request"
-            );
+            // `basic/patterns/cancellation.mdx`: both parties SHOULD log the reasons (cut
+            // as progress messages are: the client writes them).
+            let reason = reason.map_or("(none given)", |r| {
+                crate::context::truncate(r, MAX_LOGGED_REASON)
+            });
+            tracing::debug!(request_id = %id, reason, "the client cancelled a request");
             return Ok(NotificationEffect::Cancel(id));
         }
         Ok(NotificationEffect::None)

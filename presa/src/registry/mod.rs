@@ -169,6 +169,10 @@ pub(crate) struct Listing<T> {
     /// Hashed with aHash (randomly keyed, like std's): every tools/call looks its tool
     /// up here, and std's SipHash cost ~300 instructions a lookup.
     by_key: HashMap<String, Arc<T>, ahash::RandomState>,
+    /// The longest key this listing has ever held, in bytes: it bounds the cursors presa
+    /// may have issued for it (never lowered, so a cursor issued after a key since
+    /// removed is still read).
+    longest_key: usize,
 }
 
 impl<T> Clone for Listing<T> {
@@ -176,6 +180,7 @@ impl<T> Clone for Listing<T> {
         Listing {
             sorted: self.sorted.clone(),
             by_key: self.by_key.clone(),
+            longest_key: self.longest_key,
         }
     }
 }
@@ -185,6 +190,7 @@ impl<T> Default for Listing<T> {
         Listing {
             sorted: Vec::new(),
             by_key: HashMap::default(),
+            longest_key: 0,
         }
     }
 }
@@ -208,6 +214,7 @@ impl<T: Listed> Listing<T> {
             ));
         }
         let entry = Arc::new(entry);
+        self.longest_key = self.longest_key.max(entry.key().len());
         let pos = self.sorted.partition_point(|e| e.key() < entry.key());
         self.sorted.insert(pos, Arc::clone(&entry));
         self.by_key.insert(entry.key().to_owned(), entry);
@@ -247,13 +254,8 @@ impl<T: Listed> Listing<T> {
             None | Some("") => 0,
             Some(c) => {
                 // Past the usual bound, a cursor is still one of ours when the catalog
-                // has a key that long (found by one pass, only for such cursors).
-                let limit = if c.len() > MAX_CURSOR_BYTES {
-                    let longest = self.sorted.iter().map(|e| e.key().len()).max();
-                    MAX_CURSOR_BYTES.max(longest.map_or(0, |key| cursor_len(kind, key)))
-                } else {
-                    MAX_CURSOR_BYTES
-                };
+                // has held a key that long.
+                let limit = MAX_CURSOR_BYTES.max(cursor_len(kind, self.longest_key));
                 let after = decode_cursor(kind, c, limit)?;
                 self.sorted.partition_point(|e| e.key() <= after.as_str())
             }

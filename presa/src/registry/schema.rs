@@ -183,6 +183,7 @@ const ONE_SCHEMA: &[&str] = &[
     "if",
     "then",
     "else",
+    "contentSchema",
 ];
 const SCHEMA_ARRAYS: &[&str] = &["allOf", "anyOf", "oneOf", "prefixItems"];
 const SCHEMA_MAPS: &[&str] = &[
@@ -200,6 +201,25 @@ fn walk_headers(
     path: &mut Vec<String>,
     out: &mut Vec<HeaderParam>,
 ) -> Result<(), String> {
+    walk_headers_at(schema, reachable, path, out, 0)
+}
+
+/// How deep the walk goes: the schema compiler bounds nesting at 32 levels, and a schema
+/// built in code could be deeper than the stack allows before it is compiled.
+const HEADER_WALK_DEPTH: usize = 64;
+
+fn walk_headers_at(
+    schema: &Map<String, Value>,
+    reachable: bool,
+    path: &mut Vec<String>,
+    out: &mut Vec<HeaderParam>,
+    depth: usize,
+) -> Result<(), String> {
+    if depth > HEADER_WALK_DEPTH {
+        return Err(format!(
+            "the schema nests deeper than {HEADER_WALK_DEPTH} levels"
+        ));
+    }
     if let Some(annotation) = schema.get("x-mcp-header") {
         if !reachable || path.is_empty() {
             return Err(format!(
@@ -217,14 +237,14 @@ fn walk_headers(
         for (name, sub) in props {
             if let Value::Object(sub) = sub {
                 path.push(name.clone());
-                walk_headers(sub, reachable, path, out)?;
+                walk_headers_at(sub, reachable, path, out, depth + 1)?;
                 path.pop();
             }
         }
     }
     // Below any other keyword, nothing is statically reachable.
     let mut beneath = |sub: &Value| match sub {
-        Value::Object(sub) => walk_headers(sub, false, path, out),
+        Value::Object(sub) => walk_headers_at(sub, false, path, out, depth + 1),
         _ => Ok(()),
     };
     for key in ONE_SCHEMA {
@@ -380,6 +400,8 @@ mod tests {
             json!({"if": {"properties": {"r": region}}, "then": {}}),
             json!({"properties": {"o": {"patternProperties": {"^r": region}}}}),
             json!({"properties": {"r": {"not": region}}}),
+            json!({"properties": {"s": {"type": "string",
+                "contentSchema": {"properties": {"r": region}}}}}),
         ] {
             let why = header_params(bad.as_object().unwrap()).expect_err(&bad.to_string());
             assert!(why.contains("through `properties` alone"), "{why}");

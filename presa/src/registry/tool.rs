@@ -387,19 +387,6 @@ impl Tool {
             }
             Some(_) => return Err(fail("the output schema must be a JSON object".into())),
         };
-        for (which, schema) in [
-            ("input", Some(&self.input_schema)),
-            ("output", self.output_schema.as_ref()),
-        ] {
-            if schema
-                .and_then(|s| s.get("$schema"))
-                .is_some_and(|v| !v.is_string())
-            {
-                return Err(fail(format!(
-                    "the {which} schema's $schema must be a string"
-                )));
-            }
-        }
         check_icons(&self.icons).map_err(&fail)?;
         check_meta(self.meta.as_ref()).map_err(&fail)?;
         let listing = self.listing().map_err(|e| fail(e.to_string()))?;
