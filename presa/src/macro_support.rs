@@ -106,6 +106,8 @@ pub struct ToolSchema {
     whole: Option<Value>,
     /// How many `Args<T>` parameters there are.
     wholes: usize,
+    /// Defaults that do not read back as their parameter's type.
+    bad_defaults: Vec<String>,
     states: Vec<StateRequirement>,
     injects: bool,
 }
@@ -118,6 +120,7 @@ impl Default for ToolSchema {
             required: Vec::new(),
             whole: None,
             wholes: 0,
+            bad_defaults: Vec::new(),
             states: Vec::new(),
             injects: false,
         }
@@ -141,6 +144,11 @@ impl ToolSchema {
             return Some(
                 "a tool can have one `Args<T>` parameter, which takes every argument".into(),
             );
+        }
+        if let Some(name) = self.bad_defaults.first() {
+            return Some(format!(
+                "the default of argument `{name}` does not read back as its type from JSON (a non-finite float becomes null), so every call without it would fail"
+            ));
         }
         if self.wholes == 1 && !self.properties.is_empty() {
             let others: Vec<String> = self.properties.keys().map(|k| format!("`{k}`")).collect();
@@ -181,7 +189,15 @@ impl ToolSchema {
         }
     }
 
-    fn arg<T: JsonSchema>(&mut self, meta: &ArgMeta) {
+    fn arg<T: JsonSchema + DeserializeOwned>(&mut self, meta: &ArgMeta) {
+        // The default is kept as JSON and read as `T` on every call without the
+        // argument: one that does not survive that (`f64::INFINITY` is written as null)
+        // would fail them all.
+        if let Some(default) = meta.default
+            && crate::extract::from_checked_value::<T>(default()).is_err()
+        {
+            self.bad_defaults.push(meta.name.to_owned());
+        }
         let mut schema = match meta.header {
             // A header parameter keeps one primitive `type`, even for `Option<T>`.
             Some(_) => T::_schemars_private_non_optional_json_schema(&mut self.generator),

@@ -331,3 +331,43 @@ async fn args_with_context(
 ) -> String {
     format!("{} {}", p.page, ctx.method())
 }
+
+/// A default that does not survive its JSON form.
+#[presa::tool]
+async fn infinite_default(#[arg(default = f64::INFINITY)] max: f64) -> String {
+    max.to_string()
+}
+
+/// A default that does.
+#[presa::tool]
+async fn finite_default(#[arg(default = 2.5)] max: f64) -> String {
+    max.to_string()
+}
+
+/// A default is kept as JSON and read back as its type on every call that leaves the
+/// argument out: `f64::INFINITY` is written as `null`, which no `f64` reads, so every
+/// such call failed with "invalid type: null". build() now refuses it, naming the
+/// argument; a default that reads back builds and is used.
+#[tokio::test]
+async fn a_default_that_does_not_read_back_is_refused_at_build() {
+    let e = build_error(builder().add::<infinite_default>());
+    assert!(
+        e.contains("\"infinite_default\"") && e.contains("`max`"),
+        "{e}"
+    );
+    let server = builder()
+        .add::<finite_default>()
+        .build()
+        .expect("a default that reads back builds");
+    for kind in KINDS {
+        let mut w = Wire::start(kind, &server).await;
+        let got = w
+            .call(
+                1,
+                "tools/call",
+                json!({"name": "finite_default", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(got.text(), "2.5", "{kind:?}");
+    }
+}
