@@ -313,6 +313,20 @@ async fn a_listen_arriving_during_shutdown_ends_and_serving_returns() {
         text.contains("\"result\"") && text.contains("\"late\""),
         "the graceful end: {text}"
     );
+    // The events, read out of the chunked body (each event's `data:` line is whole in
+    // its chunk), checked against the schema: the acknowledgement, then the listen
+    // result that ends the stream.
+    let body = text
+        .split_once("\r\n\r\n")
+        .map_or("", |(_, b)| b)
+        .replace("\r\n", "\n");
+    let events = presa_tests::http::parse_sse(&body);
+    let (last, notes) = events.split_last().expect("events on the stream");
+    for n in notes {
+        presa_tests::schema::check_notification(n);
+    }
+    presa_tests::schema::check_response("subscriptions/listen", last);
+    assert_graceful_end(last, &json!("late"));
     let returned = tokio::time::timeout(PATIENCE, serving).await;
     assert!(
         matches!(returned, Ok(Ok(Ok(())))),

@@ -507,6 +507,9 @@ async fn create_at_once(w: &Wire, name: &str, n: i64, limit: &str) -> Vec<String
     let replies = futures_util::future::join_all(posts).await;
     let mut created = Vec::new();
     for r in &replies {
+        // Every message against the schema, as the Wire's own calls are (a creation is a
+        // `task` result, checked as a generic result; a refusal as an error).
+        presa_tests::schema::check_exchange("tools/call", &r.messages);
         match r.response()["result"]["taskId"].as_str() {
             Some(id) => created.push(id.to_owned()),
             None => {
