@@ -19,6 +19,18 @@ pub(crate) fn check(m: &ResourceModel, errors: &mut Errors) {
             format!("resource URI `{uri}` must be absolute (start with a scheme such as `file:` or `notes:`)"),
         ));
     }
+    // A template that did not parse has its error already.
+    let problem = match (&m.template, uri.contains(['{', '}'])) {
+        (Some(_), _) => crate::common::uri_template::literal_problem(uri),
+        (None, false) => crate::common::uri_template::uri_problem(uri),
+        (None, true) => None,
+    };
+    if let Some(why) = problem {
+        errors.push(syn::Error::new(
+            m.uri.span,
+            format!("resource URI `{uri}` has {why}"),
+        ));
+    }
     check_common(&m.args.common, &m.func, errors);
     for p in &m.func.params {
         if let Some((_, attr)) = &p.arg {
