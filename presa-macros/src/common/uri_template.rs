@@ -77,7 +77,8 @@ pub(crate) fn uri_problem(uri: &str) -> Option<String> {
 }
 
 /// What RFC 6570 does not allow in a template's literal text, if anything (checked with
-/// the variables taken out): none of `"'<>\^`|`, `%` only as an escape, no space or
+/// the variables taken out): none of `"`, `'`, `<`, `>`, `\`, `^`, `` ` `` and `|`, `%`
+/// only as an escape, no space or
 /// control character.
 pub(crate) fn literal_problem(template: &str) -> Option<String> {
     let mut literal = String::new();
