@@ -78,13 +78,7 @@ pub(crate) fn uri_characters(uri: &str) -> Result<(), String> {
     let mut fragment = false;
     for (i, &b) in bytes.iter().enumerate() {
         let why = match b {
-            b'%' if !matches!(
-                (bytes.get(i + 1), bytes.get(i + 2)),
-                (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
-            ) =>
-            {
-                Some("a % that starts no escape")
-            }
+            b'%' if !uri_template::escape_at(bytes, i) => Some("a % that starts no escape"),
             b'#' if fragment => Some("a second #"),
             b'#' => {
                 fragment = true;

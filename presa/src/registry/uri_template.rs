@@ -36,10 +36,7 @@ impl UriTemplate {
                         && !name.starts_with('.')
                         && !name.ends_with('.')
                         // Each `%` starts an escape: two hex digits.
-                        && name.match_indices('%').all(|(i, _)| {
-                            name.get(i + 1..i + 3)
-                                .is_some_and(|h| h.bytes().all(|b| b.is_ascii_hexdigit()))
-                        });
+                        && name.match_indices('%').all(|(i, _)| escape_at(name.as_bytes(), i));
                     if !valid {
                         return Err(format!(
                             "{{{name}}} in URI template {source:?} is not a level 1 variable (use {{name}} with letters, digits and '_')"
@@ -73,10 +70,7 @@ impl UriTemplate {
                     // `"'<>\^`|`, and `%` only as the start of an escape.
                     let lb = literal.as_bytes();
                     let bad = lb.iter().enumerate().any(|(i, &b)| match b {
-                        b'%' => !matches!(
-                            (lb.get(i + 1), lb.get(i + 2)),
-                            (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
-                        ),
+                        b'%' => !escape_at(lb, i),
                         b'"' | b'\'' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'|' => true,
                         _ => false,
                     });
@@ -170,6 +164,15 @@ pub(crate) fn percent_decode(s: &str) -> Option<String> {
         }
     }
     String::from_utf8(out).ok()
+}
+
+/// Whether the `%` at `i` of `bytes` starts an escape: two hex digits follow it. The one
+/// test of a percent-escape for URIs, templates and their variable names.
+pub(crate) fn escape_at(bytes: &[u8], i: usize) -> bool {
+    matches!(
+        (bytes.get(i + 1), bytes.get(i + 2)),
+        (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
+    )
 }
 
 #[cfg(test)]
