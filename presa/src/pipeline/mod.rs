@@ -942,6 +942,25 @@ mod tests {
                 .any(|l| l.contains("request_id=4") && l.contains("user pressed stop")),
             "{all:?}"
         );
+        // A long reason is cut at MAX_LOGGED_REASON bytes, at a character boundary.
+        let long = "é".repeat(3000);
+        client
+            .send(
+                json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                "params": {"requestId": 5, "reason": long, "_meta": meta}}),
+            )
+            .await;
+        let all = events.lock().map(|e| e.clone()).unwrap_or_default();
+        let line = all
+            .iter()
+            .find(|l| l.contains("request_id=5"))
+            .expect("the second cancellation is logged");
+        let logged = line.matches('é').count();
+        assert_eq!(
+            logged,
+            super::MAX_LOGGED_REASON / 2,
+            "{logged} chars logged"
+        );
     }
 
     /// The `mcp.request` span carries what book/progress.md says it does, recorded from

@@ -406,6 +406,13 @@ mod tests {
             let why = header_params(bad.as_object().unwrap()).expect_err(&bad.to_string());
             assert!(why.contains("through `properties` alone"), "{why}");
         }
+        // The walk stops past its depth bound instead of recursing without end.
+        let mut deep = json!({"type": "string"});
+        for _ in 0..100 {
+            deep = json!({"type": "object", "properties": {"p": deep}});
+        }
+        let why = header_params(deep.as_object().unwrap()).expect_err("too deep");
+        assert!(why.contains("deeper than"), "{why}");
         // An `x-mcp-header` key inside data (a default) is not an annotation.
         let data = json!({"properties": {"o": {"type": "object",
             "default": {"x-mcp-header": "NotOne"}}}});
