@@ -125,7 +125,7 @@ fn whole_float_as_integer(n: &serde_json::Number) -> Option<Value> {
     }
     // Only within ±(2^53 − 1), where a float holds every integer exactly: past it,
     // `9007199254740993.0` is already `…992`, and no integer can be told from the float.
-    const SAFE: f64 = 9_007_199_254_740_991.0;
+    const SAFE: f64 = crate::registry::schema::MAX_HEADER_INTEGER as f64;
     (-SAFE..=SAFE).contains(&f).then(|| Value::from(f as i64))
 }
 
@@ -166,7 +166,7 @@ fn integers_for_whole_floats(value: &mut Value, depth: usize) {
 pub(crate) fn bound_integers(schema: &mut Value, depth: usize) {
     const I64: (i128, i128) = (i64::MIN as i128, i64::MAX as i128);
     const U64: (i128, i128) = (0, u64::MAX as i128);
-    if depth > 64 {
+    if depth > WHOLE_FLOAT_DEPTH {
         return;
     }
     match schema {
@@ -195,7 +195,10 @@ pub(crate) fn bound_integers(schema: &mut Value, depth: usize) {
                     }
                 }
             }
-            m.values_mut().for_each(|v| bound_integers(v, depth + 1));
+            // Into subschemas only: `default`, `const`, `enum` and `examples` hold data.
+            m.iter_mut()
+                .filter(|(k, _)| !matches!(k.as_str(), "default" | "const" | "enum" | "examples"))
+                .for_each(|(_, v)| bound_integers(v, depth + 1));
         }
         Value::Array(a) => a.iter_mut().for_each(|v| bound_integers(v, depth + 1)),
         _ => {}
@@ -228,5 +231,18 @@ mod tests {
             Some(json!(3.0))
         );
         assert_eq!(from_checked_value::<f64>(json!(3.0)).ok(), Some(3.0));
+    }
+
+    /// Ranges go into subschemas, never into data a schema holds.
+    #[test]
+    fn integer_ranges_skip_data() {
+        let data = json!({"type": "integer", "format": "int32"});
+        let mut schema = json!({"type": "integer", "format": "int32", "default": data,
+            "examples": [data], "properties": {"n": {"type": "integer", "format": "uint32"}}});
+        bound_integers(&mut schema, 0);
+        assert_eq!(schema["maximum"], json!(i32::MAX));
+        assert_eq!(schema["properties"]["n"]["maximum"], json!(u32::MAX));
+        assert_eq!(schema["default"], data);
+        assert_eq!(schema["examples"], json!([data]));
     }
 }

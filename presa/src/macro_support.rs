@@ -247,7 +247,7 @@ pub fn refuse(mut tool: Tool, why: String) -> Tool {
 }
 
 /// The largest integer an `x-mcp-header` may carry, 2^53 − 1.
-pub const MAX_SAFE_INTEGER: i64 = 9_007_199_254_740_991;
+pub const MAX_SAFE_INTEGER: i64 = crate::registry::schema::MAX_HEADER_INTEGER;
 
 /// A tool call taken apart for the generated glue.
 pub struct CallParts {

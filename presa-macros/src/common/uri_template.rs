@@ -90,11 +90,15 @@ pub(crate) fn literal_problem(template: &str) -> Option<String> {
             .map_or("", |close| &rest[open + close + 1..]);
     }
     literal.push_str(rest);
+    // Spaces and controls as the runtime judges them: any Unicode one.
+    if literal.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Some("a space or control character, which no URI holds".into());
+    }
     let bytes = literal.as_bytes();
     let bad = bytes.iter().enumerate().any(|(i, &b)| match b {
         b'%' => !escape_at(bytes, i),
         b'"' | b'\'' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'|' => true,
-        _ => b.is_ascii_whitespace() || b.is_ascii_control(),
+        _ => false,
     });
     bad.then(|| "a character RFC 6570 does not allow in a literal (escape it as %XX)".into())
 }

@@ -164,7 +164,7 @@ pub(crate) fn is_token(name: &str) -> bool {
 pub(crate) fn header_params(input_schema: &Map<String, Value>) -> Result<Vec<HeaderParam>, String> {
     let mut out: Vec<HeaderParam> = Vec::new();
     let mut path = Vec::new();
-    walk_headers(input_schema, true, &mut path, &mut out)?;
+    walk_headers_at(input_schema, true, &mut path, &mut out, 0)?;
     Ok(out)
 }
 
@@ -193,21 +193,12 @@ const SCHEMA_MAPS: &[&str] = &[
     "definitions",
 ];
 
-/// Walks one schema object. `reachable`: whether it is the root or a property reached
-/// from it through `properties` alone; `path` names that property.
-fn walk_headers(
-    schema: &Map<String, Value>,
-    reachable: bool,
-    path: &mut Vec<String>,
-    out: &mut Vec<HeaderParam>,
-) -> Result<(), String> {
-    walk_headers_at(schema, reachable, path, out, 0)
-}
-
 /// How deep the walk goes: the schema compiler bounds nesting at 32 levels, and a schema
 /// built in code could be deeper than the stack allows before it is compiled.
 const HEADER_WALK_DEPTH: usize = 64;
 
+/// Walks one schema object. `reachable`: whether it is the root or a property reached
+/// from it through `properties` alone; `path` names that property.
 fn walk_headers_at(
     schema: &Map<String, Value>,
     reachable: bool,

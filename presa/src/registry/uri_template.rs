@@ -151,12 +151,11 @@ pub(crate) fn percent_decode(s: &str) -> Option<String> {
     let mut i = 0;
     while i < bytes.len() {
         if bytes[i] == b'%' {
-            let hex = s.get(i + 1..i + 3)?;
-            // from_str_radix alone would take a sign: "%+1".
-            if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            // escape_at first: from_str_radix alone would take a sign ("%+1").
+            if !escape_at(bytes, i) {
                 return None;
             }
-            out.push(u8::from_str_radix(hex, 16).ok()?);
+            out.push(u8::from_str_radix(s.get(i + 1..i + 3)?, 16).ok()?);
             i += 3;
         } else {
             out.push(bytes[i]);

@@ -157,7 +157,7 @@ impl Default for TasksBuilder {
 /// A duration as the schema's `ttlMs` and `pollIntervalMs` hold it: whole
 /// milliseconds from 1 to 2^53 − 1 (longer durations are clamped rather than wrapped).
 fn wire_ms(d: Duration) -> u64 {
-    const MAX: u128 = (1 << 53) - 1;
+    const MAX: u128 = crate::registry::schema::MAX_HEADER_INTEGER as u128;
     d.as_millis().clamp(1, MAX) as u64
 }
 

@@ -16,4 +16,10 @@ async fn piped(id: String) -> String {
     id
 }
 
+/// A template whose literal holds a no-break space (U+00A0), as build() judges it.
+#[presa::resource(uri = "notes://a\u{a0}b/{id}")]
+async fn no_break(id: String) -> String {
+    id
+}
+
 fn main() {}
