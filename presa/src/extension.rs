@@ -144,14 +144,19 @@ pub(crate) fn start_handler(
     })
 }
 
-/// A handler's outcome with its structured result checked against the tool's output
-/// schema: a result that breaks it is -32603 (the model never sees it).
+/// A handler's outcome checked where the handler could break the schema: its content's
+/// annotations (a `priority` from 0 to 1) and its structured result against the tool's
+/// output schema. A result that breaks either is -32603, logged (the model never sees it).
 pub(crate) fn check_result(
     entry: &ToolEntry,
     result: Result<crate::CallToolResult, Error>,
 ) -> Result<crate::CallToolResult, Error> {
     let result = result?;
     let name = entry.tool.name.as_str();
+    if let Some(problem) = result.content.iter().find_map(|c| c.check().err()) {
+        tracing::error!(tool = %name, %problem, "tool result content breaks the schema");
+        return Err(Error::internal());
+    }
     if let (Some(output), false) = (&entry.output, result.is_error) {
         let structured = result.structured_content.as_ref().ok_or_else(|| {
             tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");

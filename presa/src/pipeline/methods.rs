@@ -480,6 +480,10 @@ async fn get_prompt(
         ctx,
     })
     .await?;
+    if let Some(problem) = result.messages.iter().find_map(|m| m.content.check().err()) {
+        tracing::error!(prompt = %entry.prompt.name, %problem, "prompt message content breaks the schema");
+        return Err(Error::internal());
+    }
     match serde_json::to_value(result) {
         Ok(Value::Object(m)) => Ok(server.shape(m)),
         _ => Err(Error::internal()),

@@ -368,6 +368,20 @@ pub enum Content {
 }
 
 impl Content {
+    /// What the schema requires of a block a handler made: its annotations' `priority`
+    /// from 0 to 1 (see [`Annotations::check`]).
+    pub(crate) fn check(&self) -> Result<(), String> {
+        match self {
+            Content::Text { annotations, .. }
+            | Content::Image { annotations, .. }
+            | Content::Audio { annotations, .. }
+            | Content::ResourceLink { annotations, .. }
+            | Content::Resource { annotations, .. } => {
+                annotations.as_ref().map_or(Ok(()), Annotations::check)
+            }
+        }
+    }
+
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         Content::Text {

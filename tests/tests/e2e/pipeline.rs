@@ -973,6 +973,60 @@ async fn output_schema_violation_is_an_internal_error() {
     }
 }
 
+/// Content a handler annotates with a `priority` outside 0 to 1 (the schema's bounds) is
+/// the server's fault too: -32603 with no detail, for a tool's result (an error result
+/// as well) and for a prompt's messages. A priority within the bounds goes out as made.
+#[tokio::test]
+async fn content_annotations_outside_the_schema_are_an_internal_error() {
+    fn annotated(priority: f64) -> Content {
+        let mut a = presa::Annotations::default();
+        a.priority = Some(priority);
+        Content::Text {
+            text: "x".into(),
+            annotations: Some(a),
+        }
+    }
+    let server = build(
+        builder()
+            .tool(Tool::new("high").handler(|_: ToolCall| async {
+                CallToolResult::new(vec![Content::text("fine"), annotated(1.5)])
+            }))
+            .tool(Tool::new("failing_low").handler(|_: ToolCall| async {
+                let mut r = CallToolResult::error("it failed");
+                r.content.push(annotated(-0.1));
+                r
+            }))
+            .tool(
+                Tool::new("within")
+                    .handler(|_: ToolCall| async { CallToolResult::new(vec![annotated(0.5)]) }),
+            )
+            .prompt(Prompt::new("low").handler(|_: PromptGet| async {
+                vec![presa::PromptMessage::user(annotated(-0.1))]
+            }))
+            .prompt(Prompt::new("edge").handler(|_: PromptGet| async {
+                vec![presa::PromptMessage::user(annotated(1.0))]
+            })),
+    );
+    let c = TestClient::new(&server);
+    for tool in ["high", "failing_low"] {
+        let r = c.call_tool(tool, json!({})).await;
+        let e = expect_error(&r, -32603, Some("Internal error"));
+        assert!(e.get("data").is_none(), "{tool}: {e}");
+    }
+    let r = c.get_prompt("low", json!({})).await;
+    expect_error(&r, -32603, Some("Internal error"));
+
+    let r = c.call_tool("within", json!({})).await;
+    let result = expect_result(&r, "tools/call");
+    assert_eq!(result["content"][0]["annotations"]["priority"], 0.5);
+    let r = c.get_prompt("edge", json!({})).await;
+    let result = expect_result(&r, "prompts/get");
+    assert_eq!(
+        result["messages"][0]["content"]["annotations"]["priority"],
+        1.0
+    );
+}
+
 /// `inputResponses` and `requestState` are checked at admission for the three methods
 /// that may take part in a multi round-trip request.
 #[tokio::test]
