@@ -251,14 +251,19 @@ fn duplicate_names_are_refused_naming_both_places() {
 
 #[test]
 fn the_registry_holds_every_declared_item() {
-    // Built from the distributed slice, with the state the counter needs: the duplicate
-    // `add` makes the whole registry refuse to build, naming both places.
+    // Built from the distributed slice, with the state the counter needs. The registry
+    // holds both items of this file named `add` (`add` and `add_again`, declared apart),
+    // so the whole registry refuses to build, naming the two places; a registry that
+    // missed either would build. (The examples' tests build `.registered()` servers that
+    // do build, and call what they declare.)
     let e = presa::Server::from_registry(presa::Implementation::new("t", "1"))
         .state(Counter(std::sync::atomic::AtomicU32::new(0)))
         .build()
         .err()
         .expect("the duplicate is refused");
-    assert!(e.to_string().contains("registered twice"), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("\"add\" is registered twice"), "{text}");
+    assert_eq!(text.matches("tests/tests/macros.rs:").count(), 2, "{text}");
 }
 
 /// Fails with a protocol error.
