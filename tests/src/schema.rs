@@ -1,7 +1,8 @@
 //! Validation against the official 2026-07-28 JSON schema (vendored in `tests/schema/`).
 //!
 //! [`check_response`] and [`check_notification`] pick the `$defs` entry that matches a
-//! message and panic with every problem when it does not validate.
+//! message and panic with every problem when it does not validate; [`check_message`]
+//! checks a message whose request is not known.
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -108,6 +109,13 @@ pub fn check_response(method: &str, message: &Value) {
         }
         return;
     }
+    check_error(message);
+}
+
+/// Checks an error response against `JSONRPCErrorResponse` and the definition of its
+/// code (the same for every method).
+#[track_caller]
+fn check_error(message: &Value) {
     let error = message
         .get("error")
         .unwrap_or_else(|| panic!("{message} is neither a result nor an error"));
@@ -146,6 +154,29 @@ pub fn check_notification(message: &Value) {
         other => panic!("unexpected notification method {other:?} in {message}"),
     };
     assert_valid(def, message);
+}
+
+/// Checks any message a server sent when the request it answers is not known here (a
+/// raw stdio line): a notification as [`check_notification`] does (one of the Tasks
+/// extension's, which the core schema does not define, as a `JSONRPCNotification`), an
+/// error response fully, a result response as a `JSONRPCResultResponse` and, when it asks
+/// for input, as an `InputRequiredResult`. [`check_response`] checks a result against its
+/// method's definition too, so a caller that knows the method still calls it.
+#[track_caller]
+pub fn check_message(message: &Value) {
+    match message.get("method").and_then(Value::as_str) {
+        Some(m) if m.starts_with("notifications/tasks") => {
+            assert_valid("JSONRPCNotification", message)
+        }
+        Some(_) => check_notification(message),
+        None if message.get("result").is_some() => {
+            assert_valid("JSONRPCResultResponse", message);
+            if message["result"].get("resultType") == Some(&json!("input_required")) {
+                assert_valid("InputRequiredResult", &message["result"]);
+            }
+        }
+        None => check_error(message),
+    }
 }
 
 /// Checks every message of an exchange: notifications first, then one response.

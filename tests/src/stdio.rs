@@ -79,25 +79,21 @@ impl Session {
         self.write_raw(line.as_bytes()).await;
     }
 
-    /// Reads one line as JSON; `None` at end of output.
+    /// Reads one line as JSON, checked against the official schema as any server
+    /// message ([`crate::schema::check_message`]); `None` at end of output.
     pub async fn recv(&mut self) -> Option<Value> {
         let line = tokio::time::timeout(LINE_TIMEOUT, self.lines.next_line())
             .await
             .expect("a line within the timeout")
             .expect("read from the server")?;
-        Some(
-            serde_json::from_str(&line)
-                .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON: {e}")),
-        )
+        Some(parse_line(&line))
     }
 
-    /// Reads one line, or `None` if nothing arrives within `wait`.
+    /// Reads one line as [`Session::recv`] does, or `None` if nothing arrives within
+    /// `wait`.
     pub async fn recv_within(&mut self, wait: Duration) -> Option<Value> {
         match tokio::time::timeout(wait, self.lines.next_line()).await {
-            Ok(Ok(Some(line))) => Some(
-                serde_json::from_str(&line)
-                    .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON: {e}")),
-            ),
+            Ok(Ok(Some(line))) => Some(parse_line(&line)),
             _ => None,
         }
     }
@@ -143,4 +139,13 @@ impl Session {
         }
         true
     }
+}
+
+/// One stdout line as JSON, checked against the official schema as any server message.
+#[track_caller]
+fn parse_line(line: &str) -> Value {
+    let message = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON: {e}"));
+    crate::schema::check_message(&message);
+    message
 }

@@ -1,6 +1,6 @@
 //! Negative controls: the schema check the other tests rely on can fail.
 
-use presa_tests::schema::{check_response, problems};
+use presa_tests::schema::{check_message, check_response, problems};
 use serde_json::json;
 
 #[test]
@@ -58,4 +58,33 @@ fn a_completed_result_is_checked_against_its_own_definition() {
     let asks = json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required",
         "inputRequests": {"k": {"method": "roots/list", "params": {}}}}});
     check_response("tools/call", &asks);
+}
+
+/// The check a raw stdio line gets (the request it answers unknown) refuses what each of
+/// its branches must, and passes what the server sends.
+#[test]
+fn a_raw_line_is_checked_by_its_kind() {
+    for bad in [
+        // An error whose code's definition is broken: -32022 needs data.
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32022, "message": "x"}}),
+        // A notification the core schema does not define.
+        json!({"jsonrpc": "2.0", "method": "notifications/unknown", "params": {}}),
+        // A progress notification without its token.
+        json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progress": 1}}),
+        // A Tasks notification is still a JSON-RPC notification.
+        json!({"jsonrpc": "1.0", "method": "notifications/tasks/status", "params": {}}),
+        // A result that asks for input with an ask of the wrong shape.
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required",
+            "inputRequests": {"k": {"method": "roots/list", "params": 3}}}}),
+        // A result response without an id.
+        json!({"jsonrpc": "2.0", "result": {}}),
+    ] {
+        let refused = std::panic::catch_unwind(|| check_message(&bad)).is_err();
+        assert!(refused, "{bad} must fail the check");
+    }
+    check_message(&json!({"jsonrpc": "2.0", "id": 1, "result": {"resultType": "complete"}}));
+    check_message(
+        &json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": "t", "progress": 1}}),
+    );
 }

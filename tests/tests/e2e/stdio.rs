@@ -1419,6 +1419,7 @@ async fn a_cancelled_request_frees_its_slot_once_its_output_is_written() {
             panic!("the first call's logs, then the second call");
         };
         let m: Value = serde_json::from_str(&l).expect("JSON");
+        check_notification(&m);
         assert_eq!(m["method"], "notifications/message", "{m}");
     }
     client_out
@@ -1966,6 +1967,7 @@ async fn dropping_serve_stdio_stops_serving() {
             break;
         };
         let m: Value = serde_json::from_str(&text).expect("JSON");
+        check_response("tools/call", &m);
         assert_eq!(m["id"], 2, "served after the future was dropped: {m}");
     }
     assert!(
