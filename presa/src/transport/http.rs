@@ -8,7 +8,7 @@
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::error::Error;
-use crate::pipeline::{Exchange, Reply};
+use crate::pipeline::{Begun, Exchange, Reply};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, encode_error};
 use axum::Router;
@@ -373,28 +373,30 @@ fn route(
         ));
     };
     let keepalive = listen.then_some(endpoint.config.keepalive);
-    let cancel = CancellationToken::new();
-    let outbound = Arc::new(ChannelOutbound {
-        cancel: Cancellation::seeded(cancel.clone()),
-        ..ChannelOutbound::default()
-    });
+    let outbound = Arc::new(ChannelOutbound::default());
     let rx = Notifications(Arc::clone(&outbound));
     let exchange = Exchange {
         headers: Some(headers),
-        outbound,
+        outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
+    };
+    // The request's first poll is here, as on stdio: one answered at it (most are) is
+    // written at once, with no future kept for it and no token made to cancel it.
+    let rest = match server.begin(request, exchange) {
+        Begun::Done(reply) => return Routed::Done(answered(reply, rx, &outbound, slot)),
+        Begun::Waiting(rest) => rest,
     };
     // Dropping the response (the client went away) drops the guard, which cancels the
-    // request; dropping the pipeline future stops the handler itself.
-    let guard = cancel.drop_guard();
-    let answer = server.clone().answer(request, exchange);
+    // request; dropping the pipeline future stops the handler itself. The token is the
+    // request's own (a handler that asked for one already holds a child of it).
+    let guard = outbound.cancel.token().drop_guard();
     let fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> = if listen {
         Box::pin(ended_when_closing(
-            answer,
+            rest,
             endpoint.closing.clone(),
             server.clone(),
         ))
     } else {
-        Box::pin(answer)
+        rest
     };
     Routed::Serve(Serving {
         fut,
@@ -403,6 +405,34 @@ fn route(
         slot,
         keepalive,
     })
+}
+
+/// The response to a request answered at its first poll: JSON, or an SSE stream when it
+/// sent notifications first (they precede the response).
+fn answered(
+    reply: Reply,
+    rx: Notifications,
+    outbound: &ChannelOutbound,
+    slot: OwnedSemaphorePermit,
+) -> Response {
+    match rx.try_recv() {
+        None => reply_response(reply),
+        Some((first, _taken)) => {
+            let guard = outbound.cancel.token().drop_guard();
+            let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
+                Box::pin(std::future::ready(reply));
+            sse(first, done, rx, guard, slot, None)
+        }
+    }
+}
+
+/// A reply sent as JSON.
+fn reply_response(reply: Reply) -> Response {
+    match reply {
+        Reply::Response { body, status: code } => json_response(status(code), body),
+        Reply::StreamEnded { body, .. } => json_response(StatusCode::OK, body),
+        Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
+    }
 }
 
 /// A subscription stream on an endpoint shutting down: it ends gracefully once
@@ -446,11 +476,7 @@ async fn respond(serving: Serving) -> Response {
                 return sse(first, done, rx, guard, slot, keepalive);
             }
             guard.disarm();
-            match reply {
-                Reply::Response { body, status: code } => json_response(status(code), body),
-                Reply::StreamEnded { body, .. } => json_response(StatusCode::OK, body),
-                Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
-            }
+            reply_response(reply)
         }
         (first, _taken) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
     }
@@ -561,7 +587,8 @@ fn status(code: u16) -> StatusCode {
 struct ChannelOutbound {
     queue: Mutex<Queue>,
     backlog: LazyBacklog,
-    /// Follows the request's token, which the response's guard fires.
+    /// The request's cancellation. Its token is made only when the request waits past
+    /// its first poll (the response's guard then fires it) or a handler asks for one.
     cancel: Cancellation,
 }
 
