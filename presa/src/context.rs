@@ -47,9 +47,10 @@ pub(crate) trait Outbound: Send + Sync {
 /// when someone cancels the request, waits on it or asks for it. Most requests complete
 /// before anyone does, and a token costs an allocation and a lock on every clone, drop
 /// and check; until it is made, asking whether the request was cancelled is one atomic
-/// load. HTTP makes the token only for a request still running after its first poll,
-/// and arms the response's drop guard with it (the client going away cancels it). A
-/// task's worker, which has a token of its own, seeds the cancellation with it instead.
+/// load. HTTP makes the token only for a request still running after its first poll
+/// or answered as a stream, and arms the response's drop guard with it (the client
+/// going away cancels it). A task's worker, which has a token of its own, seeds the
+/// cancellation with it instead.
 ///
 /// The token is made once (`OnceLock`), so whoever makes it first, a cancel or a
 /// handler asking for it, every later caller gets the same token: one made before a

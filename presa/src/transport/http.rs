@@ -380,7 +380,8 @@ fn route(
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
     };
     // The request's first poll is here, as on stdio: one answered at it (most are) is
-    // written at once, with no future kept for it and no token made to cancel it.
+    // written at once, with no future kept for it and, unless its notifications make it
+    // a stream, no token made to cancel it.
     let rest = match server.begin(request, exchange) {
         Begun::Done(reply) => return Routed::Done(answered(reply, rx, &outbound, slot)),
         Begun::Waiting(rest) => rest,
@@ -446,7 +447,8 @@ async fn ended_when_closing(
 ) -> Reply {
     let mut answer = std::pin::pin!(answer);
     tokio::select! {
-        // The stream registers at its first poll, before this looks at `closing`.
+        // The stream registered at its first poll (in `Server::begin`, before this was
+        // made); the rest is polled before `closing` is looked at.
         biased;
         reply = &mut answer => return reply,
         () = closing.cancelled() => {}
@@ -457,7 +459,7 @@ async fn ended_when_closing(
 
 /// Waits for the first notification or the reply: the reply alone is sent as JSON; a
 /// notification first switches the response to SSE. The reply is polled first, so a
-/// request that completes at once never registers a waker with its queue.
+/// request that completes at its next poll never registers a waker with its queue.
 async fn respond(serving: Serving) -> Response {
     let Serving {
         mut fut,
@@ -587,8 +589,9 @@ fn status(code: u16) -> StatusCode {
 struct ChannelOutbound {
     queue: Mutex<Queue>,
     backlog: LazyBacklog,
-    /// The request's cancellation. Its token is made only when the request waits past
-    /// its first poll (the response's guard then fires it) or a handler asks for one.
+    /// The request's cancellation. Its token is made only for a request still running
+    /// after its first poll or answered as a stream (the response's guard then fires
+    /// it), or when a handler asks for one.
     cancel: Cancellation,
 }
 
