@@ -383,7 +383,7 @@ fn route(
     // written at once, with no future kept for it and, unless its notifications make it
     // a stream, no token made to cancel it.
     let rest = match server.begin(request, exchange) {
-        Begun::Done(reply) => return Routed::Done(answered(reply, rx, &outbound, slot)),
+        Begun::Done(reply) => return Routed::Done(concluded(reply, rx, None, slot, keepalive)),
         Begun::Waiting(rest) => rest,
     };
     // Dropping the response (the client went away) drops the guard, which cancels the
@@ -408,23 +408,27 @@ fn route(
     })
 }
 
-/// The response to a request answered at its first poll: JSON, or an SSE stream when it
-/// sent notifications first (they precede the response).
-fn answered(
+/// The response to a request whose reply is ready: JSON, or an SSE stream when
+/// notifications came first (they go first). `guard` is the request's drop guard when it
+/// has one (it waited); one answered at its first poll gets a guard only as a stream,
+/// where the client may still go away before the body is written.
+fn concluded(
     reply: Reply,
     rx: Notifications,
-    outbound: &ChannelOutbound,
+    guard: Option<tokio_util::sync::DropGuard>,
     slot: OwnedSemaphorePermit,
+    keepalive: Option<Duration>,
 ) -> Response {
-    match rx.try_recv() {
-        None => reply_response(reply),
-        Some((first, _taken)) => {
-            let guard = outbound.cancel.token().drop_guard();
-            let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
-                Box::pin(std::future::ready(reply));
-            sse(first, done, rx, guard, slot, None)
+    let Some((first, _taken)) = rx.try_recv() else {
+        if let Some(guard) = guard {
+            guard.disarm();
         }
-    }
+        return reply_response(reply);
+    };
+    let guard = guard.unwrap_or_else(|| rx.0.cancel.token().drop_guard());
+    let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
+        Box::pin(std::future::ready(reply));
+    sse(first, done, rx, guard, slot, keepalive)
 }
 
 /// A reply sent as JSON.
@@ -470,16 +474,7 @@ async fn respond(serving: Serving) -> Response {
     } = serving;
     tokio::select! {
         biased;
-        reply = &mut fut => {
-            if let Some((first, _taken)) = rx.try_recv() {
-                // Notifications were produced before the reply: they go first.
-                let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
-                    Box::pin(async move { reply });
-                return sse(first, done, rx, guard, slot, keepalive);
-            }
-            guard.disarm();
-            reply_response(reply)
-        }
+        reply = &mut fut => concluded(reply, rx, Some(guard), slot, keepalive),
         (first, _taken) = rx.recv() => sse(first, fut, rx, guard, slot, keepalive),
     }
 }
