@@ -21,11 +21,11 @@ use futures_util::stream;
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::task::{Poll, Waker};
 use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 /// Settings of the Streamable HTTP transport.
@@ -102,13 +102,14 @@ impl HttpConfig {
         self
     }
 
-    /// Sets the most subscription streams open at once.
+    /// Sets the most subscription streams open at once (`usize::MAX`: no bound).
     pub fn max_streams(mut self, n: usize) -> Self {
         self.max_streams = n;
         self
     }
 
-    /// Sets the most requests (other than subscription streams) served at once.
+    /// Sets the most requests (other than subscription streams) served at once
+    /// (`usize::MAX`: no bound). Bodies being read are capped at the same number.
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n;
         self
@@ -133,17 +134,108 @@ impl HttpConfig {
     }
 }
 
+/// The endpoint's state, behind one reference count: axum clones the state for every
+/// request, and one count is one atomic increment and decrement where an `Arc` per field
+/// made six of each.
 #[derive(Clone)]
-struct Endpoint {
+struct Endpoint(Arc<Shared>);
+
+struct Shared {
     server: Server,
-    config: Arc<HttpConfig>,
-    streams: Arc<Semaphore>,
-    requests: Arc<Semaphore>,
+    config: HttpConfig,
+    streams: Cap,
+    requests: Cap,
     /// Bodies being read and decoded.
-    reading: Arc<Semaphore>,
+    reading: Cap,
     /// Cancelled when `serve_http_on` begins to shut down (never, for a router mounted
     /// in an app): subscription streams then end, also those that begin afterwards.
     closing: CancellationToken,
+}
+
+impl std::ops::Deref for Endpoint {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.0
+    }
+}
+
+/// A bound on how many of something the endpoint serves at once. It is only ever tried,
+/// never waited for (past it the answer is 503), so a counter does: a semaphore's
+/// release took its waiters' lock every time, and its size was capped (a bound past
+/// `usize::MAX >> 3`, such as `usize::MAX` for "no bound", panicked).
+struct Cap {
+    max: usize,
+    taken: AtomicUsize,
+}
+
+impl Cap {
+    fn new(max: usize) -> Cap {
+        Cap {
+            max,
+            taken: AtomicUsize::new(0),
+        }
+    }
+
+    /// Takes a place, unless all are taken.
+    fn try_take(&self) -> bool {
+        self.taken
+            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
+                (n < self.max).then(|| n + 1)
+            })
+            .is_ok()
+    }
+
+    fn give_back(&self) {
+        self.taken.fetch_sub(1, Ordering::Release);
+    }
+
+    /// A place for the span of a borrow, given back when the guard drops. (The guard
+    /// is made only once the place is taken: a guard made and discarded would give back
+    /// a place never taken.)
+    fn try_hold(&self) -> Option<Held<'_>> {
+        self.try_take().then(|| Held(self))
+    }
+}
+
+/// A place under a [`Cap`], given back when dropped.
+struct Held<'a>(&'a Cap);
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.0.give_back();
+    }
+}
+
+/// A request's place under its cap (the streams' for a subscription stream, the
+/// requests' otherwise), held by its response until that ends and given back when
+/// dropped.
+struct Slot {
+    endpoint: Endpoint,
+    listen: bool,
+}
+
+impl Slot {
+    fn try_take(endpoint: &Endpoint, listen: bool) -> Option<Slot> {
+        Slot::cap_of(endpoint, listen).try_take().then(|| Slot {
+            endpoint: endpoint.clone(),
+            listen,
+        })
+    }
+
+    fn cap_of(endpoint: &Endpoint, listen: bool) -> &Cap {
+        if listen {
+            &endpoint.streams
+        } else {
+            &endpoint.requests
+        }
+    }
+}
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        Slot::cap_of(&self.endpoint, self.listen).give_back();
+    }
 }
 
 impl Server {
@@ -155,14 +247,14 @@ impl Server {
     /// [`Server::router`], its subscription streams ended once `closing` is cancelled.
     fn router_closing(&self, config: HttpConfig, closing: CancellationToken) -> Router {
         let path = config.path.clone();
-        let endpoint = Endpoint {
+        let endpoint = Endpoint(Arc::new(Shared {
             server: self.clone(),
-            streams: Arc::new(Semaphore::new(config.max_streams)),
-            requests: Arc::new(Semaphore::new(config.max_in_flight)),
-            reading: Arc::new(Semaphore::new(config.max_in_flight)),
-            config: Arc::new(config),
+            streams: Cap::new(config.max_streams),
+            requests: Cap::new(config.max_in_flight),
+            reading: Cap::new(config.max_in_flight),
+            config,
             closing,
-        };
+        }));
         Router::new()
             .route(&path, post(handle_post).fallback(method_not_allowed))
             .fallback(not_found)
@@ -270,7 +362,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     }
     // Reading a body takes a slot of its own, given back once the body is decoded, so
     // slow or large bodies cannot pile up in memory past the cap.
-    let Ok(reading) = Arc::clone(&endpoint.reading).try_acquire_owned() else {
+    let Some(reading) = endpoint.reading.try_hold() else {
         let error = Error::new(
             crate::error::code::INTERNAL_ERROR,
             "Too many requests being read; try again later",
@@ -278,8 +370,15 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
         return json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(None, &error));
     };
     let config = &endpoint.config;
-    let read = axum::body::to_bytes(body, config.max_body_bytes);
-    let bytes: Bytes = match tokio::time::timeout(config.body_timeout, read).await {
+    // A body that has arrived whole by the first poll (the common case) is read without
+    // arming the timer: the clock is read and a timer made only for one still arriving.
+    let mut read = std::pin::pin!(axum::body::to_bytes(body, config.max_body_bytes));
+    let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
+    let read = match first {
+        Poll::Ready(read) => Ok(read),
+        Poll::Pending => tokio::time::timeout(config.body_timeout, read).await,
+    };
+    let bytes: Bytes = match read {
         Ok(Ok(b)) => b,
         Ok(Err(_)) => {
             return transport_error(
@@ -320,7 +419,7 @@ struct Serving {
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     rx: Notifications,
     guard: tokio_util::sync::DropGuard,
-    slot: OwnedSemaphorePermit,
+    slot: Slot,
     keepalive: Option<Duration>,
 }
 
@@ -354,18 +453,12 @@ fn route(
     // Subscription streams and other requests are capped separately; each holds a slot
     // until its response (or stream) is done.
     let listen = request.method == "subscriptions/listen";
-    let (cap, busy) = if listen {
-        (
-            &endpoint.streams,
-            "Too many open subscription streams; try again later",
-        )
-    } else {
-        (
-            &endpoint.requests,
-            "Too many requests in flight; try again later",
-        )
-    };
-    let Ok(slot) = Arc::clone(cap).try_acquire_owned() else {
+    let Some(slot) = Slot::try_take(endpoint, listen) else {
+        let busy = if listen {
+            "Too many open subscription streams; try again later"
+        } else {
+            "Too many requests in flight; try again later"
+        };
         let error = Error::new(crate::error::code::INTERNAL_ERROR, busy);
         return Routed::Done(json_response(
             StatusCode::SERVICE_UNAVAILABLE,
@@ -416,7 +509,7 @@ fn concluded(
     reply: Reply,
     rx: Notifications,
     guard: Option<tokio_util::sync::DropGuard>,
-    slot: OwnedSemaphorePermit,
+    slot: Slot,
     keepalive: Option<Duration>,
 ) -> Response {
     let Some((first, _taken)) = rx.try_recv() else {
@@ -485,7 +578,7 @@ struct SseState {
     pending: Option<String>,
     guard: Option<tokio_util::sync::DropGuard>,
     /// The request's slot under its cap, held until the stream ends.
-    _slot: OwnedSemaphorePermit,
+    _slot: Slot,
     /// For subscription streams: the keepalive timer.
     keepalive: Option<tokio::time::Interval>,
 }
@@ -495,7 +588,7 @@ fn sse(
     fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>>,
     rx: Notifications,
     guard: tokio_util::sync::DropGuard,
-    slot: OwnedSemaphorePermit,
+    slot: Slot,
     keepalive: Option<Duration>,
 ) -> Response {
     let keepalive = keepalive.map(|every| {
@@ -819,6 +912,29 @@ fn is_port(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A cap hands out at most `max` places; a refused hold gives nothing back, and a
+    /// dropped one frees its place.
+    #[test]
+    fn cap_counts_places() {
+        let cap = Cap::new(2);
+        let first = cap.try_hold().expect("a place");
+        let second = cap.try_hold().expect("a second place");
+        for _ in 0..3 {
+            assert!(cap.try_hold().is_none(), "past the cap");
+        }
+        assert_eq!(cap.taken.load(Ordering::Relaxed), 2);
+        drop(first);
+        assert_eq!(cap.taken.load(Ordering::Relaxed), 1);
+        let third = cap.try_hold().expect("the freed place");
+        drop((second, third));
+        assert_eq!(cap.taken.load(Ordering::Relaxed), 0);
+        let none = Cap::new(0);
+        assert!(!none.try_take());
+        assert_eq!(none.taken.load(Ordering::Relaxed), 0);
+        let unbounded = Cap::new(usize::MAX);
+        assert!((0..1000).all(|_| unbounded.try_take()));
+    }
 
     #[test]
     fn loopback_origins() {

@@ -158,3 +158,20 @@ async fn a_body_not_received_in_time_is_408() {
     let again = h.call(2, "tools/call", json!({"name": "quick"})).await;
     assert_eq!(again.status, 200, "{}", again.body);
 }
+
+/// `usize::MAX` is how a user says "no bound" on either cap; it builds and serves (it
+/// once panicked when the router was built: the caps were semaphores, whose size is
+/// bounded below `usize::MAX`).
+#[tokio::test]
+async fn caps_of_usize_max_mean_no_bound() {
+    let server = builder().tool(quick()).build().expect("builds");
+    let config = HttpConfig::default()
+        .max_in_flight(usize::MAX)
+        .max_streams(usize::MAX);
+    let h = Harness::start_with(server, config).await;
+    for id in 1..=3 {
+        let reply = h.call(id, "tools/call", json!({"name": "quick"})).await;
+        assert_eq!(reply.status, 200, "{}", reply.body);
+        assert_eq!(reply.response()["result"]["content"][0]["text"], "quick");
+    }
+}
