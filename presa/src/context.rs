@@ -192,7 +192,6 @@ pub(crate) struct ContextInit {
 }
 
 /// The multi round-trip state of one request.
-#[derive(Default)]
 pub(crate) struct InputsState {
     answers: Map<String, Value>,
     carried_in: Option<Value>,
@@ -299,10 +298,14 @@ impl RequestContext {
                     tokens: NOTIFICATION_RATE_PER_SECOND,
                     refilled: None,
                 }),
+                // Every field named: `..Default::default()` would build a default
+                // `answers` map only to drop it.
                 inputs: InputsState {
                     answers: init.answers,
                     carried_in: init.carried,
-                    ..Default::default()
+                    demanded: std::sync::atomic::AtomicBool::new(false),
+                    single_use: std::sync::atomic::AtomicBool::new(false),
+                    asks: Mutex::new(None),
                 },
                 principal: init.principal,
                 server: init.server,

@@ -632,7 +632,9 @@ mod tests {
                 crate::wire::jsonrpc::decode(bytes)
             };
             match decoded {
-                Ok(crate::wire::jsonrpc::Inbound::Request(mut r)) => r.take_params(),
+                Ok(crate::wire::jsonrpc::Inbound::Request(r)) => {
+                    crate::wire::jsonrpc::RequestParams::new(r.params, r.lifted)
+                }
                 _ => panic!("a request"),
             }
         };

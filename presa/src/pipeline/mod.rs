@@ -445,14 +445,19 @@ impl Server {
     /// method gate, the HTTP mirror checks, the request state, and the context.
     fn admit(
         &self,
-        mut request: Request,
+        request: Request,
         headers: Option<&HeaderMap>,
         outbound: Arc<dyn Outbound>,
     ) -> Result<Admitted, Error> {
-        let params = request.take_params();
+        // Every member moved out: nothing of the request is left to drop.
         let Request {
-            id, method, meta, ..
+            id,
+            method,
+            meta,
+            params,
+            lifted,
         } = request;
+        let params = RequestParams::new(params, lifted);
 
         // A 2025-era client opens with `initialize` carrying `params.protocolVersion` and
         // no 2026-07-28 protocol version in `_meta` (it may carry a `_meta` of its own,

@@ -151,6 +151,11 @@ pub(crate) struct RequestParams {
 }
 
 impl RequestParams {
+    /// The params of a request whose members were moved out of it.
+    pub(crate) fn new(map: Map<String, Value>, lifted: Lifted) -> RequestParams {
+        RequestParams { map, lifted }
+    }
+
     /// A member.
     pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         self.lifted.get(key).or_else(|| self.map.get(key))
@@ -186,16 +191,6 @@ impl From<Map<String, Value>> for RequestParams {
         RequestParams {
             map,
             lifted: Lifted::default(),
-        }
-    }
-}
-
-impl Request {
-    /// The params as the pipeline reads them.
-    pub(crate) fn take_params(&mut self) -> RequestParams {
-        RequestParams {
-            map: std::mem::take(&mut self.params),
-            lifted: std::mem::take(&mut self.lifted),
         }
     }
 }
@@ -923,7 +918,7 @@ mod tests {
             let Ok(Inbound::Request(plain)) = decode(frame.as_bytes()) else {
                 panic!("{frame}");
             };
-            let Ok(Inbound::Request(mut lifting)) = decode_lifting(frame.as_bytes()) else {
+            let Ok(Inbound::Request(lifting)) = decode_lifting(frame.as_bytes()) else {
                 panic!("{frame}");
             };
             assert!(plain.lifted.is_empty(), "{frame}");
@@ -934,7 +929,7 @@ mod tests {
             } else if i < 6 {
                 assert!(lifting.lifted.is_empty(), "{frame}");
             }
-            let params = lifting.take_params();
+            let params = RequestParams::new(lifting.params, lifting.lifted);
             for key in ["name", "arguments", "task", "inputResponses", "x"] {
                 assert_eq!(params.get(key), plain.params.get(key), "{frame} {key}");
             }
