@@ -56,7 +56,7 @@ impl StdioConfig {
         self
     }
 
-    /// Sets the most requests served at once (at least 1).
+    /// Sets the most requests served at once (at least 1; `usize::MAX`: no bound).
     pub fn max_in_flight(mut self, n: usize) -> Self {
         self.max_in_flight = n.max(1);
         self
@@ -296,7 +296,10 @@ impl Server {
         // of its own) holds a sender of the queue, so the queue may never close.
         let (end_writer, writer_ends) = tokio::sync::oneshot::channel();
         let writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
-        let permits = Arc::new(Semaphore::new(config.max_in_flight.max(1)));
+        // Past `Semaphore::MAX_PERMITS` (`usize::MAX >> 3`) tokio panics: a larger bound,
+        // such as `usize::MAX` for none, is that many, unreachable all the same.
+        let most = config.max_in_flight.clamp(1, Semaphore::MAX_PERMITS);
+        let permits = Arc::new(Semaphore::new(most));
         let in_flight: InFlight = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
         let mut reader = Input::new(reader);

@@ -102,3 +102,29 @@ async fn stdin_closing_ends_the_server_while_a_task_waits() {
         "serve_io returns promptly after stdin closes"
     );
 }
+
+/// `usize::MAX` is how a user says "no bound" on requests in flight; the server serves
+/// (it once panicked as it began: the bound is a semaphore, whose size tokio caps below
+/// `usize::MAX`).
+#[tokio::test]
+async fn max_in_flight_of_usize_max_means_no_bound() {
+    let server = presa::Server::builder(presa::Implementation::new("t", "1"))
+        .tool(
+            Tool::new("quick")
+                .description("Answers at once")
+                .handler(|_: ToolCall| async { "quick" }),
+        )
+        .build()
+        .expect("builds");
+    let config = StdioConfig::default().max_in_flight(usize::MAX);
+    let mut s = presa_tests::stdio::Session::in_process(server, config);
+    for id in 1..=3 {
+        let messages = s.call(id, "tools/call", json!({"name": "quick"})).await;
+        let response = messages.last().expect("a response");
+        assert_eq!(
+            response["result"]["content"][0]["text"], "quick",
+            "{response}"
+        );
+    }
+    assert!(s.finish().await, "the server ends cleanly");
+}
