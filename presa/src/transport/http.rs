@@ -45,13 +45,14 @@ pub struct HttpConfig {
     /// When set, the `Host` header must be one of these (`host` or `host:port`);
     /// otherwise 403. Off by default: Origin validation is always on.
     pub allowed_hosts: Option<Vec<String>>,
-    /// Most `subscriptions/listen` streams open at once (default 256); past it, 503.
+    /// Most `subscriptions/listen` streams open at once (default 256; `usize::MAX`: no
+    /// bound); past it, 503.
     pub max_streams: usize,
     /// Most other requests served at once (default 1024); past it, 503 with a JSON-RPC
     /// error, so a flood meets a clear refusal instead of unbounded work. The same number
     /// bounds the POST bodies being read at once (past it, 503 before the body is read,
     /// so without an id), so memory for bodies stays within `max_in_flight` ×
-    /// `max_body_bytes`.
+    /// `max_body_bytes`. `usize::MAX`: no bound.
     pub max_in_flight: usize,
     /// How often an idle subscription stream sends a keepalive comment (default 15 s).
     pub keepalive: Duration,
@@ -208,8 +209,8 @@ impl Drop for Held<'_> {
 }
 
 /// A request's place under its cap (the streams' for a subscription stream, the
-/// requests' otherwise), held by its response until that ends and given back when
-/// dropped.
+/// requests' otherwise), held until its reply is ready (for an SSE response, until the
+/// stream ends) and given back when dropped.
 struct Slot {
     endpoint: Endpoint,
     listen: bool,
@@ -380,13 +381,20 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     };
     let bytes: Bytes = match read {
         Ok(Ok(b)) => b,
-        Ok(Err(_)) => {
+        Ok(Err(error)) if over_limit(&error) => {
             return transport_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Error::invalid_request(format!(
                     "Invalid Request: body exceeds {} bytes",
                     config.max_body_bytes
                 )),
+            );
+        }
+        // The body broke off or was framed wrongly (a bad chunk): nothing to decode.
+        Ok(Err(_)) => {
+            return transport_error(
+                StatusCode::BAD_REQUEST,
+                Error::invalid_request("Invalid Request: the body could not be read"),
             );
         }
         Err(_) => {
@@ -406,6 +414,12 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
         Routed::Done(response) => response,
         Routed::Serve(serving) => respond(serving).await,
     }
+}
+
+/// Whether reading a body failed because it was longer than `max_body_bytes`.
+fn over_limit(error: &axum::Error) -> bool {
+    std::error::Error::source(error)
+        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
 }
 
 /// What a decoded POST becomes: an answer already, or a request to serve.

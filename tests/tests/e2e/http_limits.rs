@@ -78,6 +78,38 @@ async fn slow_post(h: &Harness) -> tokio::net::TcpStream {
     slow
 }
 
+/// Reads one whole HTTP answer from `stream` (its head, then as many bytes as its
+/// Content-Length says), asserts its status, and returns its body as JSON.
+async fn raw_answer(stream: &mut tokio::net::TcpStream, status: &str) -> serde_json::Value {
+    use tokio::io::AsyncReadExt;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    let whole = |reply: &[u8]| {
+        let text = String::from_utf8_lossy(reply);
+        let end = text.find("\r\n\r\n")? + 4;
+        let length = text[..end].lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })?;
+        (reply.len() >= end + length).then_some(end)
+    };
+    let end = loop {
+        if let Some(end) = whole(&reply) {
+            break end;
+        }
+        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+            .await
+            .expect("an answer within the timeout")
+            .expect("reads");
+        assert!(n > 0, "the connection closed without a whole answer");
+        reply.extend_from_slice(&buf[..n]);
+    };
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
+    serde_json::from_str(reply[end..].trim()).expect("JSON")
+}
+
 /// Bodies being read count against the same cap: while one POST's body is still
 /// arriving, with `max_in_flight(1)`, the next POST is refused with 503 before its body
 /// is read (so without an id), and once the slow body is given up the slot is free.
@@ -116,41 +148,13 @@ async fn bodies_being_read_are_capped_too() {
 /// bodies cannot hold the reading slots.
 #[tokio::test]
 async fn a_body_not_received_in_time_is_408() {
-    use tokio::io::AsyncReadExt;
     let server = builder().tool(quick()).build().expect("builds");
     let config = HttpConfig::default()
         .max_in_flight(1)
         .body_timeout(Duration::from_millis(200));
     let h = Harness::start_with(server, config).await;
     let mut slow = slow_post(&h).await;
-    // The whole answer: its head, then as many bytes as its Content-Length says.
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 4096];
-    let whole = |reply: &[u8]| {
-        let text = String::from_utf8_lossy(reply);
-        let end = text.find("\r\n\r\n")? + 4;
-        let length = text[..end].lines().find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())?
-        })?;
-        (reply.len() >= end + length).then_some(end)
-    };
-    let end = loop {
-        if let Some(end) = whole(&reply) {
-            break end;
-        }
-        let n = tokio::time::timeout(Duration::from_secs(5), slow.read(&mut buf))
-            .await
-            .expect("an answer within the timeout")
-            .expect("reads");
-        assert!(n > 0, "the connection closed without a whole answer");
-        reply.extend_from_slice(&buf[..n]);
-    };
-    let reply = String::from_utf8_lossy(&reply);
-    assert!(reply.starts_with("HTTP/1.1 408"), "{reply}");
-    let body = &reply[end..];
-    let message: serde_json::Value = serde_json::from_str(body.trim()).expect("JSON");
+    let message = raw_answer(&mut slow, "408").await;
     assert_eq!(message["error"]["code"], -32600, "{message}");
     assert_eq!(message["id"], serde_json::Value::Null, "{message}");
     presa_tests::schema::check_response("", &message);
@@ -174,4 +178,36 @@ async fn caps_of_usize_max_mean_no_bound() {
         assert_eq!(reply.status, 200, "{}", reply.body);
         assert_eq!(reply.response()["result"]["content"][0]["text"], "quick");
     }
+}
+
+/// A body framed wrongly (a chunk size that is not hex) could not be read: 400 with
+/// -32600 and no id, not the 413 of a body over the limit; and its reading slot is free
+/// again.
+#[tokio::test]
+async fn a_body_that_cannot_be_read_is_400() {
+    use tokio::io::AsyncWriteExt;
+    let server = builder().tool(quick()).build().expect("builds");
+    let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
+    let addr = h.base.trim_start_matches("http://");
+    let mut broken = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
+         zz\r\n{{}}\r\n0\r\n\r\n"
+    );
+    broken.write_all(head.as_bytes()).await.expect("writes");
+    let message = raw_answer(&mut broken, "400").await;
+    assert_eq!(message["error"]["code"], -32600, "{message}");
+    assert_eq!(message["id"], serde_json::Value::Null, "{message}");
+    assert!(
+        message["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("could not be read")),
+        "{message}"
+    );
+    presa_tests::schema::check_response("", &message);
+    let again = h.call(2, "tools/call", json!({"name": "quick"})).await;
+    assert_eq!(again.status, 200, "{}", again.body);
 }
