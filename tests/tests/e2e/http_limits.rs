@@ -211,3 +211,71 @@ async fn a_body_that_cannot_be_read_is_400() {
     let again = h.call(2, "tools/call", json!({"name": "quick"})).await;
     assert_eq!(again.status, 200, "{}", again.body);
 }
+
+fn panics() -> &'static str {
+    panic!("a handler that panics")
+}
+
+/// With one slot, every way a request ends gives its slots back: each request below is
+/// followed by a quick call, which a slot still held would turn into 503. (A request
+/// answered at its first poll as JSON, a body over the limit, a reply sent as SSE
+/// because the tool sent progress first, a handler that panicked.)
+#[tokio::test]
+async fn every_way_a_request_ends_frees_its_slot() {
+    let server = builder()
+        .tool(quick())
+        .tool(
+            Tool::new("reports")
+                .description("Reports progress, then answers")
+                .handler(|call: ToolCall| async move {
+                    call.ctx.progress(1.0, None, None);
+                    "reported"
+                }),
+        )
+        .tool(
+            Tool::new("panics")
+                .description("Panics")
+                .handler(|_: ToolCall| async { panics() }),
+        )
+        .build()
+        .expect("builds");
+    let config = HttpConfig::default().max_in_flight(1).max_body_bytes(1024);
+    let h = Harness::start_with(server, config).await;
+    // Retried for a while only so that a slow machine cannot fail it; a slot never
+    // given back fails it all the same.
+    let quick_after = |id: i64| {
+        let h = &h;
+        async move {
+            let deadline = std::time::Instant::now() + Duration::from_secs(5);
+            loop {
+                let r = h.call(id, "tools/call", json!({"name": "quick"})).await;
+                if r.status != 503 || std::time::Instant::now() > deadline {
+                    assert_eq!(r.status, 200, "{}", r.body);
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        }
+    };
+    for id in 1..=3 {
+        quick_after(id).await;
+    }
+    let big = request(
+        10,
+        "tools/call",
+        json!({"name": "quick", "arguments": {"pad": "p".repeat(2000)}}),
+    );
+    h.post(&big, &[]).await.assert_error(413, -32600, None);
+    quick_after(11).await;
+    let mut reports = request(20, "tools/call", json!({"name": "reports"}));
+    reports["params"]["_meta"]["progressToken"] = json!("t");
+    let sse = h.post(&reports, &[]).await;
+    assert!(sse.is_sse(), "{}", sse.body);
+    assert_eq!(sse.response()["result"]["content"][0]["text"], "reported");
+    quick_after(21).await;
+    let panicked = h
+        .post(&request(30, "tools/call", json!({"name": "panics"})), &[])
+        .await;
+    assert_eq!(panicked.error_code(), Some(-32603), "{}", panicked.body);
+    quick_after(31).await;
+}
