@@ -62,20 +62,42 @@ async fn requests_past_max_in_flight_get_503() {
     assert_eq!(again.status, 200, "{}", again.body);
 }
 
-/// A connection that has sent a POST's head and the first 10 of its 1,000 body bytes,
-/// and sends no more.
-async fn slow_post(h: &Harness) -> tokio::net::TcpStream {
+/// A connection to the harness on which a POST to `/mcp` was sent, its head up to the
+/// body's framing headers, then `rest` (those headers, the blank line and what of the
+/// body the test sends).
+async fn raw_post(h: &Harness, rest: &str) -> tokio::net::TcpStream {
     use tokio::io::AsyncWriteExt;
     let addr = h.base.trim_start_matches("http://");
-    let mut slow = tokio::net::TcpStream::connect(addr)
+    let mut stream = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connects");
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{{\"jsonrpc\""
+         Accept: application/json, text/event-stream\r\n{rest}"
     );
-    slow.write_all(head.as_bytes()).await.expect("writes");
-    slow
+    stream.write_all(head.as_bytes()).await.expect("writes");
+    stream
+}
+
+/// A connection that has sent a POST's head and the first 10 of its 1,000 body bytes,
+/// and sends no more.
+async fn slow_post(h: &Harness) -> tokio::net::TcpStream {
+    raw_post(h, "Content-Length: 1000\r\n\r\n{\"jsonrpc\"").await
+}
+
+/// Calls `quick` once the one slot is free: a 503 is retried for up to 5 s, only so that
+/// a slow machine cannot fail a test, while a slot never given back fails it all the
+/// same. Asserts the call is answered 200.
+async fn call_quick_when_free(h: &Harness, id: i64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let r = h.call(id, "tools/call", json!({"name": "quick"})).await;
+        if r.status != 503 || std::time::Instant::now() > deadline {
+            assert_eq!(r.status, 200, "{}", r.body);
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }
 
 /// Reads one whole HTTP answer from `stream` (its head, then as many bytes as its
@@ -132,15 +154,7 @@ async fn bodies_being_read_are_capped_too() {
     busy.assert_error(503, -32603, None);
     presa_tests::schema::check_response("", busy.response());
     drop(slow);
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let again = loop {
-        let r = h.call(3, "tools/call", json!({"name": "quick"})).await;
-        if r.status == 200 || std::time::Instant::now() > deadline {
-            break r;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    };
-    assert_eq!(again.status, 200, "{}", again.body);
+    call_quick_when_free(&h, 3).await;
 }
 
 /// A body that does not arrive whole within `body_timeout` is given up: 408 with a
@@ -185,19 +199,13 @@ async fn caps_of_usize_max_mean_no_bound() {
 /// again.
 #[tokio::test]
 async fn a_body_that_cannot_be_read_is_400() {
-    use tokio::io::AsyncWriteExt;
     let server = builder().tool(quick()).build().expect("builds");
     let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
-    let addr = h.base.trim_start_matches("http://");
-    let mut broken = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n\
-         zz\r\n{{}}\r\n0\r\n\r\n"
-    );
-    broken.write_all(head.as_bytes()).await.expect("writes");
+    let mut broken = raw_post(
+        &h,
+        "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+    )
+    .await;
     let message = raw_answer(&mut broken, "400").await;
     assert_eq!(message["error"]["code"], -32600, "{message}");
     assert_eq!(message["id"], serde_json::Value::Null, "{message}");
@@ -241,24 +249,8 @@ async fn every_way_a_request_ends_frees_its_slot() {
         .expect("builds");
     let config = HttpConfig::default().max_in_flight(1).max_body_bytes(1024);
     let h = Harness::start_with(server, config).await;
-    // Retried for a while only so that a slow machine cannot fail it; a slot never
-    // given back fails it all the same.
-    let quick_after = |id: i64| {
-        let h = &h;
-        async move {
-            let deadline = std::time::Instant::now() + Duration::from_secs(5);
-            loop {
-                let r = h.call(id, "tools/call", json!({"name": "quick"})).await;
-                if r.status != 503 || std::time::Instant::now() > deadline {
-                    assert_eq!(r.status, 200, "{}", r.body);
-                    return;
-                }
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        }
-    };
     for id in 1..=3 {
-        quick_after(id).await;
+        call_quick_when_free(&h, id).await;
     }
     let big = request(
         10,
@@ -266,16 +258,16 @@ async fn every_way_a_request_ends_frees_its_slot() {
         json!({"name": "quick", "arguments": {"pad": "p".repeat(2000)}}),
     );
     h.post(&big, &[]).await.assert_error(413, -32600, None);
-    quick_after(11).await;
+    call_quick_when_free(&h, 11).await;
     let mut reports = request(20, "tools/call", json!({"name": "reports"}));
     reports["params"]["_meta"]["progressToken"] = json!("t");
     let sse = h.post(&reports, &[]).await;
     assert!(sse.is_sse(), "{}", sse.body);
     assert_eq!(sse.response()["result"]["content"][0]["text"], "reported");
-    quick_after(21).await;
+    call_quick_when_free(&h, 21).await;
     let panicked = h
         .post(&request(30, "tools/call", json!({"name": "panics"})), &[])
         .await;
     assert_eq!(panicked.error_code(), Some(-32603), "{}", panicked.body);
-    quick_after(31).await;
+    call_quick_when_free(&h, 31).await;
 }
