@@ -308,31 +308,39 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
         );
     }
 
-    // The stdio gap split in two: bare's loop run on tokio as presa runs its own (what
-    // reactor-driven pipe I/O and tokio's buffers cost it) and presa against that loop
-    // (presa's own work). Not a column: only stdio has it.
+    // The stdio gaps split in two: bare's loop run on tokio as presa runs its own (what
+    // reactor-driven pipe I/O, tokio's buffers and, at start, the hand-off to a worker
+    // cost it) and presa against that loop (presa's own work). Not a column: only stdio
+    // has it.
     if s.count("stdio", "bare-tokio", "rps") > 0 {
         let rps = |srv: &str| s.median("stdio", srv, "rps");
         let cpu = |srv: &str| s.median("stdio", srv, "server_cpu_us_per_req");
+        let cold = |srv: &str| s.median("cold stdio", srv, "median_ms");
         let _ = writeln!(
             out,
-            "\nstdio pipelined, with bare's loop also run on tokio (a task on a worker, non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
+            "\nstdio, with bare's loop also run on tokio (a task on a worker, non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
         );
         let _ = writeln!(
             out,
-            "| server | throughput (req/s) | CPU per call (µs) | instructions per call (cachegrind) | throughput ÷ bare | CPU ÷ bare | presa's throughput ÷ this |"
+            "| server | pipelined throughput (req/s) | CPU per call (µs) | instructions per call (cachegrind) | throughput ÷ bare | CPU ÷ bare | presa's throughput ÷ this | cold start (ms) | cold start ÷ bare | presa's cold start ÷ this |"
         );
-        let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |");
+        let _ = writeln!(
+            out,
+            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+        );
         for srv in ["bare", "bare-tokio", "presa"] {
             let _ = writeln!(
                 out,
-                "| {srv} | {} | {} | {} | {} | {} | {} |",
+                "| {srv} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 fmt(rps(srv), 0),
                 fmt(cpu(srv), 2),
                 fmt(s.median("profile", srv, "instructions"), 0),
                 fmt(ratio(rps(srv), rps("bare")), 2),
                 fmt(ratio(cpu(srv), cpu("bare")), 2),
                 fmt(ratio(rps("presa"), rps(srv)), 2),
+                fmt(cold(srv), 2),
+                fmt(ratio(cold(srv), cold("bare")), 2),
+                fmt(ratio(cold("presa"), cold(srv)), 2),
             );
         }
     }
