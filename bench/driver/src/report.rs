@@ -201,6 +201,46 @@ const ROWS: &[Row] = &[
     ),
 ];
 
+/// The stdio gaps split in two, under the table: bare's loop run on tokio as presa runs
+/// its own (what reactor-driven pipe I/O, tokio's buffers and, at start, the hand-off to a
+/// worker cost it) and presa against that loop (presa's own work). Only when the run has
+/// bare-tokio's stdio cell.
+fn stdio_split(s: &Samples, out: &mut String) {
+    if s.count("stdio", "bare-tokio", "rps") == 0 {
+        return;
+    }
+    let rps = |srv: &str| s.median("stdio", srv, "rps");
+    let cpu = |srv: &str| s.median("stdio", srv, "server_cpu_us_per_req");
+    let cold = |srv: &str| s.median("cold stdio", srv, "median_ms");
+    let _ = writeln!(
+        out,
+        "\nstdio, with bare's loop also run on tokio (a task on a worker, non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
+    );
+    let _ = writeln!(
+        out,
+        "| server | pipelined throughput (req/s) | CPU per call (µs) | instructions per call (cachegrind) | throughput ÷ bare | CPU ÷ bare | presa's throughput ÷ this | cold start (ms) | cold start ÷ bare | presa's cold start ÷ this |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    for srv in ["bare", "bare-tokio", "presa"] {
+        let _ = writeln!(
+            out,
+            "| {srv} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            fmt(rps(srv), 0),
+            fmt(cpu(srv), 2),
+            fmt(s.median("profile", srv, "instructions"), 0),
+            fmt(ratio(rps(srv), rps("bare")), 2),
+            fmt(ratio(cpu(srv), cpu("bare")), 2),
+            fmt(ratio(rps("presa"), rps(srv)), 2),
+            fmt(cold(srv), 2),
+            fmt(ratio(cold(srv), cold("bare")), 2),
+            fmt(ratio(cold("presa"), cold(srv)), 2),
+        );
+    }
+}
+
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -308,42 +348,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
         );
     }
 
-    // The stdio gaps split in two: bare's loop run on tokio as presa runs its own (what
-    // reactor-driven pipe I/O, tokio's buffers and, at start, the hand-off to a worker
-    // cost it) and presa against that loop (presa's own work). Not a column: only stdio
-    // has it.
-    if s.count("stdio", "bare-tokio", "rps") > 0 {
-        let rps = |srv: &str| s.median("stdio", srv, "rps");
-        let cpu = |srv: &str| s.median("stdio", srv, "server_cpu_us_per_req");
-        let cold = |srv: &str| s.median("cold stdio", srv, "median_ms");
-        let _ = writeln!(
-            out,
-            "\nstdio, with bare's loop also run on tokio (a task on a worker, non-blocking pipes on the reactor, tokio's buffered reader and writer):\n"
-        );
-        let _ = writeln!(
-            out,
-            "| server | pipelined throughput (req/s) | CPU per call (µs) | instructions per call (cachegrind) | throughput ÷ bare | CPU ÷ bare | presa's throughput ÷ this | cold start (ms) | cold start ÷ bare | presa's cold start ÷ this |"
-        );
-        let _ = writeln!(
-            out,
-            "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
-        );
-        for srv in ["bare", "bare-tokio", "presa"] {
-            let _ = writeln!(
-                out,
-                "| {srv} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
-                fmt(rps(srv), 0),
-                fmt(cpu(srv), 2),
-                fmt(s.median("profile", srv, "instructions"), 0),
-                fmt(ratio(rps(srv), rps("bare")), 2),
-                fmt(ratio(cpu(srv), cpu("bare")), 2),
-                fmt(ratio(rps("presa"), rps(srv)), 2),
-                fmt(cold(srv), 2),
-                fmt(ratio(cold(srv), cold("bare")), 2),
-                fmt(ratio(cold("presa"), cold(srv)), 2),
-            );
-        }
-    }
+    stdio_split(&s, &mut out);
 
     let micro = match criterion {
         Some(dir) => read_criterion(Path::new(dir)),
@@ -574,4 +579,57 @@ fn read_criterion(dir: &Path) -> BTreeMap<String, f64> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn samples(cells: &[(&str, &str, &str, f64)]) -> Samples {
+        let mut s = Samples::default();
+        for (cell, server, metric, v) in cells {
+            s.0.entry(((*cell).into(), (*server).into(), (*metric).into()))
+                .or_default()
+                .push(*v);
+        }
+        s
+    }
+
+    /// The split table's cold-start columns read bare-tokio's own stdio cold cell, divide
+    /// by bare's, and put presa against each row.
+    #[test]
+    fn stdio_split_has_the_cold_start_of_each_server() {
+        let mut cells = Vec::new();
+        for (srv, rps, cpu, cold) in [
+            ("bare", 1000.0, 1.0, 1.0),
+            ("bare-tokio", 800.0, 1.25, 1.25),
+            ("presa", 400.0, 2.5, 1.5),
+        ] {
+            cells.push(("stdio", srv, "rps", rps));
+            cells.push(("stdio", srv, "server_cpu_us_per_req", cpu));
+            cells.push(("cold stdio", srv, "median_ms", cold));
+        }
+        let mut out = String::new();
+        stdio_split(&samples(&cells), &mut out);
+        let rows: Vec<&str> = out
+            .lines()
+            .filter(|l| l.starts_with("| b") || l.starts_with("| p"))
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "| bare | 1000 | 1.00 | – | 1.00 | 1.00 | 0.40 | 1.00 | 1.00 | 1.50 |",
+                "| bare-tokio | 800 | 1.25 | – | 0.80 | 1.25 | 0.50 | 1.25 | 1.25 | 1.20 |",
+                "| presa | 400 | 2.50 | – | 0.40 | 2.50 | 1.00 | 1.50 | 1.50 | 1.00 |",
+            ]
+        );
+    }
+
+    /// Without bare-tokio's stdio cell (results of an older run) there is no split table.
+    #[test]
+    fn stdio_split_needs_bare_tokio() {
+        let mut out = String::new();
+        stdio_split(&samples(&[("stdio", "bare", "rps", 1.0)]), &mut out);
+        assert!(out.is_empty());
+    }
 }
