@@ -3,12 +3,13 @@
 //!
 //! Requests run concurrently, at most [`StdioConfig::max_in_flight`] at once: past the
 //! bound the reader stops reading stdin, so memory stays bounded under a pipelined flood.
-//! A request's permit is released only once its response has been written, so queued
-//! output is bounded too. The writer flushes whenever no further message is queued: a
-//! waiting client never sits on an unflushed response, and a flood is not paid for with
-//! one flush per line. Answers made in the read loop itself (most requests complete at
-//! their first poll) reach the writer in batches, handed over before the loop waits for
-//! input or for a slot.
+//! Queued output holds slots too: a request's answer holds its slot until written, and a
+//! batch of answers made in the read loop holds one slot, so a client that stops reading
+//! makes the server stop reading. The writer flushes whenever no further message is
+//! queued: a waiting client never sits on an unflushed response, and a flood is not paid
+//! for with one flush per line. Answers made in the read loop itself (most requests
+//! complete at their first poll) reach the writer in batches of up to 64 KiB, handed over
+//! before the loop waits for input or for a slot.
 //!
 //! Past the in-flight bound stdin is not read, so a `notifications/cancelled` that arrives
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
@@ -32,7 +33,9 @@ pub struct StdioConfig {
     /// Longest line accepted, in bytes (default 4 MiB), counting a `\r` before the
     /// `\n` but not the `\n`; longer lines get -32600.
     pub max_line_bytes: usize,
-    /// Most requests served at once (default 64); past it stdin is not read.
+    /// Most requests served at once (default 64), counting those whose answer is not
+    /// yet written (a batch of answers made in the read loop counts as one); past it
+    /// stdin is not read.
     pub max_in_flight: usize,
     /// How long requests still running when stdin closes may take to finish before they
     /// are cancelled (default 5 s).
@@ -108,13 +111,17 @@ impl Frame {
 
 /// The answers made in the read loop itself (a request that completed at its first
 /// poll, an error reply), gathered into one frame: one queue entry, one wake-up of the
-/// writer and one release of in-flight slots per batch instead of one per answer. Each
-/// answer's slot is merged into the batch's permit, so the slots are still released only
-/// once the answers are written. The loop hands the batch over before anything that may
-/// wait: a read of stdin (so a waiting client is never left without its answer), a wait
-/// for a slot (the batch holds slots itself), the end of input; and when it reaches
-/// [`BATCH_BYTES`]. So no batch is held while the loop is suspended, and one dropped
-/// all the same (by a panic unwinding the loop) is handed over.
+/// writer and one write per batch instead of one per answer. The batch keeps its first
+/// answer's slot until it is written and frees the slot of every later answer as it
+/// joins: those requests are over, and the batch's size is bounded by bytes instead
+/// ([`BATCH_BYTES`] past its last answer). So queued output stays bounded (at most
+/// `max_in_flight` frames, a batch among them one frame) while a pipelined burst is
+/// written in batches of up to 64 KiB rather than of `max_in_flight` answers. The loop
+/// hands the batch over before anything that may wait: a read of stdin (so a waiting
+/// client is never left without its answer), a wait for a slot (the batch holds one
+/// itself), the end of input; and when it reaches [`BATCH_BYTES`]. So no batch is held
+/// while the loop is suspended, and one dropped all the same (by a panic unwinding the
+/// loop) is handed over.
 ///
 /// An answer waits in the batch while the loop serves the lines after it that are
 /// already read (at most a read's worth, 64 KiB), so one handler that computes for long
@@ -140,14 +147,12 @@ impl Answers {
         }
     }
 
-    /// Adds one answer, which holds `permit`.
+    /// Adds one answer, which holds `permit`: the batch keeps the first answer's slot
+    /// until it is written, and frees each later answer's slot at once.
     fn push(&mut self, answer: &str, permit: OwnedSemaphorePermit) {
-        match &mut self.permit {
-            Some(held) => held.merge(permit),
-            None => {
-                self.permit = Some(permit);
-                self.text.reserve(self.last_len);
-            }
+        if self.permit.is_none() {
+            self.permit = Some(permit);
+            self.text.reserve(self.last_len);
         }
         self.text.push_str(answer);
         self.text.push('\n');
@@ -329,11 +334,12 @@ impl Server {
             };
             // Backpressure, the one wait of the loop: everything that is answered (error
             // replies too, so a client that never reads cannot make them pile up) holds
-            // an in-flight slot until its answer is written; past the bound stdin is not
-            // read. Notifications take no slot: one is acted on as soon as it is read,
-            // but one queued behind a request that waits here is read only once a slot
-            // frees (the module doc says so). The loop's own answers hold slots, so they
-            // are handed to the writer before waiting.
+            // an in-flight slot until its answer is written, or, in the loop's batch,
+            // until it joins one (the batch holds one slot until written); past the
+            // bound stdin is not read. Notifications take no slot: one is acted on as
+            // soon as it is read, but one queued behind a request that waits here is read
+            // only once a slot frees (the module doc says so). The loop's batch holds a
+            // slot, so it is handed to the writer before waiting.
             let permit = match Arc::clone(&permits).try_acquire_owned() {
                 Ok(permit) => permit,
                 Err(_) => {

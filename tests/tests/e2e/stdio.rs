@@ -1467,6 +1467,85 @@ async fn answers_made_at_once_never_wait_on_their_own_slots() {
     assert!(s.finish().await);
 }
 
+/// A writer that counts the writes it takes and passes them on.
+struct CountingWriter<W> {
+    inner: W,
+    writes: Arc<AtomicUsize>,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for CountingWriter<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let std::task::Poll::Ready(Ok(_)) = polled {
+            self.writes.fetch_add(1, Ordering::SeqCst);
+        }
+        polled
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
+/// The read loop's batch holds one in-flight slot, not one per answer: with two slots,
+/// 300 pipelined calls that complete at once are written in a few batches (each handed
+/// over before a read of stdin or at 64 KiB), not two answers at a time as when every
+/// answer kept its slot until written. Every call is answered once.
+#[tokio::test]
+async fn a_batch_of_answers_holds_one_slot() {
+    let probe = Probe::new();
+    let (mut client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_in) = tokio::io::duplex(1 << 20);
+    let writes = Arc::new(AtomicUsize::new(0));
+    let writer = CountingWriter {
+        inner: server_out,
+        writes: Arc::clone(&writes),
+    };
+    let server = probe_server(&probe);
+    let config = StdioConfig::default().max_in_flight(2);
+    let serving = tokio::spawn(async move { server.serve_io(server_in, writer, config).await });
+    let mut bytes = Vec::new();
+    for id in 1..=300 {
+        bytes.extend(line(&call(id, "fast")));
+    }
+    client_out.write_all(&bytes).await.expect("written");
+    drop(client_out);
+    let mut lines = BufReader::new(client_in).lines();
+    let mut ids = BTreeSet::new();
+    while let Ok(Ok(Some(l))) =
+        tokio::time::timeout(Duration::from_secs(10), lines.next_line()).await
+    {
+        let m: Value = serde_json::from_str(&l).expect("JSON");
+        check_response("tools/call", &m);
+        assert!(
+            ids.insert(m["id"].as_i64().expect("an id")),
+            "answered twice: {m}"
+        );
+    }
+    assert_eq!(ids.len(), 300, "every call answered");
+    let served = tokio::time::timeout(Duration::from_secs(10), serving).await;
+    assert!(matches!(served, Ok(Ok(Ok(())))), "{served:?}");
+    let writes = writes.load(Ordering::SeqCst);
+    assert!(
+        writes <= 10,
+        "{writes} writes for 300 answers: the batch waited on its own answers' slots"
+    );
+}
+
 /// An answer made at once is written before the loop waits for more input, even when
 /// the next line has only partly arrived: a client that writes in pieces and waits for
 /// each answer is never left waiting on an answer the server holds.

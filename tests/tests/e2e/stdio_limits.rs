@@ -5,8 +5,10 @@ use serde_json::json;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
-/// Error replies hold an in-flight slot until written: a client that floods invalid lines
-/// and never reads stdout makes the server stop reading, instead of queueing replies.
+/// Error replies hold in-flight slots until written (a batch of them made in the read
+/// loop holds one, and is at most 64 KiB past its last reply): a client that floods
+/// invalid lines and never reads stdout makes the server stop reading, instead of
+/// queueing replies.
 #[tokio::test]
 async fn error_replies_are_bounded_when_the_client_never_reads() {
     let server = presa::Server::builder(presa::Implementation::new("t", "1"))
