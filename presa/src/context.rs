@@ -117,6 +117,11 @@ impl LazyBacklog {
     pub(crate) fn shared(&self) -> Arc<Backlog> {
         Arc::clone(self.get())
     }
+
+    /// Whether it was ever used: a frame was queued, or someone asked for the backlog.
+    pub(crate) fn used(&self) -> bool {
+        self.0.get().is_some()
+    }
 }
 
 /// One queued frame's place in a [`Backlog`]; dropping it (once written) frees it.

@@ -3,13 +3,16 @@
 //!
 //! Requests run concurrently, at most [`StdioConfig::max_in_flight`] at once: past the
 //! bound the reader stops reading stdin, so memory stays bounded under a pipelined flood.
-//! Queued output holds slots too: a request's answer holds its slot until written, and a
-//! batch of answers made in the read loop holds one slot, so a client that stops reading
-//! makes the server stop reading. The writer flushes whenever no further message is
-//! queued: a waiting client never sits on an unflushed response, and a flood is not paid
-//! for with one flush per line. Answers made in the read loop itself (most requests
-//! complete at their first poll) reach the writer in batches of up to 64 KiB, handed over
-//! before the loop waits for input or for a slot.
+//! Queued output holds slots too, so a client that stops reading makes the server stop
+//! reading: an answer queued on its own holds its request's slot until written, and so
+//! does a request that queued notifications; a batch of answers made in the read loop
+//! holds one slot for the answers of requests that queued nothing (see `Answers`). So at
+//! most `max_in_flight` frames hold slots, each an answer, a batch of about 64 KiB, or a
+//! cancelled request's release, behind what its requests queued before it. The writer
+//! flushes whenever no further message is queued: a waiting client never sits on an
+//! unflushed response, and a flood is not paid for with one flush per line. Answers made
+//! in the read loop itself (most requests complete at their first poll) reach the writer
+//! in those batches, handed over before the loop waits for input or for a slot.
 //!
 //! Past the in-flight bound stdin is not read, so a `notifications/cancelled` that arrives
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
@@ -34,8 +37,8 @@ pub struct StdioConfig {
     /// `\n` but not the `\n`; longer lines get -32600.
     pub max_line_bytes: usize,
     /// Most requests served at once (default 64), counting those whose answer is not
-    /// yet written (a batch of answers made in the read loop counts as one); past it
-    /// stdin is not read.
+    /// yet written; a batch of answers made in the read loop, of requests that queued no
+    /// notification, counts as one (about 64 KiB). Past it stdin is not read.
     pub max_in_flight: usize,
     /// How long requests still running when stdin closes may take to finish before they
     /// are cancelled (default 5 s).
@@ -73,7 +76,7 @@ impl StdioConfig {
 }
 
 /// A line queued for stdout (or, from the read loop's [`Answers`], several lines), with
-/// the permit of the requests it answers.
+/// the in-flight permit it holds until written.
 struct Frame {
     text: String,
     /// Whether `text` ends with its own newline (a batch of answers); otherwise the
@@ -96,7 +99,8 @@ impl Frame {
     }
 
     /// No text, only the in-flight slot of a request that ends unanswered (cancelled):
-    /// freed once what the request queued before it is written, as an answer's slot is.
+    /// freed once what the request queued before it is written, as the slot of an answer
+    /// queued on its own is.
     /// Otherwise a client that stops reading could cancel requests that notify and send
     /// new ones, each round leaving its notifications queued with no slot held for them.
     fn release(permit: OwnedSemaphorePermit) -> Frame {
@@ -112,14 +116,16 @@ impl Frame {
 /// The answers made in the read loop itself (a request that completed at its first
 /// poll, an error reply), gathered into one frame: one queue entry, one wake-up of the
 /// writer and one write per batch instead of one per answer. The batch keeps its first
-/// answer's slot until it is written and frees the slot of every later answer as it
-/// joins: those requests are over, and the batch's size is bounded by bytes instead
-/// ([`BATCH_BYTES`] past its last answer). So queued output stays bounded (at most
-/// `max_in_flight` frames, a batch among them one frame) while a pipelined burst is
-/// written in batches of up to 64 KiB rather than of `max_in_flight` answers. The loop
-/// hands the batch over before anything that may wait: a read of stdin (so a waiting
-/// client is never left without its answer), a wait for a slot (the batch holds one
-/// itself), the end of input; and when it reaches [`BATCH_BYTES`]. So no batch is held
+/// answer's slot until it is written. A later answer whose request queued nothing frees
+/// its slot as it joins: that request is over, and the batch's size is bounded by bytes
+/// instead ([`BATCH_BYTES`] past its last answer). A later answer whose request queued
+/// notifications merges its slot into the batch's, freed once the batch (behind those
+/// notifications) is written, so what such requests queue stays bounded by slots as it
+/// would be without the batch. A pipelined burst of plain calls is so written about 64
+/// KiB at a time rather than `max_in_flight` answers at a time. The loop hands the batch
+/// over before anything that may wait: a read of stdin (so a waiting client is never
+/// left without its answer), a wait for a slot (the batch holds slots itself), the end of
+/// input; and when it reaches [`BATCH_BYTES`]. So no batch is held
 /// while the loop is suspended, and one dropped all the same (by a panic unwinding the
 /// loop) is handed over.
 ///
@@ -147,12 +153,17 @@ impl Answers {
         }
     }
 
-    /// Adds one answer, which holds `permit`: the batch keeps the first answer's slot
-    /// until it is written, and frees each later answer's slot at once.
-    fn push(&mut self, answer: &str, permit: OwnedSemaphorePermit) {
-        if self.permit.is_none() {
-            self.permit = Some(permit);
-            self.text.reserve(self.last_len);
+    /// Adds one answer, which holds `permit`. The batch keeps the first answer's slot
+    /// until it is written; a later one's is kept with it when `queued` (its request
+    /// queued frames, which the slot must outlast), and freed at once otherwise.
+    fn push(&mut self, answer: &str, permit: OwnedSemaphorePermit, queued: bool) {
+        match &mut self.permit {
+            None => {
+                self.permit = Some(permit);
+                self.text.reserve(self.last_len);
+            }
+            Some(held) if queued => held.merge(permit),
+            Some(_) => drop(permit),
         }
         self.text.push_str(answer);
         self.text.push('\n');
@@ -334,12 +345,12 @@ impl Server {
             };
             // Backpressure, the one wait of the loop: everything that is answered (error
             // replies too, so a client that never reads cannot make them pile up) holds
-            // an in-flight slot until its answer is written, or, in the loop's batch,
-            // until it joins one (the batch holds one slot until written); past the
-            // bound stdin is not read. Notifications take no slot: one is acted on as
-            // soon as it is read, but one queued behind a request that waits here is read
-            // only once a slot frees (the module doc says so). The loop's batch holds a
-            // slot, so it is handed to the writer before waiting.
+            // an in-flight slot until its answer is written, or, in the loop's batch and
+            // when its request queued nothing, until it joins the batch (which holds a
+            // slot until written); past the bound stdin is not read. Notifications take no
+            // slot: one is acted on as soon as it is read, but one queued behind a request
+            // that waits here is read only once a slot frees (the module doc says so).
+            // The loop's batch holds slots, so it is handed to the writer before waiting.
             let permit = match Arc::clone(&permits).try_acquire_owned() {
                 Ok(permit) => permit,
                 Err(_) => {
@@ -354,7 +365,7 @@ impl Server {
                 Next::Request(request) => {
                     self.start_request(request, permit, &tx, &mut answers, &in_flight, &mut tasks)
                 }
-                Next::Reply(text) => answers.push(&text, permit),
+                Next::Reply(text) => answers.push(&text, permit, false),
             }
         }
         // Handed over now, and its sender dropped before the writer is awaited.
@@ -444,7 +455,7 @@ impl Server {
         // served, and answered -32603 below if it has to be registered.
         let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
         if duplicate {
-            answers.push(&duplicate_id(&id), permit);
+            answers.push(&duplicate_id(&id), permit, false);
             return;
         }
         let gate = Arc::new(Gate {
@@ -465,7 +476,7 @@ impl Server {
                 if gate.close()
                     && let Some(text) = answer_text(reply)
                 {
-                    answers.push(&text, permit);
+                    answers.push(&text, permit, gate.backlog.used());
                 }
                 return;
             }

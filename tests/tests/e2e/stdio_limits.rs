@@ -6,7 +6,7 @@ use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
 /// Error replies hold in-flight slots until written (a batch of them made in the read
-/// loop holds one, and is at most 64 KiB past its last reply): a client that floods
+/// loop holds one, and is about 64 KiB): a client that floods
 /// invalid lines and never reads stdout makes the server stop reading, instead of
 /// queueing replies.
 #[tokio::test]
@@ -56,6 +56,70 @@ async fn error_replies_are_bounded_when_the_client_never_reads() {
         "the server took {last} lines in before it stopped reading"
     );
     flood.abort();
+    task.abort();
+}
+
+/// A request answered in the read loop that queued notifications keeps its in-flight
+/// slot until what it queued is written, in the loop's batch of answers as on its own: a
+/// client that pipelines calls to a tool that logs on every call, and never reads
+/// stdout, makes the server stop after about `max_in_flight` calls, not after a read's
+/// worth of them (each 16 KiB of log queued).
+#[tokio::test]
+async fn notifications_of_answered_requests_are_bounded_when_the_client_never_reads() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&calls);
+    let server = presa::Server::builder(presa::Implementation::new("t", "1"))
+        .tool(
+            Tool::new("loud")
+                .description("Logs 16 KiB, then answers at once")
+                .handler(move |call: ToolCall| {
+                    let counter = Arc::clone(&counter);
+                    async move {
+                        counter.fetch_add(1, Ordering::SeqCst);
+                        call.ctx.log(presa::LogLevel::Info, "x".repeat(16 * 1024));
+                        "done"
+                    }
+                }),
+        )
+        .build()
+        .expect("builds");
+    let (mut client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, _client_in) = tokio::io::duplex(4096); // never read
+    let config = StdioConfig::default().max_in_flight(4);
+    let task = tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
+    let mut bytes = Vec::new();
+    for id in 1..=1000 {
+        let call = presa_tests::request(
+            id,
+            "tools/call",
+            json!({"name": "loud", "arguments": {},
+                   "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+        );
+        bytes.extend(serde_json::to_vec(&call).expect("JSON"));
+        bytes.push(b'\n');
+    }
+    client_out.write_all(&bytes).await.expect("written");
+    // Judged by the count of calls once it stops rising, not by a deadline.
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let now = calls.load(Ordering::SeqCst);
+        if now == last {
+            break;
+        }
+        last = now;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still serving after 60 s: {now} calls"
+        );
+    }
+    assert!(
+        (1..=8).contains(&last),
+        "{last} calls served although nobody read their logs (bound: 4 in flight)"
+    );
     task.abort();
 }
 
