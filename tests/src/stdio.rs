@@ -11,6 +11,13 @@ use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 /// How long a test waits for one line before failing.
 pub const LINE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// A message serialized as one line of stdio input.
+pub fn line(message: &Value) -> Vec<u8> {
+    let mut l = message.to_string().into_bytes();
+    l.push(b'\n');
+    l
+}
+
 /// Starts `bin` with `args` as a child whose stdin and stdout are pipes (stderr as
 /// given), killed when dropped.
 pub fn piped_child(bin: &str, args: &[&str], stderr: Stdio) -> tokio::process::Child {

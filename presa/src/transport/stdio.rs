@@ -125,9 +125,9 @@ impl Frame {
 /// KiB at a time rather than `max_in_flight` answers at a time. The loop hands the batch
 /// over before anything that may wait: a read of stdin (so a waiting client is never
 /// left without its answer), a wait for a slot (the batch holds slots itself), the end of
-/// input; and when it reaches [`BATCH_BYTES`]. So no batch is held
-/// while the loop is suspended, and one dropped all the same (by a panic unwinding the
-/// loop) is handed over.
+/// input; and when it reaches [`BATCH_BYTES`]. So no batch is held while the loop is
+/// suspended, and one dropped all the same (by a panic unwinding the loop) is handed
+/// over.
 ///
 /// An answer waits in the batch while the loop serves the lines after it that are
 /// already read (at most a read's worth, 64 KiB), so one handler that computes for long

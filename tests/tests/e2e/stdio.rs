@@ -10,7 +10,7 @@
 
 use presa::{CallToolResult, Implementation, LogLevel, Server, StdioConfig, Tool, ToolCall};
 use presa_tests::schema::{check_notification, check_response};
-use presa_tests::stdio::{Session, piped_child};
+use presa_tests::stdio::{Session, line, piped_child};
 use presa_tests::{meta, raw_value_chain, request, token_watcher};
 use serde_json::{Value, json};
 use std::collections::{BTreeSet, HashMap};
@@ -28,13 +28,6 @@ const QUIET: Duration = Duration::from_millis(300);
 
 async fn fixture() -> Session {
     Session::fixture(FIXTURE).await
-}
-
-/// A message serialized as one line.
-fn line(message: &Value) -> Vec<u8> {
-    let mut l = message.to_string().into_bytes();
-    l.push(b'\n');
-    l
 }
 
 /// Asserts `m` is an error with `code`, echoing `id`, or with no `id` member at all when

@@ -1,9 +1,34 @@
 //! stdio bounds that a client which never reads, or leaves work behind, must not break.
 
 use presa::{StdioConfig, Tool, ToolCall};
+use presa_tests::stdio::line;
 use serde_json::json;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
+
+/// The value of `count` once it stops rising (the same in two samples 300 ms apart, and
+/// above 0, so a machine stalled before anything ran does not count as settled), with
+/// `check` asserted at every sample: a bound is judged by where the server stops, not by
+/// a deadline, however slow the machine. Fails if it still rises after 60 s.
+async fn settled(count: &AtomicUsize, mut check: impl FnMut()) -> usize {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    let mut last = usize::MAX;
+    loop {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        check();
+        let now = count.load(Ordering::SeqCst);
+        if now == last && now > 0 {
+            return now;
+        }
+        last = now;
+        assert!(
+            std::time::Instant::now() < deadline,
+            "still rising after 60 s: {now}"
+        );
+    }
+}
 
 /// Error replies hold in-flight slots until written (a batch of them made in the read
 /// loop holds one, and is about 64 KiB): a client that floods
@@ -23,34 +48,22 @@ async fn error_replies_are_bounded_when_the_client_never_reads() {
     // buffer (64 KiB) and the pipe hold taken in. Judged by the count of lines written
     // once it stops rising, not by a deadline: an unbounded server takes all 100k, however
     // slow the machine.
-    let written = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-    let counter = std::sync::Arc::clone(&written);
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&written);
     let flood = tokio::spawn(async move {
         for _ in 0..100_000 {
             client_out.write_all(b"x\n").await?;
-            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            counter.fetch_add(1, Ordering::SeqCst);
         }
         Ok::<_, std::io::Error>(())
     });
-    let read = |w: &std::sync::atomic::AtomicUsize| w.load(std::sync::atomic::Ordering::SeqCst);
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let mut last = usize::MAX;
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+    let last = settled(&written, || {
         assert!(
             !flood.is_finished(),
             "the server read all 100,000 lines although nobody read its replies"
         );
-        let now = read(&written);
-        if now == last {
-            break;
-        }
-        last = now;
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still reading after 60 s: {now} lines"
-        );
-    }
+    })
+    .await;
     assert!(
         last < 40_000,
         "the server took {last} lines in before it stopped reading"
@@ -66,8 +79,6 @@ async fn error_replies_are_bounded_when_the_client_never_reads() {
 /// read's worth of them per slot (each 16 KiB of log queued).
 #[tokio::test]
 async fn notifications_of_answered_requests_are_bounded_when_the_client_never_reads() {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     let calls = Arc::new(AtomicUsize::new(0));
     let counter = Arc::clone(&calls);
     let server = presa::Server::builder(presa::Implementation::new("t", "1"))
@@ -91,32 +102,15 @@ async fn notifications_of_answered_requests_are_bounded_when_the_client_never_re
     let task = tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
     let mut bytes = Vec::new();
     for id in 1..=1000 {
-        let call = presa_tests::request(
+        bytes.extend(line(&presa_tests::request(
             id,
             "tools/call",
             json!({"name": "loud", "arguments": {},
                    "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
-        );
-        bytes.extend(serde_json::to_vec(&call).expect("JSON"));
-        bytes.push(b'\n');
+        )));
     }
     client_out.write_all(&bytes).await.expect("written");
-    // Judged by the count of calls once it stops rising, not by a deadline.
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    let mut last = usize::MAX;
-    loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        let now = calls.load(Ordering::SeqCst);
-        // Not settled before the first call has run (a stalled machine).
-        if now == last && now > 0 {
-            break;
-        }
-        last = now;
-        assert!(
-            std::time::Instant::now() < deadline,
-            "still serving after 60 s: {now} calls"
-        );
-    }
+    let last = settled(&calls, || {}).await;
     assert!(
         (1..=8).contains(&last),
         "{last} calls served although nobody read their logs (bound: 4 in flight)"
