@@ -58,6 +58,17 @@ pub struct TestResponse {
     pub message: Value,
 }
 
+/// What one message sent with [`TestClient::send_raw`] produced, exactly as the server
+/// wrote it.
+#[derive(Clone, Debug)]
+pub struct RawResponse {
+    /// The notifications sent before the response, in order, each one JSON text.
+    pub notifications: Vec<String>,
+    /// The response (`None` when nothing is answered: a notification, a client's
+    /// response, a cancelled request).
+    pub message: Option<String>,
+}
+
 /// An outbound that keeps every frame sent (also the pipeline's own tests' sink).
 #[derive(Default)]
 pub(crate) struct Collect(Mutex<Vec<String>>, Cancellation);
@@ -177,15 +188,49 @@ impl TestClient {
 
     /// Sends a raw message exactly as given (no `_meta` is added).
     pub async fn send(&self, message: Value) -> TestResponse {
+        let raw = self.serve(jsonrpc::decode_value(message)).await;
+        TestResponse {
+            notifications: raw.notifications.iter().map(|s| parse(s)).collect(),
+            message: raw.message.as_deref().map_or(Value::Null, parse),
+        }
+    }
+
+    /// Sends one message as a transport receives it (the bytes of a stdio line or of an
+    /// HTTP body, read by the transports' own decoder) and returns what the server
+    /// wrote, byte for byte, with nothing parsed: for asserting exact wire bytes, and
+    /// for measuring the pipeline without a client's JSON work around it. No `_meta` is
+    /// added.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")] async fn main() {
+    /// use presa::testing::TestClient;
+    /// use presa::{Tool, ToolCall};
+    ///
+    /// let server = presa::server!()
+    ///     .tool(Tool::new("hi").description("Greets").handler(|_c: ToolCall| async { "hi!" }))
+    ///     .build()
+    ///     .unwrap();
+    /// let client = TestClient::new(&server);
+    /// let raw = client.send_raw(br#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#).await;
+    /// assert!(raw.message.unwrap().starts_with(r#"{"jsonrpc":"2.0","id":7,"error":"#));
+    /// # }
+    /// ```
+    pub async fn send_raw(&self, bytes: &[u8]) -> RawResponse {
+        self.serve(jsonrpc::decode_lifting(bytes)).await
+    }
+
+    /// Serves one decoded message: a request through the pipeline, a notification
+    /// through its check; a rejection is answered as the transports answer it.
+    async fn serve(&self, decoded: Result<Inbound, jsonrpc::Rejection>) -> RawResponse {
         let collect = Arc::new(Collect::default());
-        let message = match jsonrpc::decode_value(message) {
-            Err(rejection) if rejection.notification => Value::Null,
-            Err(rejection) => parse(&rejection.to_response()),
-            Ok(Inbound::Response) => Value::Null,
+        let message = match decoded {
+            Err(rejection) if rejection.notification => None,
+            Err(rejection) => Some(rejection.to_response()),
+            Ok(Inbound::Response) => None,
             Ok(Inbound::Notification(n)) => {
                 // In process there is nothing in flight to cancel; the check still runs.
                 let _ = self.server.accept_notification(&n, None);
-                Value::Null
+                None
             }
             Ok(Inbound::Request(request)) => {
                 let exchange = Exchange {
@@ -193,17 +238,17 @@ impl TestClient {
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
                 };
                 match self.server.clone().answer(request, exchange).await {
-                    Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => parse(&body),
-                    Reply::Cancelled => Value::Null,
+                    Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => Some(body),
+                    Reply::Cancelled => None,
                 }
             }
         };
         let notifications = collect
             .0
             .lock()
-            .map(|v| v.iter().map(|s| parse(s)).collect())
+            .map(|mut v| std::mem::take(&mut *v))
             .unwrap_or_default();
-        TestResponse {
+        RawResponse {
             notifications,
             message,
         }
@@ -312,5 +357,87 @@ impl TestResponse {
             self.message
         );
         self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::stdio::StdioConfig;
+    use crate::wire::types::Implementation;
+    use crate::{Tool, ToolCall};
+    use tokio::io::AsyncReadExt;
+
+    fn server() -> Server {
+        let echo = Tool::new("echo")
+            .description("Echoes text")
+            .input_schema(json!({
+                "type": "object",
+                "properties": {"text": {"type": "string"}},
+                "required": ["text"]
+            }))
+            .handler(|call: ToolCall| async move {
+                call.arguments
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            });
+        Server::builder(Implementation::new("raw", "1"))
+            .tool(echo)
+            .build()
+            .expect("a server")
+    }
+
+    const CALL: &str = r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hé \"q\""},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+
+    /// What the stdio transport writes for `lines`, each line's answer without its `\n`.
+    async fn over_stdio(server: &Server, lines: &[&str]) -> Vec<String> {
+        let input: String = lines.iter().map(|l| format!("{l}\n")).collect();
+        let (writer, mut out) = tokio::io::duplex(1 << 16);
+        server
+            .serve_io(input.as_bytes(), writer, StdioConfig::default())
+            .await
+            .expect("served");
+        let mut written = String::new();
+        out.read_to_string(&mut written).await.expect("read back");
+        written.lines().map(str::to_owned).collect()
+    }
+
+    /// `send_raw` answers with exactly the bytes the stdio transport writes for the same
+    /// line: a call, a parse error, a request the pipeline rejects; and nothing for a
+    /// notification.
+    #[tokio::test]
+    async fn send_raw_returns_what_the_transport_writes() {
+        let server = server();
+        let client = TestClient::new(&server);
+        let rejected = CALL.replace("2026-07-28", "1999-01-01");
+        let cases = [CALL, "{not json", rejected.as_str()];
+        let written = over_stdio(&server, &cases).await;
+        assert_eq!(written.len(), cases.len());
+        for (line, expected) in cases.iter().zip(&written) {
+            let raw = client.send_raw(line.as_bytes()).await;
+            assert_eq!(raw.message.as_deref(), Some(expected.as_str()), "{line}");
+            assert!(raw.notifications.is_empty());
+        }
+        assert!(written[0].starts_with(r#"{"jsonrpc":"2.0","id":3,"result":"#));
+        assert!(written[1].contains("-32700"));
+        assert!(written[2].starts_with(r#"{"jsonrpc":"2.0","id":3,"error":"#));
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#;
+        let raw = client.send_raw(note.as_bytes()).await;
+        assert!(raw.message.is_none() && raw.notifications.is_empty());
+    }
+
+    /// `send` reads the same answer as `send_raw`, parsed.
+    #[tokio::test]
+    async fn send_is_send_raw_parsed() {
+        let server = server();
+        let client = TestClient::new(&server);
+        let value: Value = serde_json::from_str(CALL).expect("json");
+        let parsed = client.send(value).await;
+        let raw = client.send_raw(CALL.as_bytes()).await;
+        let expected: Value = serde_json::from_str(&raw.message.expect("answered")).expect("json");
+        assert_eq!(parsed.message, expected);
+        parsed.assert_text("hé \"q\"");
     }
 }
