@@ -1,14 +1,15 @@
 //! Micro benchmarks of presa's pipeline in process, through the public
-//! `presa::testing::TestClient` (no socket: each iteration decodes a JSON-RPC message,
-//! runs admission, the method gate, params validation, dispatch and shaping, and parses the
-//! response back), and the scaling checks of issue 7.
+//! `presa::testing::TestClient::send_raw` (no socket: each iteration decodes the bytes of
+//! a JSON-RPC message with the transports' decoder, runs admission, the method gate,
+//! params validation, dispatch and shaping, and writes the response; nothing is parsed
+//! back), and the scaling checks of issue 7.
 //!
 //! `cargo bench -p bench-micro --bench pipeline` (bench/run runs it with shorter times).
 //! Request-state seal and open are measured through the public pipeline, as a multi
 //! round-trip tools/call: the first round answers `input_required` with a freshly sealed
 //! `requestState`; the retry opens it, checks the answer and completes.
 
-use bench_micro::{echo_call, mrtr_server, request, server};
+use bench_micro::{bytes, echo_call, mrtr_server, request, server};
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use presa::testing::TestClient;
 use serde_json::{Value, json};
@@ -23,10 +24,21 @@ fn rt() -> Runtime {
 }
 
 /// Sends `message` once and checks the answer with `ok`, so a benchmark never measures an
-/// error path by mistake.
-fn checked(rt: &Runtime, client: &TestClient, message: &Value, ok: impl Fn(&Value) -> bool) {
-    let answer = rt.block_on(client.send(message.clone())).message;
+/// error path by mistake; returns the message's bytes, which the benchmark then sends.
+fn checked(
+    rt: &Runtime,
+    client: &TestClient,
+    message: &Value,
+    ok: impl Fn(&Value) -> bool,
+) -> Vec<u8> {
+    let bytes = bytes(message);
+    let raw = rt.block_on(client.send_raw(&bytes)).message;
+    let answer: Value = raw
+        .as_deref()
+        .and_then(|r| serde_json::from_str(r).ok())
+        .unwrap_or(Value::Null);
     assert!(ok(&answer), "unexpected answer to {message}: {answer}");
+    bytes
 }
 
 fn is_result(v: &Value) -> bool {
@@ -40,30 +52,31 @@ fn pipeline(c: &mut Criterion) {
     let small = server(0, 100);
     let client = TestClient::new(&small);
     let call = echo_call();
-    checked(&rt, &client, &call, |v| {
+    let call_bytes = checked(&rt, &client, &call, |v| {
         v["result"]["content"][0]["text"] == "hello from the presa bench"
     });
     g.bench_function("tools/call echo", |b| {
         b.to_async(&rt)
-            .iter(|| client.send(black_box(call.clone())))
+            .iter(|| client.send_raw(black_box(&call_bytes)))
     });
 
     let read = request("resources/read", json!({"uri": "notes://42"}));
-    checked(&rt, &client, &read, |v| {
+    let read_bytes = checked(&rt, &client, &read, |v| {
         v["result"]["contents"][0]["text"] == "note 42"
     });
     g.bench_function("resources/read via template", |b| {
         b.to_async(&rt)
-            .iter(|| client.send(black_box(read.clone())))
+            .iter(|| client.send_raw(black_box(&read_bytes)))
     });
 
     // A request whose _meta names an unsupported protocol version: rejected at
     // admission, before dispatch.
     let mut bad = echo_call();
     bad["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1999-01-01");
-    checked(&rt, &client, &bad, |v| v.get("error").is_some());
+    let bad_bytes = checked(&rt, &client, &bad, |v| v.get("error").is_some());
     g.bench_function("rejected: bad _meta", |b| {
-        b.to_async(&rt).iter(|| client.send(black_box(bad.clone())))
+        b.to_async(&rt)
+            .iter(|| client.send_raw(black_box(&bad_bytes)))
     });
 
     // Multi round-trip: seal on the first round, open on the retry.
@@ -76,9 +89,10 @@ fn pipeline(c: &mut Criterion) {
     let state = answer["result"]["requestState"].clone();
     assert_eq!(answer["result"]["resultType"], "input_required", "{answer}");
     assert!(state.is_string(), "{answer}");
+    let first_bytes = bytes(&first);
     g.bench_function("MRTR first round: input_required, state sealed", |b| {
         b.to_async(&rt)
-            .iter(|| client.send(black_box(first.clone())))
+            .iter(|| client.send_raw(black_box(&first_bytes)))
     });
     let mut retry = request(
         "tools/call",
@@ -90,12 +104,12 @@ fn pipeline(c: &mut Criterion) {
         }),
     );
     retry["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = elicitation;
-    checked(&rt, &client, &retry, |v| {
+    let retry_bytes = checked(&rt, &client, &retry, |v| {
         v["result"]["content"][0]["text"] == "confirmed"
     });
     g.bench_function("MRTR retry: state opened, answer checked", |b| {
         b.to_async(&rt)
-            .iter(|| client.send(black_box(retry.clone())))
+            .iter(|| client.send_raw(black_box(&retry_bytes)))
     });
 
     let list = request("tools/list", json!({}));
@@ -103,10 +117,10 @@ fn pipeline(c: &mut Criterion) {
         // echo plus filler tools: `total` tools in all, default page size (100).
         let s = server(total - 1, 100);
         let client = TestClient::new(&s);
-        checked(&rt, &client, &list, is_result);
+        let list_bytes = checked(&rt, &client, &list, is_result);
         g.bench_function(format!("tools/list of {total} tools (first page)"), |b| {
             b.to_async(&rt)
-                .iter(|| client.send(black_box(list.clone())))
+                .iter(|| client.send_raw(black_box(&list_bytes)))
         });
     }
     g.finish();
@@ -121,12 +135,12 @@ fn scaling(c: &mut Criterion) {
     for total in [10usize, 100, 1000] {
         let s = server(total - 1, 10);
         let client = TestClient::new(&s);
-        checked(&rt, &client, &list, |v| {
+        let list_bytes = checked(&rt, &client, &list, |v| {
             v["result"]["tools"].as_array().map(Vec::len) == Some(10)
         });
         g.bench_with_input(BenchmarkId::from_parameter(total), &total, |b, _| {
             b.to_async(&rt)
-                .iter(|| client.send(black_box(list.clone())))
+                .iter(|| client.send_raw(black_box(&list_bytes)))
         });
     }
     g.finish();
@@ -136,10 +150,10 @@ fn scaling(c: &mut Criterion) {
     for total in [10usize, 100, 1000] {
         let s = server(total - 1, 100);
         let client = TestClient::new(&s);
-        checked(&rt, &client, &list, is_result);
+        let list_bytes = checked(&rt, &client, &list, is_result);
         g.bench_with_input(BenchmarkId::from_parameter(total), &total, |b, _| {
             b.to_async(&rt)
-                .iter(|| client.send(black_box(list.clone())))
+                .iter(|| client.send_raw(black_box(&list_bytes)))
         });
     }
     g.finish();
@@ -150,10 +164,10 @@ fn scaling(c: &mut Criterion) {
     for total in [1usize, 1000] {
         let s = server(total - 1, 100);
         let client = TestClient::new(&s);
-        checked(&rt, &client, &call, is_result);
+        let call_bytes = checked(&rt, &client, &call, is_result);
         g.bench_with_input(BenchmarkId::from_parameter(total), &total, |b, _| {
             b.to_async(&rt)
-                .iter(|| client.send(black_box(call.clone())))
+                .iter(|| client.send_raw(black_box(&call_bytes)))
         });
     }
     g.finish();

@@ -2,6 +2,7 @@
 //! presa's public API only.
 
 use presa::mrtr::{Elicitation, InputRequired};
+use presa::testing::RawResponse;
 use presa::{RequestContext, Server, Tool, ToolCall};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -68,6 +69,24 @@ pub fn echo_call() -> Value {
         "tools/call",
         json!({"name": "echo", "arguments": {"text": "hello from the presa bench"}}),
     )
+}
+
+/// `message` as the bytes a transport receives, for
+/// [`TestClient::send_raw`](presa::testing::TestClient::send_raw).
+pub fn bytes(message: &Value) -> Vec<u8> {
+    serde_json::to_vec(message).expect("a JSON value serializes")
+}
+
+/// Whether `raw` answers request 1 with a result (`result: true`) or with an error,
+/// read from the start of the bytes presa writes (`{"jsonrpc":"2.0","id":1,"result":`):
+/// a check inside a measured loop that costs a comparison, not a parse.
+pub fn answers(raw: &RawResponse, result: bool) -> bool {
+    let start = if result {
+        r#"{"jsonrpc":"2.0","id":1,"result":"#
+    } else {
+        r#"{"jsonrpc":"2.0","id":1,"error":"#
+    };
+    raw.message.as_deref().is_some_and(|m| m.starts_with(start))
 }
 
 /// A server with `echo`, the `notes://{id}` template, and `extra` more tools

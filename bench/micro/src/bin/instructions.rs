@@ -6,7 +6,7 @@
 //!
 //! Usage: `instructions CASE N`, CASE one of those printed by `instructions list`.
 
-use bench_micro::{echo_call, mrtr_server, request, server};
+use bench_micro::{answers, bytes, echo_call, mrtr_server, request, server};
 use presa::Server;
 use presa::testing::TestClient;
 use serde_json::{Value, json};
@@ -78,12 +78,13 @@ fn main() {
         .build()
         .expect("a runtime");
     let client = TestClient::new(&server);
-    let expect_error = name.starts_with("rejected");
+    let expect_result = !name.starts_with("rejected");
+    let message = bytes(&message);
     rt.block_on(async {
         for _ in 0..n {
-            let answer = client.send(message.clone()).await.message;
-            if answer.get("error").is_some() != expect_error {
-                eprintln!("unexpected answer: {answer}");
+            let answer = client.send_raw(&message).await;
+            if !answers(&answer, expect_result) {
+                eprintln!("unexpected answer: {:?}", answer.message);
                 std::process::exit(1);
             }
         }
