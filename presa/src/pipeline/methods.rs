@@ -178,7 +178,9 @@ fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, Error> {
     }
 }
 
-/// One page of a listing: the prepared item JSON is copied as is.
+/// One page of a listing: the prepared item JSON is copied as is, and the rest of the
+/// result (the next cursor, the caching hints, `resultType`, serverInfo) is written by
+/// hand after it.
 fn list<T: Listed>(
     server: &Server,
     listing: &Listing<T>,
@@ -187,14 +189,9 @@ fn list<T: Listed>(
     cache: CachePolicy,
 ) -> Result<String, Error> {
     let page = listing.page(key, cursor(params)?, server.config().page_size)?;
-    let mut rest = Map::new();
-    if let Some(next) = page.next_cursor {
-        rest.insert("nextCursor".into(), Value::from(next));
-    }
-    cache.insert_into(&mut rest);
-    let rest = server.shape(rest);
     let items_len: usize = page.items.iter().map(|i| i.listing().get().len() + 1).sum();
-    let mut out = String::with_capacity(items_len + rest.len() + key.len() + 8);
+    let cursor_len = page.next_after.map_or(0, |k| 2 * k.len() + 48);
+    let mut out = String::with_capacity(items_len + key.len() + cursor_len + 256);
     out.push_str("{\"");
     out.push_str(key);
     out.push_str("\":[");
@@ -204,10 +201,16 @@ fn list<T: Listed>(
         }
         out.push_str(item.listing().get());
     }
-    out.push_str("],");
-    // `rest` is a non-empty object (it has `resultType`): its members go after the list.
-    let members = rest.strip_prefix('{').ok_or_else(Error::internal)?;
-    out.push_str(members);
+    out.push(']');
+    if let Some(last) = page.next_after {
+        out.push_str(",\"nextCursor\":\"");
+        crate::registry::push_cursor(&mut out, key, last);
+        out.push('"');
+    }
+    cache.push_members(&mut out);
+    out.push_str(",\"resultType\":\"complete\"");
+    server.push_server_info(&mut out);
+    out.push('}');
     Ok(out)
 }
 

@@ -657,9 +657,36 @@ impl Server {
 
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
     /// serializes it.
-    pub(crate) fn shape(&self, result: Map<String, Value>) -> String {
+    pub(crate) fn shape(&self, mut result: Map<String, Value>) -> String {
+        if !result.contains_key("resultType") {
+            result.insert("resultType".into(), Value::from("complete"));
+        }
+        // serverInfo is spliced in as the text written once at build (as a call result's
+        // is), not cloned into the map and written again: that clone, its writing and
+        // its drop were a third of a listing's cost. A result with a `_meta` of its own
+        // takes the map's way, which keeps its entries.
+        let info = (self.inner.config.server_info_in_results && !result.contains_key("_meta"))
+            .then_some(&*self.inner.server_info_raw);
         // serde_json's writer, not `Display` (which goes through a formatter, slower).
-        serde_json::to_string(&Value::Object(self.shape_map(result))).unwrap_or_default()
+        let Some(info) = info else {
+            return serde_json::to_string(&Value::Object(self.shape_map(result)))
+                .unwrap_or_default();
+        };
+        let mut out = serde_json::to_string(&Value::Object(result)).unwrap_or_default();
+        // Never empty: it has `resultType`, so a member goes before this one.
+        if out.pop() == Some('}') {
+            push_server_info(&mut out, info);
+            out.push('}');
+        }
+        out
+    }
+
+    /// The serverInfo `_meta` member of a result written by hand (after a comma), when
+    /// results carry it.
+    pub(crate) fn push_server_info(&self, out: &mut String) {
+        if self.inner.config.server_info_in_results {
+            push_server_info(out, &self.inner.server_info_raw);
+        }
     }
 
     /// A `tools/call` result written straight from its typed form, with `resultType` and
@@ -749,6 +776,14 @@ impl Server {
         }
         result
     }
+}
+
+/// `,"_meta":{"io.modelcontextprotocol/serverInfo":…}` from its build-time text.
+fn push_server_info(out: &mut String, info: &serde_json::value::RawValue) {
+    out.push_str(",\"_meta\":{");
+    out.push_str(SERVER_INFO_MEMBER);
+    out.push_str(info.get());
+    out.push('}');
 }
 
 /// An error response with its HTTP status.
@@ -848,6 +883,38 @@ mod tests {
             })
             .expect("serializes");
             assert_eq!(shaped, reference);
+        }
+    }
+
+    /// `shape` writes what writing `shape_map`'s object writes (serverInfo spliced in as
+    /// its build-time text when the result has no `_meta` of its own), with serverInfo on
+    /// and off, for results with and without `resultType` and `_meta`.
+    #[test]
+    fn shape_is_shape_map_written() {
+        let results = [
+            json!({}),
+            json!({"tools": [{"name": "t"}], "nextCursor": "abc", "ttlMs": 5}),
+            json!({"resultType": "input_required", "inputRequests": {}}),
+            json!({"_meta": {"k": "v"}, "messages": []}),
+            json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "own"}}}),
+            json!({"a\"b\u{1}": "é\t", "z": null}),
+        ];
+        for on in [true, false] {
+            let server = crate::Server::builder(Implementation::new("shape \"s\"", "1"))
+                .server_info_in_results(on)
+                .build()
+                .expect("a server");
+            for result in &results {
+                let Value::Object(map) = result.clone() else {
+                    unreachable!("objects above")
+                };
+                let shaped = server.shape(map.clone());
+                let parsed: Value = serde_json::from_str(&shaped).expect("JSON");
+                assert_eq!(parsed, Value::Object(server.shape_map(map)), "{result}");
+                if on && result.get("_meta").is_none() {
+                    assert!(shaped.ends_with(r#","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"shape \"s\"","version":"1"}}}"#), "{shaped}");
+                }
+            }
         }
     }
 

@@ -192,7 +192,9 @@ impl<T> Default for Listing<T> {
 /// A page of a listing.
 pub(crate) struct Page<'a, T> {
     pub(crate) items: &'a [Arc<T>],
-    pub(crate) next_cursor: Option<String>,
+    /// The key of the page's last item when more follow: the next cursor names it
+    /// ([`push_cursor`]).
+    pub(crate) next_after: Option<&'a str>,
 }
 
 impl<T: Listed> Listing<T> {
@@ -256,23 +258,41 @@ impl<T: Listed> Listing<T> {
         };
         let end = start.saturating_add(size.max(1)).min(self.sorted.len());
         let items = &self.sorted[start..end];
-        let next_cursor = if end < self.sorted.len() {
-            items.last().map(|last| encode_cursor(kind, last.key()))
+        let next_after = if end < self.sorted.len() {
+            items.last().map(|last| last.key())
         } else {
             None
         };
-        Ok(Page { items, next_cursor })
+        Ok(Page { items, next_after })
     }
 }
 
 const CURSOR_VERSION: &str = "presa1";
 
+/// The cursor of the page after `last_key`.
+#[cfg(test)]
 fn encode_cursor(kind: &str, last_key: &str) -> String {
-    let raw = format!("{CURSOR_VERSION}\n{kind}\n{last_key}");
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(raw)
+    let mut out = String::new();
+    push_cursor(&mut out, kind, last_key);
+    out
 }
 
-/// The length of the cursor [`encode_cursor`] makes for a key of `key_len` bytes.
+/// Writes the cursor of the page after `last_key` at the end of `out`: base64url text,
+/// which needs no escaping inside a JSON string. Written in place, the cursor costs one
+/// buffer of its raw bytes (`format!` and a string of its own cost about 1,900
+/// instructions more, most of a paged listing's extra cost over its last page).
+pub(crate) fn push_cursor(out: &mut String, kind: &str, last_key: &str) {
+    let mut raw = Vec::with_capacity(CURSOR_VERSION.len() + kind.len() + last_key.len() + 2);
+    for (i, part) in [CURSOR_VERSION, kind, last_key].into_iter().enumerate() {
+        if i > 0 {
+            raw.push(b'\n');
+        }
+        raw.extend_from_slice(part.as_bytes());
+    }
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_string(raw, out);
+}
+
+/// The length of the cursor [`push_cursor`] writes for a key of `key_len` bytes.
 fn cursor_len(kind: &str, key_len: usize) -> usize {
     let raw = CURSOR_VERSION.len() + kind.len() + key_len + 2;
     (raw * 4).div_ceil(3)
@@ -327,6 +347,11 @@ mod tests {
             for len in 0..40 {
                 let key = "k".repeat(len);
                 assert_eq!(cursor_len(kind, len), encode_cursor(kind, &key).len());
+                // The format cursors have always had, so cursors issued before still read.
+                let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
+                    .decode(encode_cursor(kind, &key))
+                    .ok();
+                assert_eq!(raw, Some(format!("presa1\n{kind}\n{key}").into_bytes()));
                 let long = "é".repeat(len * 100);
                 let cursor = encode_cursor(kind, &long);
                 assert_eq!(cursor_len(kind, long.len()), cursor.len());
