@@ -357,7 +357,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     if !micro.is_empty() {
         let _ = writeln!(
             out,
-            "\nMicro benchmarks (criterion, in process through `presa::testing::TestClient`):\n"
+            "\nMicro benchmarks (criterion, in process through `presa::testing::TestClient::send_raw`: from the request's bytes to the answer's, nothing parsed back):\n"
         );
         let _ = writeln!(out, "| benchmark | time per request (µs) |");
         let _ = writeln!(out, "| --- | ---: |");
@@ -376,7 +376,7 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     if !instructions.is_empty() {
         let _ = writeln!(
             out,
-            "\nInstructions per request (callgrind, in process through `TestClient`; counts, not times, so free of machine noise):\n"
+            "\nInstructions per request (callgrind, in process through `TestClient::send_raw`; counts, not times, so free of machine noise):\n"
         );
         let _ = writeln!(out, "| case | instructions |");
         let _ = writeln!(out, "| --- | ---: |");
