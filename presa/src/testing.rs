@@ -201,6 +201,14 @@ impl TestClient {
     /// for measuring the pipeline without a client's JSON work around it. No `_meta` is
     /// added.
     ///
+    /// It answers as the stdio transport answers a line, with three differences: empty
+    /// input is -32700 (stdio skips a blank line; an empty HTTP body is -32700 too), a
+    /// `subscriptions/listen` stream that ends returns its result (stdio writes a
+    /// `notifications/cancelled` instead), and the transports' own checks (HTTP
+    /// headers, stdio's line length and duplicate ids) are not run. A notification that
+    /// fails its check gets no answer, as on stdio (HTTP answers it with an error
+    /// status).
+    ///
     /// ```
     /// # #[tokio::main(flavor = "current_thread")] async fn main() {
     /// use presa::testing::TestClient;
@@ -220,7 +228,8 @@ impl TestClient {
     }
 
     /// Serves one decoded message: a request through the pipeline, a notification
-    /// through its check; a rejection is answered as the transports answer it.
+    /// through its check; a rejected request is answered with its error, a rejected
+    /// notification not at all (see [`TestClient::send_raw`]).
     async fn serve(&self, decoded: Result<Inbound, jsonrpc::Rejection>) -> RawResponse {
         let collect = Arc::new(Collect::default());
         let message = match decoded {

@@ -191,7 +191,10 @@ fn list<T: Listed>(
     let page = listing.page(key, cursor(params)?, server.config().page_size)?;
     let items_len: usize = page.items.iter().map(|i| i.listing().get().len() + 1).sum();
     let cursor_len = page.next_after.map_or(0, |k| 2 * k.len() + 48);
-    let mut out = String::with_capacity(items_len + key.len() + cursor_len + 256);
+    // The items, the tail's members and serverInfo; and room for the envelope's head,
+    // which is put in front of this text once it is done.
+    let info_len = server.inner.server_info_raw.get().len();
+    let mut out = String::with_capacity(items_len + key.len() + cursor_len + info_len + 192);
     out.push_str("{\"");
     out.push_str(key);
     out.push_str("\":[");

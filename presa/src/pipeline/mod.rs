@@ -897,6 +897,8 @@ mod tests {
             json!({"resultType": "input_required", "inputRequests": {}}),
             json!({"_meta": {"k": "v"}, "messages": []}),
             json!({"_meta": {"io.modelcontextprotocol/serverInfo": {"name": "own"}}}),
+            json!({"_meta": null}),
+            json!({"_meta": 5, "x": 1}),
             json!({"a\"b\u{1}": "é\t", "z": null}),
         ];
         for on in [true, false] {

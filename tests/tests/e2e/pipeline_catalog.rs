@@ -2,11 +2,13 @@
 //! (wire sections 5.3, 5.4; errata W-5), prompts (5.5), completion (5.6; errata W-15),
 //! pagination (section 6; errata W-17) and caching hints (section 7; errata W-10).
 
-use crate::pipeline::{build, builder, expect_error, expect_result, simple_prompt, text_tool};
+use crate::pipeline::{
+    build, builder, expect_error, expect_result, server_info, simple_prompt, text_tool,
+};
 use presa::testing::{TestClient, TestResponse};
 use presa::{
     CachePolicy, CacheScope, Cacheable, Completion, CompletionRequest, Prompt, PromptArgument,
-    PromptGet, Resource, ResourceContents, ResourceRead, ResourceTemplate, Server,
+    PromptGet, Resource, ResourceContents, ResourceRead, ResourceTemplate, Server, ServerBuilder,
 };
 use serde_json::{Value, json};
 
@@ -591,6 +593,10 @@ async fn completion_values_are_capped_at_100() {
 // ---------------------------------------------------------------------------------------
 
 fn paged_server() -> Server {
+    build(paged_builder())
+}
+
+fn paged_builder() -> ServerBuilder {
     let mut b = builder().page_size(2);
     for i in 1..=5 {
         b = b.tool(text_tool(&format!("t{i}"), "x"));
@@ -606,7 +612,7 @@ fn paged_server() -> Server {
     for i in 1..=3 {
         b = b.prompt(simple_prompt(&format!("p{i}")));
     }
-    build(b)
+    b
 }
 
 /// Walks a list to its end; returns every page's result.
@@ -678,6 +684,76 @@ async fn every_list_pages_to_its_end() {
             assert_eq!(p["cacheScope"], "private", "the same scope on every page");
             assert!(p["ttlMs"].is_u64());
             assert!(p["nextCursor"].is_string() || p.get("nextCursor").is_none());
+        }
+    }
+}
+
+/// Every page of every list as written, byte for byte, with serverInfo in results and
+/// without: one JSON object with no member twice, exactly the members a page has (the
+/// next cursor on all but the last), valid against the official schema, and the walk
+/// reaches every item.
+#[tokio::test]
+async fn every_page_is_written_whole_with_and_without_server_info() {
+    for info in [true, false] {
+        let server = build(paged_builder().server_info_in_results(info));
+        let c = TestClient::new(&server);
+        for (method, list, total) in [
+            ("tools/list", "tools", 5),
+            ("prompts/list", "prompts", 3),
+            ("resources/list", "resources", 5),
+            ("resources/templates/list", "resourceTemplates", 5),
+        ] {
+            let mut cursor: Option<String> = None;
+            let mut seen = 0;
+            for page_no in 0.. {
+                assert!(page_no < 10, "{method}: the walk ends");
+                let mut params = json!({"_meta": c.meta()});
+                if let Some(cursor) = &cursor {
+                    params["cursor"] = json!(cursor);
+                }
+                let message =
+                    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+                let bytes = serde_json::to_vec(&message).expect("JSON");
+                let raw = c.send_raw(&bytes).await.message.expect("answered");
+                let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
+                presa_tests::schema::check_response(method, &reply);
+                let result = &reply["result"];
+                // A member written twice would parse last-wins: count them in the text.
+                for member in ["nextCursor", "ttlMs", "cacheScope", "resultType", "_meta"] {
+                    let written = raw.matches(&format!("\"{member}\":")).count();
+                    assert_eq!(
+                        written,
+                        usize::from(result.get(member).is_some()),
+                        "{method}: {raw}"
+                    );
+                }
+                let mut members: Vec<&str> = result
+                    .as_object()
+                    .expect("an object")
+                    .keys()
+                    .map(String::as_str)
+                    .collect();
+                members.sort_unstable();
+                cursor = result["nextCursor"].as_str().map(str::to_owned);
+                seen += result[list].as_array().map_or(0, Vec::len);
+                let mut expected = vec![list, "cacheScope", "resultType", "ttlMs"];
+                if cursor.is_some() {
+                    expected.push("nextCursor");
+                }
+                if info {
+                    expected.push("_meta");
+                    assert_eq!(
+                        result["_meta"],
+                        json!({"io.modelcontextprotocol/serverInfo": server_info()})
+                    );
+                }
+                expected.sort_unstable();
+                assert_eq!(members, expected, "{method}: {raw}");
+                if cursor.is_none() {
+                    break;
+                }
+            }
+            assert_eq!(seen, total, "{method} (serverInfo {info})");
         }
     }
 }

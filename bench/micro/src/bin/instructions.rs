@@ -11,7 +11,8 @@ use presa::Server;
 use presa::testing::TestClient;
 use serde_json::{Value, json};
 
-/// Every case: its name, its server, its message and whether the answer is a result.
+/// A case by its name: its server and its message (whether the answer is a result
+/// is told by the name).
 fn case(name: &str) -> Option<(Server, Value)> {
     let list = || request("tools/list", json!({}));
     Some(match name {
