@@ -211,9 +211,7 @@ fn list<T: Listed>(
         out.push('"');
     }
     cache.push_members(&mut out);
-    out.push_str(",\"resultType\":\"complete\"");
-    server.push_server_info(&mut out);
-    out.push('}');
+    server.close_result(&mut out);
     Ok(out)
 }
 
@@ -421,18 +419,26 @@ async fn read_resource(
     if result.contents.is_empty() {
         return Err(Error::resource_not_found(&uri));
     }
-    let mut map = match serde_json::to_value(result) {
-        Ok(Value::Object(m)) => m,
-        _ => return Err(Error::internal()),
-    };
     // A result produced by a retry must not be cached (errata W-10).
     let policy = if retry {
         CachePolicy::NONE
     } else {
         cache.unwrap_or(server.config().read_cache)
     };
-    policy.insert_into(&mut map);
-    Ok(server.shape(map))
+    // Written straight from the typed contents, as a listing is, rather than through a
+    // `Value` tree and a map to be shaped.
+    let mut out = String::with_capacity(256);
+    out.push_str("{\"contents\":[");
+    for (i, item) in result.contents.iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        item.push_json(&mut out).map_err(|_| Error::internal())?;
+    }
+    out.push(']');
+    policy.push_members(&mut out);
+    server.close_result(&mut out);
+    Ok(out)
 }
 
 async fn get_prompt(

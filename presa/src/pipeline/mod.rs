@@ -681,12 +681,15 @@ impl Server {
         out
     }
 
-    /// The serverInfo `_meta` member of a result written by hand (after a comma), when
-    /// results carry it.
-    pub(crate) fn push_server_info(&self, out: &mut String) {
+    /// Ends a completed result written by hand, whose members so far carry no
+    /// `resultType` and no `_meta`: `resultType`, serverInfo when results carry it, and
+    /// the closing brace.
+    pub(crate) fn close_result(&self, out: &mut String) {
+        out.push_str(",\"resultType\":\"complete\"");
         if self.inner.config.server_info_in_results {
             push_server_info(out, &self.inner.server_info_raw);
         }
+        out.push('}');
     }
 
     /// A `tools/call` result written straight from its typed form, with `resultType` and

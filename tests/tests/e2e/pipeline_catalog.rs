@@ -688,6 +688,29 @@ async fn every_list_pages_to_its_end() {
     }
 }
 
+/// The sorted members of `result`, once each of `names` is checked to be written in
+/// `raw` exactly as often as `result` has it (once or not at all): a member written
+/// twice would parse last-wins and go unseen.
+#[track_caller]
+fn members_written_once<'a>(raw: &str, result: &'a Value, names: &[&str]) -> Vec<&'a str> {
+    for name in names {
+        let written = raw.matches(&format!("\"{name}\":")).count();
+        assert_eq!(
+            written,
+            usize::from(result.get(name).is_some()),
+            "{name} in {raw}"
+        );
+    }
+    let mut members: Vec<&str> = result
+        .as_object()
+        .expect("an object")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    members.sort_unstable();
+    members
+}
+
 /// Every page of every list as written, byte for byte, with serverInfo in results and
 /// without: one JSON object with no member twice, exactly the members a page has (the
 /// next cursor on all but the last), valid against the official schema, and the walk
@@ -718,22 +741,11 @@ async fn every_page_is_written_whole_with_and_without_server_info() {
                 let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
                 presa_tests::schema::check_response(method, &reply);
                 let result = &reply["result"];
-                // A member written twice would parse last-wins: count them in the text.
-                for member in ["nextCursor", "ttlMs", "cacheScope", "resultType", "_meta"] {
-                    let written = raw.matches(&format!("\"{member}\":")).count();
-                    assert_eq!(
-                        written,
-                        usize::from(result.get(member).is_some()),
-                        "{method}: {raw}"
-                    );
-                }
-                let mut members: Vec<&str> = result
-                    .as_object()
-                    .expect("an object")
-                    .keys()
-                    .map(String::as_str)
-                    .collect();
-                members.sort_unstable();
+                let members = members_written_once(
+                    &raw,
+                    result,
+                    &["nextCursor", "ttlMs", "cacheScope", "resultType", "_meta"],
+                );
                 cursor = result["nextCursor"].as_str().map(str::to_owned);
                 seen += result[list].as_array().map_or(0, Vec::len);
                 let mut expected = vec![list, "cacheScope", "resultType", "ttlMs"];
@@ -754,6 +766,42 @@ async fn every_page_is_written_whole_with_and_without_server_info() {
                 }
             }
             assert_eq!(seen, total, "{method} (serverInfo {info})");
+        }
+    }
+}
+
+/// A `resources/read` answer as written, byte for byte, for a resource and a template,
+/// with serverInfo in results and without: one JSON object with no member written twice,
+/// exactly a read result's members, valid against the official schema.
+#[tokio::test]
+async fn a_read_is_written_whole_with_and_without_server_info() {
+    for info in [true, false] {
+        let server = build(paged_builder().server_info_in_results(info));
+        let c = TestClient::new(&server);
+        for (uri, text) in [("mem://r1", "r"), ("tpl2://7", "t")] {
+            let message = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
+                "params": {"uri": uri, "_meta": c.meta()}});
+            let bytes = serde_json::to_vec(&message).expect("JSON");
+            let raw = c.send_raw(&bytes).await.message.expect("answered");
+            let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
+            presa_tests::schema::check_response("resources/read", &reply);
+            let result = &reply["result"];
+            let members = members_written_once(
+                &raw,
+                result,
+                &["contents", "ttlMs", "cacheScope", "resultType", "_meta"],
+            );
+            let mut expected = vec!["cacheScope", "contents", "resultType", "ttlMs"];
+            if info {
+                expected.insert(0, "_meta");
+                assert_eq!(
+                    result["_meta"],
+                    json!({"io.modelcontextprotocol/serverInfo": server_info()})
+                );
+            }
+            assert_eq!(members, expected, "{raw}");
+            assert_eq!(result["contents"][0]["text"], text, "{raw}");
+            assert_eq!(result["contents"][0]["uri"], uri, "{raw}");
         }
     }
 }
