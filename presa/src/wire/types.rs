@@ -300,9 +300,21 @@ impl ResourceContents {
     /// through a `String` checked every chunk as UTF-8 and cost a `resources/read` about
     /// 3,000 instructions for one short text. Only a `_meta` goes through serde.
     pub(crate) fn push_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
+        // Taken apart whole, so that a field added to either struct fails to compile here
+        // rather than go missing from the wire.
         let (uri, mime_type, (key, body), meta) = match self {
-            ResourceContents::Text(t) => (&t.uri, &t.mime_type, ("text", &t.text), &t.meta),
-            ResourceContents::Blob(b) => (&b.uri, &b.mime_type, ("blob", &b.blob), &b.meta),
+            ResourceContents::Text(TextResourceContents {
+                uri,
+                mime_type,
+                text,
+                meta,
+            }) => (uri, mime_type, ("text", text), meta),
+            ResourceContents::Blob(BlobResourceContents {
+                uri,
+                mime_type,
+                blob,
+                meta,
+            }) => (uri, mime_type, ("blob", blob), meta),
         };
         out.push_str("{\"uri\":");
         super::write::push_str(out, uri);
