@@ -190,7 +190,9 @@ fn list<T: Listed>(
 ) -> Result<String, Error> {
     let page = listing.page(key, cursor(params)?, server.config().page_size)?;
     let items_len: usize = page.items.iter().map(|i| i.listing().get().len() + 1).sum();
-    let cursor_len = page.next_after.map_or(0, |k| 2 * k.len() + 48);
+    let cursor_len = page
+        .next_after
+        .map_or(0, |k| crate::registry::cursor_len(key, k.len()) + 16);
     // The items, the tail's members and serverInfo; and room for the envelope's head,
     // which is put in front of this text once it is done.
     let info_len = server.inner.server_info_raw.get().len();
@@ -211,7 +213,10 @@ fn list<T: Listed>(
         out.push('"');
     }
     cache.push_members(&mut out);
-    server.close_result(&mut out);
+    out.push_str(super::RESULT_TYPE_COMPLETE);
+    server
+        .end_result(&mut out, None)
+        .map_err(|_| Error::internal())?;
     Ok(out)
 }
 
@@ -437,7 +442,10 @@ async fn read_resource(
     }
     out.push(']');
     policy.push_members(&mut out);
-    server.close_result(&mut out);
+    out.push_str(super::RESULT_TYPE_COMPLETE);
+    server
+        .end_result(&mut out, None)
+        .map_err(|_| Error::internal())?;
     Ok(out)
 }
 

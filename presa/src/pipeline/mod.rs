@@ -93,6 +93,9 @@ pub(crate) enum Reply {
 /// escaping; a test checks it against [`KEY_SERVER_INFO`]).
 const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\":";
 
+/// The `resultType` member of a completed result written by hand, after a comma.
+pub(crate) const RESULT_TYPE_COMPLETE: &str = ",\"resultType\":\"complete\"";
+
 /// What starting a request came to ([`Server::begin`]).
 pub(crate) enum Begun {
     /// Answered already.
@@ -658,38 +661,60 @@ impl Server {
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
     /// serializes it.
     pub(crate) fn shape(&self, mut result: Map<String, Value>) -> String {
+        // serde_json's writer, not `Display` (which goes through a formatter, slower).
+        if result.contains_key("_meta") {
+            // Its own entries are kept, with serverInfo added among them.
+            return serde_json::to_string(&Value::Object(self.shape_map(result)))
+                .unwrap_or_default();
+        }
         if !result.contains_key("resultType") {
             result.insert("resultType".into(), Value::from("complete"));
         }
-        // serverInfo is spliced in as the text written once at build (as a call result's
-        // is), not cloned into the map and written again: that clone, its writing and
-        // its drop were a third of a listing's cost. A result with a `_meta` of its own
-        // takes the map's way, which keeps its entries.
-        let info = (self.inner.config.server_info_in_results && !result.contains_key("_meta"))
-            .then_some(&*self.inner.server_info_raw);
-        // serde_json's writer, not `Display` (which goes through a formatter, slower).
-        let Some(info) = info else {
-            return serde_json::to_string(&Value::Object(self.shape_map(result)))
-                .unwrap_or_default();
-        };
+        // The map written without its closing brace, then ended as a result written by
+        // hand is: serverInfo goes in as the text written once at build, not cloned into
+        // the map and written again (that clone, its writing and its drop were a third
+        // of a listing's cost).
         let mut out = serde_json::to_string(&Value::Object(result)).unwrap_or_default();
-        // Never empty: it has `resultType`, so a member goes before this one.
-        if out.pop() == Some('}') {
-            push_server_info(&mut out, info);
-            out.push('}');
+        if out.pop() != Some('}') || self.end_result(&mut out, None).is_err() {
+            return String::new();
         }
         out
     }
 
-    /// Ends a completed result written by hand, whose members so far carry no
-    /// `resultType` and no `_meta`: `resultType`, serverInfo when results carry it, and
-    /// the closing brace.
-    pub(crate) fn close_result(&self, out: &mut String) {
-        out.push_str(",\"resultType\":\"complete\"");
-        if self.inner.config.server_info_in_results {
-            push_server_info(out, &self.inner.server_info_raw);
+    /// Ends a result written by hand after its last member: its `_meta` (`own` entries
+    /// first, then serverInfo when results carry it and `own` does not hold it; no
+    /// `_meta` when there is neither) and the closing brace. Every result that is not
+    /// built as a map ends here.
+    pub(crate) fn end_result(
+        &self,
+        out: &mut String,
+        own: Option<&Map<String, Value>>,
+    ) -> Result<(), serde_json::Error> {
+        let server_info = self
+            .inner
+            .config
+            .server_info_in_results
+            .then_some(&*self.inner.server_info_raw);
+        if own.is_some() || server_info.is_some() {
+            out.push_str(",\"_meta\":{");
+            let mut has_info = false;
+            for (k, v) in own.into_iter().flatten() {
+                has_info |= k == KEY_SERVER_INFO;
+                write::push_str(out, k);
+                out.push(':');
+                write::push_json_text(out, v)?;
+                out.push(',');
+            }
+            if let (Some(info), false) = (server_info, has_info) {
+                out.push_str(SERVER_INFO_MEMBER);
+                out.push_str(info.get());
+            } else if out.ends_with(',') {
+                out.pop();
+            }
+            out.push('}');
         }
         out.push('}');
+        Ok(())
     }
 
     /// A `tools/call` result written straight from its typed form, with `resultType` and
@@ -730,36 +755,15 @@ impl Server {
             out.push_str(",\"structuredContent\":");
             write::push_json_text(&mut out, structured).map_err(failed)?;
         }
+        // `isError` and `resultType` ([`RESULT_TYPE_COMPLETE`]) in one piece.
         out.push_str(if result.is_error {
             ",\"isError\":true,\"resultType\":\"complete\""
         } else {
             ",\"isError\":false,\"resultType\":\"complete\""
         });
         // The handler's `_meta` entries, then serverInfo unless the handler set it.
-        let server_info = self
-            .inner
-            .config
-            .server_info_in_results
-            .then_some(&*self.inner.server_info_raw);
-        if result.meta.is_some() || server_info.is_some() {
-            out.push_str(",\"_meta\":{");
-            let mut has_info = false;
-            for (k, v) in result.meta.iter().flatten() {
-                has_info |= k == KEY_SERVER_INFO;
-                write::push_str(&mut out, k);
-                out.push(':');
-                write::push_json_text(&mut out, v).map_err(failed)?;
-                out.push(',');
-            }
-            if let (Some(info), false) = (server_info, has_info) {
-                out.push_str(SERVER_INFO_MEMBER);
-                out.push_str(info.get());
-            } else if out.ends_with(',') {
-                out.pop();
-            }
-            out.push('}');
-        }
-        out.push('}');
+        self.end_result(&mut out, result.meta.as_ref())
+            .map_err(failed)?;
         Ok(out)
     }
 
@@ -779,14 +783,6 @@ impl Server {
         }
         result
     }
-}
-
-/// `,"_meta":{"io.modelcontextprotocol/serverInfo":…}` from its build-time text.
-fn push_server_info(out: &mut String, info: &serde_json::value::RawValue) {
-    out.push_str(",\"_meta\":{");
-    out.push_str(SERVER_INFO_MEMBER);
-    out.push_str(info.get());
-    out.push('}');
 }
 
 /// An error response with its HTTP status.

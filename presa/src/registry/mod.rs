@@ -293,7 +293,7 @@ pub(crate) fn push_cursor(out: &mut String, kind: &str, last_key: &str) {
 }
 
 /// The length of the cursor [`push_cursor`] writes for a key of `key_len` bytes.
-fn cursor_len(kind: &str, key_len: usize) -> usize {
+pub(crate) fn cursor_len(kind: &str, key_len: usize) -> usize {
     let raw = CURSOR_VERSION.len() + kind.len() + key_len + 2;
     (raw * 4).div_ceil(3)
 }
