@@ -735,8 +735,16 @@ async fn read_line<R: AsyncRead + Unpin>(
 }
 
 fn memchr_newline(buf: &[u8]) -> Option<usize> {
-    // memchr scans a word (or a vector) at a time; a byte loop was ~5 instructions per
-    // byte of every line.
+    // A vector at a time; a byte loop was ~5 instructions per byte of every line. On
+    // x86-64, memchr's SSE2 searcher (part of the baseline, so known at compile time)
+    // rather than `memchr::memchr`, which picks AVX2 or SSE2 by asking the CPU (`cpuid`)
+    // on its first call: a virtual machine traps each `cpuid`, and that first call cost
+    // about 30 µs of every cold start on the development host
+    // (book/src/performance.md). Elsewhere `memchr::memchr` asks nothing at run time.
+    #[cfg(target_arch = "x86_64")]
+    if let Some(sse2) = memchr::arch::x86_64::sse2::memchr::One::new(b'\n') {
+        return sse2.find(buf);
+    }
     memchr::memchr(b'\n', buf)
 }
 
