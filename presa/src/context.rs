@@ -7,7 +7,6 @@
 //! bound is reached, or once the request is cancelled: nothing is ever sent for a request
 //! after its cancellation.
 
-use crate::state::StateMap;
 use crate::wire::jsonrpc::{RequestId, encode_notification};
 use crate::wire::meta::{LogLevel, RequestMeta};
 use serde::Serialize;
@@ -167,7 +166,6 @@ struct Inner {
     meta: RequestMeta,
     outbound: Arc<dyn Outbound>,
     logging_enabled: bool,
-    state: Arc<StateMap>,
     limits: Mutex<Limits>,
     inputs: InputsState,
     principal: Option<String>,
@@ -184,7 +182,6 @@ pub(crate) struct ContextInit {
     /// Where its notifications go, and its cancellation.
     pub(crate) outbound: Arc<dyn Outbound>,
     pub(crate) logging_enabled: bool,
-    pub(crate) state: Arc<StateMap>,
     pub(crate) principal: Option<String>,
     pub(crate) server: crate::Server,
     /// The answers given so far in this call (from the request state and this round).
@@ -206,6 +203,9 @@ pub(crate) struct InputsState {
     /// at once. Boxed when first used: most handlers ask nothing, and the context is
     /// built (and its fields moved) for every request.
     asks: Mutex<Option<Box<Asks>>>,
+    /// Set once `asks` is made: the outcome of a request whose handler asked nothing
+    /// (most) is read without taking the lock, an atomic read-modify-write each way.
+    asked: std::sync::atomic::AtomicBool,
 }
 
 #[derive(Default)]
@@ -244,6 +244,7 @@ impl InputsState {
     fn with_asks(&self, f: impl FnOnce(&mut Asks)) {
         if let Ok(mut a) = self.asks.lock() {
             f(a.get_or_insert_default());
+            self.asked.store(true, std::sync::atomic::Ordering::Release);
         }
     }
 
@@ -295,7 +296,6 @@ impl RequestContext {
                 meta: init.meta,
                 outbound: init.outbound,
                 logging_enabled: init.logging_enabled,
-                state: init.state,
                 limits: Mutex::new(Limits {
                     last_progress: None,
                     progress_sent: 0,
@@ -311,6 +311,7 @@ impl RequestContext {
                     demanded: std::sync::atomic::AtomicBool::new(false),
                     single_use: std::sync::atomic::AtomicBool::new(false),
                     asks: Mutex::new(None),
+                    asked: std::sync::atomic::AtomicBool::new(false),
                 },
                 principal: init.principal,
                 server: init.server,
@@ -327,13 +328,16 @@ impl RequestContext {
     /// are taken, not copied).
     pub(crate) fn inputs_outcome(&self) -> InputsOutcome {
         let i = &self.inner.inputs;
-        let asks = i
-            .asks
-            .lock()
-            .ok()
-            .and_then(|mut a| a.take())
-            .map(|a| *a)
-            .unwrap_or_default();
+        let asks = if i.asked.load(std::sync::atomic::Ordering::Acquire) {
+            i.asks
+                .lock()
+                .ok()
+                .and_then(|mut a| a.take())
+                .map(|a| *a)
+                .unwrap_or_default()
+        } else {
+            Asks::default()
+        };
         InputsOutcome {
             failure: asks.failure,
             demanded: i.demanded.load(std::sync::atomic::Ordering::SeqCst),
@@ -438,18 +442,9 @@ impl RequestContext {
         self.inner.outbound.cancellation().token().child_token()
     }
 
-    /// The server's shared state, for a context made apart from the request (a task's).
-    #[cfg_attr(
-        not(feature = "tasks"),
-        allow(dead_code, reason = "read by the Tasks extension")
-    )]
-    pub(crate) fn state_map(&self) -> Arc<StateMap> {
-        Arc::clone(&self.inner.state)
-    }
-
     /// Shared application state of type `T` given to the server builder, if any.
     pub fn state<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.inner.state.get::<T>()
+        self.inner.server.inner.state.get::<T>()
     }
 
     /// Whether the request asked for progress (carries a `progressToken`).

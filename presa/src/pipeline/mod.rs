@@ -554,7 +554,6 @@ impl Server {
             meta,
             outbound,
             logging_enabled: self.inner.config.logging,
-            state: Arc::clone(&self.inner.state),
             principal,
             server: self.clone(),
             answers: round.answers,

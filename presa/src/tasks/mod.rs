@@ -829,7 +829,6 @@ fn detached(
         meta,
         outbound: Arc::new(Nowhere(Cancellation::seeded(cancel))),
         logging_enabled: false,
-        state: origin.state_map(),
         principal: origin.principal().map(str::to_owned),
         server: invocation.server().clone(),
         answers: record.answers.clone(),

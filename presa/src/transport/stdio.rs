@@ -89,11 +89,11 @@ struct Frame {
 impl Frame {
     /// The answer to a request (its response or an error): holds the request's in-flight
     /// slot until written.
-    fn answer(text: String, permit: OwnedSemaphorePermit) -> Frame {
+    fn answer(text: String, permit: Option<OwnedSemaphorePermit>) -> Frame {
         Frame {
             text,
             ended: false,
-            _permit: Some(permit),
+            _permit: permit,
             _queued: None,
         }
     }
@@ -103,12 +103,43 @@ impl Frame {
     /// queued on its own is.
     /// Otherwise a client that stops reading could cancel requests that notify and send
     /// new ones, each round leaving its notifications queued with no slot held for them.
-    fn release(permit: OwnedSemaphorePermit) -> Frame {
+    fn release(permit: Option<OwnedSemaphorePermit>) -> Frame {
         Frame {
             text: String::new(),
             ended: true,
-            _permit: Some(permit),
+            _permit: permit,
             _queued: None,
+        }
+    }
+}
+
+/// One request's in-flight slot, taken from the semaphore only when something has to
+/// hold it: a request that waits, a batch's first answer, an answer whose request queued
+/// notifications. An answer that joins the loop's batch when its request queued nothing
+/// frees its slot at once, so it need not take one at all: under a pipelined flood most
+/// requests never touch the semaphore (a compare-and-swap, a reference count, and a lock
+/// when the permit is given back, saved for each). The read loop makes a free slot only
+/// when a permit is available, and only the loop takes permits (everyone else gives them
+/// back), so the permit is still there when the slot is taken.
+enum Slot<'a> {
+    /// A permit the loop already holds (it waited for it).
+    Held(OwnedSemaphorePermit),
+    /// A permit available in this semaphore, taken on demand.
+    Free(&'a Arc<Semaphore>),
+}
+
+impl Slot<'_> {
+    /// The permit, taken now if it was not yet. `None` would mean a broken invariant
+    /// (another taker of permits): the request then runs without a slot rather than
+    /// failing.
+    fn take(self) -> Option<OwnedSemaphorePermit> {
+        match self {
+            Slot::Held(permit) => Some(permit),
+            Slot::Free(permits) => {
+                let permit = Arc::clone(permits).try_acquire_owned().ok();
+                debug_assert!(permit.is_some(), "a free slot found no permit");
+                permit
+            }
         }
     }
 }
@@ -153,17 +184,19 @@ impl Answers {
         }
     }
 
-    /// Adds one answer, which holds `permit`. The batch keeps the first answer's slot
+    /// Adds one answer, which holds `slot`. The batch keeps the first answer's slot
     /// until it is written; a later one's is kept with it when `queued` (its request
-    /// queued frames, which the slot must outlast), and freed at once otherwise.
-    fn push(&mut self, answer: &str, permit: OwnedSemaphorePermit, queued: bool) {
-        match &mut self.permit {
-            None => {
-                self.permit = Some(permit);
-                self.text.reserve(self.last_len);
+    /// queued frames, which the slot must outlast), and freed at once otherwise (a free
+    /// slot is then never taken).
+    fn push(&mut self, answer: &str, slot: Slot<'_>, queued: bool) {
+        if self.text.is_empty() {
+            self.permit = slot.take();
+            self.text.reserve(self.last_len);
+        } else if queued && let Some(permit) = slot.take() {
+            match &mut self.permit {
+                Some(held) => held.merge(permit),
+                None => self.permit = Some(permit),
             }
-            Some(held) if queued => held.merge(permit),
-            Some(_) => drop(permit),
         }
         self.text.push_str(answer);
         self.text.push('\n');
@@ -174,11 +207,11 @@ impl Answers {
 
     /// Queues the batch for the writer, when there is one.
     fn hand_over(&mut self) {
-        if let Some(permit) = self.permit.take() {
+        if !self.text.is_empty() {
             self.last_len = self.text.len().min(BATCH_BYTES);
             let _ = self.tx.send(Frame {
                 ended: true,
-                ..Frame::answer(std::mem::take(&mut self.text), permit)
+                ..Frame::answer(std::mem::take(&mut self.text), self.permit.take())
             });
         }
     }
@@ -229,7 +262,7 @@ impl Gate {
     /// in one step: nothing more is written for this request afterwards (notifications
     /// must stop at completion). Either way the request's slot is freed only once what it
     /// queued is written.
-    fn finish(&self, text: Option<String>, permit: OwnedSemaphorePermit) {
+    fn finish(&self, text: Option<String>, permit: Option<OwnedSemaphorePermit>) {
         let open = self.close();
         let frame = match text {
             Some(text) if open => Frame::answer(text, permit),
@@ -270,7 +303,69 @@ impl Outbound for Gate {
     }
 }
 
-type InFlight = Arc<Mutex<HashMap<RequestId, Arc<Gate>>>>;
+type InFlight = Arc<Waiting>;
+
+/// The requests that wait (served by a task of their own), by id: for duplicate ids and
+/// cancellation. A request answered in the read loop is never in it, so under a
+/// pipelined flood of plain calls it stays empty, and `len` lets the loop see that
+/// without taking the lock (two atomic read-modify-writes per request). Only the loop
+/// inserts, so it never reads a count lower than its own inserts made; a task's
+/// removal it may see late, and then it takes the lock.
+#[derive(Default)]
+struct Waiting {
+    map: Mutex<HashMap<RequestId, Arc<Gate>>>,
+    /// The map's length, stored under the lock after each change.
+    len: std::sync::atomic::AtomicUsize,
+}
+
+impl Waiting {
+    fn lock(
+        &self,
+    ) -> std::sync::LockResult<std::sync::MutexGuard<'_, HashMap<RequestId, Arc<Gate>>>> {
+        self.map.lock()
+    }
+
+    fn maybe_any(&self) -> bool {
+        self.len.load(std::sync::atomic::Ordering::Acquire) > 0
+    }
+
+    /// The gate of a waiting request (`None` also when the map is unusable, after a
+    /// panic while it was held).
+    fn get(&self, id: &RequestId) -> Option<Arc<Gate>> {
+        if !self.maybe_any() {
+            return None;
+        }
+        self.lock().ok().and_then(|m| m.get(id).cloned())
+    }
+
+    fn contains(&self, id: &RequestId) -> bool {
+        self.maybe_any() && self.lock().is_ok_and(|m| m.contains_key(id))
+    }
+
+    /// Registers a waiting request; `Err` when the map is unusable.
+    fn insert(&self, id: RequestId, gate: Arc<Gate>) -> Result<(), ()> {
+        let mut map = self.lock().map_err(|_| ())?;
+        map.insert(id, gate);
+        self.len
+            .store(map.len(), std::sync::atomic::Ordering::Release);
+        Ok(())
+    }
+
+    fn remove(&self, id: &RequestId) {
+        if let Ok(mut map) = self.lock() {
+            map.remove(id);
+            self.len
+                .store(map.len(), std::sync::atomic::Ordering::Release);
+        }
+    }
+
+    fn clear(&self) {
+        if let Ok(mut map) = self.lock() {
+            map.clear();
+            self.len.store(0, std::sync::atomic::Ordering::Release);
+        }
+    }
+}
 
 impl Server {
     /// Serves this server on the process's stdin and stdout until stdin closes.
@@ -351,21 +446,24 @@ impl Server {
             // slot: one is acted on as soon as it is read, but one queued behind a request
             // that waits here is read only once a slot frees (the module doc says so).
             // The loop's batch holds slots, so it is handed to the writer before waiting.
-            let permit = match Arc::clone(&permits).try_acquire_owned() {
-                Ok(permit) => permit,
-                Err(_) => {
-                    answers.hand_over();
+            // A slot is taken from the semaphore only when something must hold it
+            // ([`Slot`]).
+            let slot = if permits.available_permits() > 0 {
+                Slot::Free(&permits)
+            } else {
+                answers.hand_over();
+                Slot::Held(
                     Arc::clone(&permits)
                         .acquire_owned()
                         .await
-                        .map_err(io::Error::other)?
-                }
+                        .map_err(io::Error::other)?,
+                )
             };
             match next {
                 Next::Request(request) => {
-                    self.start_request(request, permit, &tx, &mut answers, &in_flight, &mut tasks)
+                    self.start_request(request, slot, &tx, &mut answers, &in_flight, &mut tasks)
                 }
-                Next::Reply(text) => answers.push(&text, permit, false),
+                Next::Reply(text) => answers.push(&text, slot, false),
             }
         }
         // Handed over now, and its sender dropped before the writer is awaited.
@@ -391,9 +489,7 @@ impl Server {
             tasks.shutdown().await;
         }
         // The gates hold senders of the writer's queue: drop them so the writer ends.
-        if let Ok(mut map) = in_flight.lock() {
-            map.clear();
-        }
+        in_flight.clear();
         drop(tx);
         // Every request has ended (each gate is closed, so a context kept elsewhere can
         // queue nothing more): the writer writes what is queued and ends.
@@ -426,25 +522,24 @@ impl Server {
             Err(rejection) if !rejection.notification => Some(Next::Reply(rejection.to_response())),
             Err(_) | Ok(Inbound::Response) => None,
             Ok(Inbound::Notification(n)) => {
-                if let Ok(NotificationEffect::Cancel(id)) = self.accept_notification(&n, None) {
-                    let gate = in_flight.lock().ok().and_then(|m| m.get(&id).cloned());
-                    if let Some(gate) = gate {
-                        gate.close_and_cancel();
-                    }
+                if let Ok(NotificationEffect::Cancel(id)) = self.accept_notification(&n, None)
+                    && let Some(gate) = in_flight.get(&id)
+                {
+                    gate.close_and_cancel();
                 }
                 None
             }
         }
     }
 
-    /// Starts serving a request that holds `permit`. A request that completes without
+    /// Starts serving a request that holds `slot`. A request that completes without
     /// waiting (most do) is answered here, without a task, a map entry or a wake-up;
     /// only one that waits becomes a task, registered for cancellation and duplicate
     /// checks.
     fn start_request(
         &self,
         request: jsonrpc::Request,
-        permit: OwnedSemaphorePermit,
+        slot: Slot<'_>,
         tx: &mpsc::UnboundedSender<Frame>,
         answers: &mut Answers,
         in_flight: &InFlight,
@@ -453,9 +548,8 @@ impl Server {
         let id = request.id.clone();
         // A map poisoned by a panic is not a reason to refuse the id: the request is
         // served, and answered -32603 below if it has to be registered.
-        let duplicate = in_flight.lock().is_ok_and(|map| map.contains_key(&id));
-        if duplicate {
-            answers.push(&duplicate_id(&id), permit, false);
+        if in_flight.contains(&id) {
+            answers.push(&duplicate_id(&id), slot, false);
             return;
         }
         let gate = Arc::new(Gate {
@@ -476,31 +570,26 @@ impl Server {
                 if gate.close()
                     && let Some(text) = answer_text(reply)
                 {
-                    answers.push(&text, permit, gate.backlog.used());
+                    answers.push(&text, slot, gate.backlog.used());
                 }
                 return;
             }
             // It waits: it registers its task's own waker at its next poll, in the task.
             Begun::Waiting(rest) => rest,
         };
-        match in_flight.lock() {
-            Ok(mut map) => {
-                map.insert(id.clone(), Arc::clone(&gate));
-            }
-            Err(_) => {
-                // Only after a panic while the map was held; the request still gets an
-                // answer.
-                gate.finish(Some(internal_error(&id)), permit);
-                return;
-            }
+        // It holds its slot until its answer is written.
+        let permit = slot.take();
+        if in_flight.insert(id.clone(), Arc::clone(&gate)).is_err() {
+            // Only after a panic while the map was held; the request still gets an
+            // answer.
+            gate.finish(Some(internal_error(&id)), permit);
+            return;
         }
         let in_flight = Arc::clone(in_flight);
         tasks.spawn(async move {
             let reply = fut.await;
             // The id is free again before the client can see the answer.
-            if let Ok(mut map) = in_flight.lock() {
-                map.remove(&id);
-            }
+            in_flight.remove(&id);
             finish(&gate, reply, permit);
         });
     }
@@ -534,7 +623,7 @@ fn internal_error(id: &RequestId) -> String {
 /// Queues a request's reply (closing its gate). On stdio the server ends a subscription
 /// stream with `notifications/cancelled` for its id (errata W-2); a cancelled request
 /// gets nothing.
-fn finish(gate: &Gate, reply: Reply, permit: OwnedSemaphorePermit) {
+fn finish(gate: &Gate, reply: Reply, permit: Option<OwnedSemaphorePermit>) {
     gate.finish(answer_text(reply), permit);
 }
 
