@@ -900,3 +900,33 @@ async fn write_frames<W: AsyncWrite + Unpin>(
     writer.flush().await?;
     writer.shutdown().await.or(Ok(()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::memchr_newline;
+
+    /// The newline search agrees with a byte-by-byte scan wherever the newline stands:
+    /// before, inside and after a 16-byte vector, at every offset from an aligned start.
+    #[test]
+    fn newline_search_agrees_with_a_plain_scan() {
+        let bytes: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        for start in 0..17 {
+            for len in 0..70 {
+                let mut line = bytes[start..start + len].to_vec();
+                assert_eq!(memchr_newline(&line), None);
+                for at in 0..len {
+                    line[at] = b'\n';
+                    let plain = line.iter().position(|&b| b == b'\n');
+                    assert_eq!(
+                        memchr_newline(&line),
+                        plain,
+                        "start {start}, len {len}, at {at}"
+                    );
+                    line[at] = bytes[start + at];
+                }
+            }
+        }
+        assert_eq!(memchr_newline(b"\n\n"), Some(0));
+        assert_eq!(memchr_newline(b"{\"a\":1}\r\n{}"), Some(8));
+    }
+}
