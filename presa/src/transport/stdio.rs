@@ -309,8 +309,8 @@ type InFlight = Arc<Waiting>;
 /// cancellation. A request answered in the read loop is never in it, so under a
 /// pipelined flood of plain calls it stays empty, and `len` lets the loop see that
 /// without taking the lock (two atomic read-modify-writes per request). Only the loop
-/// inserts, so it never reads a count lower than its own inserts made; a task's
-/// removal it may see late, and then it takes the lock.
+/// inserts, so it never reads 0 while an entry remains; a task's removal it may see
+/// late, and then it takes the lock for nothing.
 #[derive(Default)]
 struct Waiting {
     map: Mutex<HashMap<RequestId, Arc<Gate>>>,
@@ -905,24 +905,33 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 mod tests {
     use super::memchr_newline;
 
-    /// The newline search agrees with a byte-by-byte scan wherever the newline stands:
-    /// before, inside and after a 16-byte vector, at every offset from an aligned start.
+    /// The newline search finds the first newline wherever it stands: before, inside and
+    /// after a 16-byte vector and the 64-byte unrolled loop, in lines that start at
+    /// every offset within a buffer (so unaligned as well as aligned), with a second
+    /// newline after it; and none in a line without one.
     #[test]
     fn newline_search_agrees_with_a_plain_scan() {
-        let bytes: Vec<u8> = (0..100u8).map(|i| b'a' + i % 26).collect();
+        let mut buf: Vec<u8> = (0..200u8).map(|i| b'a' + i % 26).collect();
         for start in 0..17 {
-            for len in 0..70 {
-                let mut line = bytes[start..start + len].to_vec();
-                assert_eq!(memchr_newline(&line), None);
+            for len in 0..=160 {
+                let end = start + len;
+                assert_eq!(memchr_newline(&buf[start..end]), None, "{start}..{end}");
                 for at in 0..len {
-                    line[at] = b'\n';
-                    let plain = line.iter().position(|&b| b == b'\n');
+                    buf[start + at] = b'\n';
+                    let last = end - 1;
+                    let second = at + 1 < len && buf[last] != b'\n';
+                    if second {
+                        buf[last] = b'\n';
+                    }
                     assert_eq!(
-                        memchr_newline(&line),
-                        plain,
-                        "start {start}, len {len}, at {at}"
+                        memchr_newline(&buf[start..end]),
+                        Some(at),
+                        "{start}..{end}, newline at {at}"
                     );
-                    line[at] = bytes[start + at];
+                    if second {
+                        buf[last] = b'a' + (last % 26) as u8;
+                    }
+                    buf[start + at] = b'a' + ((start + at) % 26) as u8;
                 }
             }
         }
