@@ -64,7 +64,7 @@ pub(super) async fn dispatch(
     retry: bool,
 ) -> Result<String, Error> {
     match method {
-        "server/discover" => Ok(discover(server, catalog)),
+        "server/discover" => discover(server, catalog),
         "tools/list" => list(
             server,
             &catalog.tools,
@@ -127,7 +127,7 @@ fn offer(server: &Server, catalog: &Catalog) -> subscriptions::Offer {
     }
 }
 
-fn discover(server: &Server, catalog: &Catalog) -> String {
+fn discover(server: &Server, catalog: &Catalog) -> Result<String, Error> {
     let offer = offer(server, catalog);
     let mut caps = Map::new();
     if offer.tools {
@@ -165,8 +165,8 @@ fn discover(server: &Server, catalog: &Catalog) -> String {
     if let Some(i) = &server.config().instructions {
         result.insert("instructions".into(), Value::from(i.as_str()));
     }
-    server.config().discover_cache.insert_into(&mut result);
-    server.shape(result)
+    let out = super::open_object(result).ok_or_else(Error::internal)?;
+    server.end_cached_result(out, server.config().discover_cache)
 }
 
 /// Reads the optional `cursor` of a list request.
@@ -212,12 +212,7 @@ fn list<T: Listed>(
         crate::registry::push_cursor(&mut out, key, last);
         out.push('"');
     }
-    cache.push_members(&mut out);
-    out.push_str(super::RESULT_TYPE_COMPLETE);
-    server
-        .end_result(&mut out, None)
-        .map_err(|_| Error::internal())?;
-    Ok(out)
+    server.end_cached_result(out, cache)
 }
 
 /// A member that must be a non-empty string.
@@ -441,12 +436,7 @@ async fn read_resource(
         item.push_json(&mut out).map_err(|_| Error::internal())?;
     }
     out.push(']');
-    policy.push_members(&mut out);
-    out.push_str(super::RESULT_TYPE_COMPLETE);
-    server
-        .end_result(&mut out, None)
-        .map_err(|_| Error::internal())?;
-    Ok(out)
+    server.end_cached_result(out, policy)
 }
 
 async fn get_prompt(

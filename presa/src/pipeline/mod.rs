@@ -94,7 +94,7 @@ pub(crate) enum Reply {
 const SERVER_INFO_MEMBER: &str = "\"io.modelcontextprotocol/serverInfo\":";
 
 /// The `resultType` member of a completed result written by hand, after a comma.
-pub(crate) const RESULT_TYPE_COMPLETE: &str = ",\"resultType\":\"complete\"";
+const RESULT_TYPE_COMPLETE: &str = ",\"resultType\":\"complete\"";
 
 /// What starting a request came to ([`Server::begin`]).
 pub(crate) enum Begun {
@@ -673,11 +673,26 @@ impl Server {
         // hand is: serverInfo goes in as the text written once at build, not cloned into
         // the map and written again (that clone, its writing and its drop were a third
         // of a listing's cost).
-        let mut out = serde_json::to_string(&Value::Object(result)).unwrap_or_default();
-        if out.pop() != Some('}') || self.end_result(&mut out, None).is_err() {
+        let mut out = open_object(result).unwrap_or_default();
+        if out.is_empty() || self.end_result(&mut out, None).is_err() {
             return String::new();
         }
         out
+    }
+
+    /// Ends a completed result written by hand that carries caching hints (a listing, a
+    /// read, `server/discover`): the hints, `resultType`, then [`Server::end_result`].
+    /// The one writer of the hints.
+    pub(crate) fn end_cached_result(
+        &self,
+        mut out: String,
+        cache: crate::wire::types::CachePolicy,
+    ) -> Result<String, Error> {
+        cache.push_members(&mut out);
+        out.push_str(RESULT_TYPE_COMPLETE);
+        self.end_result(&mut out, None)
+            .map_err(|_| Error::internal())?;
+        Ok(out)
     }
 
     /// Ends a result written by hand after its last member: its `_meta` (`own` entries
@@ -782,6 +797,17 @@ impl Server {
         }
         result
     }
+}
+
+/// A map written as a JSON object left open for more members: without its closing
+/// brace, and `None` when it has no member (nothing to put a comma after) or cannot be
+/// written.
+fn open_object(map: Map<String, Value>) -> Option<String> {
+    if map.is_empty() {
+        return None;
+    }
+    let mut out = serde_json::to_string(&Value::Object(map)).ok()?;
+    (out.pop() == Some('}')).then_some(out)
 }
 
 /// An error response with its HTTP status.

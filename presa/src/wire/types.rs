@@ -705,13 +705,8 @@ impl CachePolicy {
         CachePolicy { ttl_ms, scope }
     }
 
-    pub(crate) fn insert_into(self, map: &mut Map<String, Value>) {
-        map.insert("ttlMs".into(), Value::from(self.ttl_ms));
-        map.insert("cacheScope".into(), Value::from(self.scope.as_str()));
-    }
-
-    /// The same two members written into a result being written by hand, each after a
-    /// comma.
+    /// Its two members (`ttlMs`, `cacheScope`) written into a result being written by
+    /// hand, each after a comma.
     pub(crate) fn push_members(self, out: &mut String) {
         out.push_str(",\"ttlMs\":");
         out.push_str(itoa::Buffer::new().format(self.ttl_ms));

@@ -711,6 +711,18 @@ fn members_written_once<'a>(raw: &str, result: &'a Value, names: &[&str]) -> Vec
     members
 }
 
+/// Sends `method` with `params` (and the client's `_meta`) as bytes, and returns the
+/// answer as written, parsed, and checked against the official schema.
+async fn written(c: &TestClient, method: &str, mut params: Value) -> (String, Value) {
+    params["_meta"] = Value::Object(c.meta());
+    let message = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let bytes = serde_json::to_vec(&message).expect("JSON");
+    let raw = c.send_raw(&bytes).await.message.expect("answered");
+    let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
+    presa_tests::schema::check_response(method, &reply);
+    (raw, reply)
+}
+
 /// Every page of every list as written, byte for byte, with serverInfo in results and
 /// without: one JSON object with no member twice, exactly the members a page has (the
 /// next cursor on all but the last), valid against the official schema, and the walk
@@ -730,16 +742,8 @@ async fn every_page_is_written_whole_with_and_without_server_info() {
             let mut seen = 0;
             for page_no in 0.. {
                 assert!(page_no < 10, "{method}: the walk ends");
-                let mut params = json!({"_meta": c.meta()});
-                if let Some(cursor) = &cursor {
-                    params["cursor"] = json!(cursor);
-                }
-                let message =
-                    json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-                let bytes = serde_json::to_vec(&message).expect("JSON");
-                let raw = c.send_raw(&bytes).await.message.expect("answered");
-                let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
-                presa_tests::schema::check_response(method, &reply);
+                let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
+                let (raw, reply) = written(&c, method, params).await;
                 let result = &reply["result"];
                 let members = members_written_once(
                     &raw,
@@ -779,12 +783,7 @@ async fn a_read_is_written_whole_with_and_without_server_info() {
         let server = build(paged_builder().server_info_in_results(info));
         let c = TestClient::new(&server);
         for (uri, text) in [("mem://r1", "r"), ("tpl2://7", "t")] {
-            let message = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
-                "params": {"uri": uri, "_meta": c.meta()}});
-            let bytes = serde_json::to_vec(&message).expect("JSON");
-            let raw = c.send_raw(&bytes).await.message.expect("answered");
-            let reply: Value = serde_json::from_str(&raw).expect("one JSON value");
-            presa_tests::schema::check_response("resources/read", &reply);
+            let (raw, reply) = written(&c, "resources/read", json!({"uri": uri})).await;
             let result = &reply["result"];
             let members = members_written_once(
                 &raw,
@@ -803,6 +802,62 @@ async fn a_read_is_written_whole_with_and_without_server_info() {
             assert_eq!(result["contents"][0]["text"], text, "{raw}");
             assert_eq!(result["contents"][0]["uri"], uri, "{raw}");
         }
+    }
+}
+
+/// A `server/discover` answer as written, byte for byte, with serverInfo in results and
+/// without, and with its caching hints configured: one JSON object with no member
+/// written twice, exactly a discover result's members with the hints configured, valid
+/// against the official schema.
+#[tokio::test]
+async fn discover_is_written_whole_with_and_without_server_info() {
+    for info in [true, false] {
+        let server = build(
+            paged_builder()
+                .server_info_in_results(info)
+                .instructions("Use \"t1\" first.")
+                .cache(
+                    Cacheable::Discover,
+                    CachePolicy::new(1500, CacheScope::Public),
+                ),
+        );
+        let c = TestClient::new(&server);
+        let (raw, reply) = written(&c, "server/discover", json!({})).await;
+        let result = &reply["result"];
+        let members = members_written_once(
+            &raw,
+            result,
+            &[
+                "supportedVersions",
+                "capabilities",
+                "instructions",
+                "ttlMs",
+                "cacheScope",
+                "resultType",
+                "_meta",
+            ],
+        );
+        let mut expected = vec![
+            "cacheScope",
+            "capabilities",
+            "instructions",
+            "resultType",
+            "supportedVersions",
+            "ttlMs",
+        ];
+        if info {
+            expected.insert(0, "_meta");
+            assert_eq!(
+                result["_meta"],
+                json!({"io.modelcontextprotocol/serverInfo": server_info()})
+            );
+        }
+        assert_eq!(members, expected, "{raw}");
+        assert_eq!(result["ttlMs"], 1500, "{raw}");
+        assert_eq!(result["cacheScope"], "public", "{raw}");
+        assert_eq!(result["resultType"], "complete", "{raw}");
+        assert_eq!(result["instructions"], "Use \"t1\" first.", "{raw}");
+        assert_eq!(result["supportedVersions"], json!(["2026-07-28"]), "{raw}");
     }
 }
 
