@@ -688,27 +688,34 @@ async fn every_list_pages_to_its_end() {
     }
 }
 
-/// The sorted members of `result`, once each of `names` is checked to be written in
-/// `raw` exactly as often as `result` has it (once or not at all): a member written
-/// twice would parse last-wins and go unseen.
+/// Checks a result as written: it has exactly `members`, and `_meta` holding serverInfo
+/// alone when `info` (none otherwise), and each of them is written in `raw` once: a
+/// member written twice would parse last-wins and go unseen.
 #[track_caller]
-fn members_written_once<'a>(raw: &str, result: &'a Value, names: &[&str]) -> Vec<&'a str> {
-    for name in names {
-        let written = raw.matches(&format!("\"{name}\":")).count();
+fn assert_written_members(raw: &str, result: &Value, members: &[&str], info: bool) {
+    let mut expected = members.to_vec();
+    if info {
+        expected.push("_meta");
         assert_eq!(
-            written,
-            usize::from(result.get(name).is_some()),
-            "{name} in {raw}"
+            result["_meta"],
+            json!({"io.modelcontextprotocol/serverInfo": server_info()}),
+            "{raw}"
         );
     }
-    let mut members: Vec<&str> = result
+    for name in expected.iter().chain(["_meta"].iter()) {
+        let written = raw.matches(&format!("\"{name}\":")).count();
+        let present = result.get(name).is_some();
+        assert_eq!(written, usize::from(present), "{name} in {raw}");
+    }
+    let mut got: Vec<&str> = result
         .as_object()
         .expect("an object")
         .keys()
         .map(String::as_str)
         .collect();
-    members.sort_unstable();
-    members
+    got.sort_unstable();
+    expected.sort_unstable();
+    assert_eq!(got, expected, "{raw}");
 }
 
 /// Sends `method` with `params` (and the client's `_meta`) as bytes, and returns the
@@ -745,26 +752,13 @@ async fn every_page_is_written_whole_with_and_without_server_info() {
                 let params = cursor.as_ref().map_or(json!({}), |c| json!({"cursor": c}));
                 let (raw, reply) = written(&c, method, params).await;
                 let result = &reply["result"];
-                let members = members_written_once(
-                    &raw,
-                    result,
-                    &["nextCursor", "ttlMs", "cacheScope", "resultType", "_meta"],
-                );
                 cursor = result["nextCursor"].as_str().map(str::to_owned);
                 seen += result[list].as_array().map_or(0, Vec::len);
-                let mut expected = vec![list, "cacheScope", "resultType", "ttlMs"];
+                let mut members = vec![list, "cacheScope", "resultType", "ttlMs"];
                 if cursor.is_some() {
-                    expected.push("nextCursor");
+                    members.push("nextCursor");
                 }
-                if info {
-                    expected.push("_meta");
-                    assert_eq!(
-                        result["_meta"],
-                        json!({"io.modelcontextprotocol/serverInfo": server_info()})
-                    );
-                }
-                expected.sort_unstable();
-                assert_eq!(members, expected, "{method}: {raw}");
+                assert_written_members(&raw, result, &members, info);
                 if cursor.is_none() {
                     break;
                 }
@@ -785,20 +779,8 @@ async fn a_read_is_written_whole_with_and_without_server_info() {
         for (uri, text) in [("mem://r1", "r"), ("tpl2://7", "t")] {
             let (raw, reply) = written(&c, "resources/read", json!({"uri": uri})).await;
             let result = &reply["result"];
-            let members = members_written_once(
-                &raw,
-                result,
-                &["contents", "ttlMs", "cacheScope", "resultType", "_meta"],
-            );
-            let mut expected = vec!["cacheScope", "contents", "resultType", "ttlMs"];
-            if info {
-                expected.insert(0, "_meta");
-                assert_eq!(
-                    result["_meta"],
-                    json!({"io.modelcontextprotocol/serverInfo": server_info()})
-                );
-            }
-            assert_eq!(members, expected, "{raw}");
+            let members = ["contents", "cacheScope", "resultType", "ttlMs"];
+            assert_written_members(&raw, result, &members, info);
             assert_eq!(result["contents"][0]["text"], text, "{raw}");
             assert_eq!(result["contents"][0]["uri"], uri, "{raw}");
         }
@@ -824,35 +806,15 @@ async fn discover_is_written_whole_with_and_without_server_info() {
         let c = TestClient::new(&server);
         let (raw, reply) = written(&c, "server/discover", json!({})).await;
         let result = &reply["result"];
-        let members = members_written_once(
-            &raw,
-            result,
-            &[
-                "supportedVersions",
-                "capabilities",
-                "instructions",
-                "ttlMs",
-                "cacheScope",
-                "resultType",
-                "_meta",
-            ],
-        );
-        let mut expected = vec![
-            "cacheScope",
+        let members = [
+            "supportedVersions",
             "capabilities",
             "instructions",
-            "resultType",
-            "supportedVersions",
             "ttlMs",
+            "cacheScope",
+            "resultType",
         ];
-        if info {
-            expected.insert(0, "_meta");
-            assert_eq!(
-                result["_meta"],
-                json!({"io.modelcontextprotocol/serverInfo": server_info()})
-            );
-        }
-        assert_eq!(members, expected, "{raw}");
+        assert_written_members(&raw, result, &members, info);
         assert_eq!(result["ttlMs"], 1500, "{raw}");
         assert_eq!(result["cacheScope"], "public", "{raw}");
         assert_eq!(result["resultType"], "complete", "{raw}");
