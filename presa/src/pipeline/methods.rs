@@ -108,7 +108,7 @@ pub(super) async fn dispatch(
             // Boxed: a stream's future is the largest of the methods', and the space of
             // the largest is what every request's future carries.
             let result = Box::pin(subscriptions::listen(&server.inner.hub, filter, &ctx)).await;
-            Ok(server.shape(result))
+            server.shape(result)
         }
         other => Err(Error::method_not_found(other)),
     }
@@ -359,7 +359,7 @@ fn prepare_call(
     for extension in &server.inner.extensions {
         match extension.intercept_tool_call(invocation)? {
             Intercepted::Continue(i) => invocation = i,
-            Intercepted::Result(result) => return Ok(Prepared::Answered(Ok(server.shape(result)))),
+            Intercepted::Result(result) => return Ok(Prepared::Answered(server.shape(result))),
         }
     }
     Ok(Prepared::Run(
@@ -495,7 +495,7 @@ async fn get_prompt(
         return Err(Error::internal());
     }
     match serde_json::to_value(result) {
-        Ok(Value::Object(m)) => Ok(server.shape(m)),
+        Ok(Value::Object(m)) => server.shape(m),
         _ => Err(Error::internal()),
     }
 }
@@ -624,5 +624,5 @@ async fn complete(
         "completion".into(),
         serde_json::to_value(completion).map_err(|_| Error::internal())?,
     );
-    Ok(server.shape(result))
+    server.shape(result)
 }

@@ -430,7 +430,7 @@ impl Server {
         Step::first_poll(match route {
             Route::Extension(extension) => Box::pin(async move {
                 let result = extension.handle(&method, params.into_map(), ctx).await?;
-                Ok(server.shape(result))
+                server.shape(result)
             }),
             Route::Method {
                 mrtr, retry, bound, ..
@@ -654,17 +654,18 @@ impl Server {
         result.insert("resultType".into(), Value::from("input_required"));
         result.insert("inputRequests".into(), Value::Object(requests));
         result.insert("requestState".into(), Value::from(state));
-        Ok(self.shape(result))
+        self.shape(result)
     }
 
     /// Adds `resultType` (when absent) and the serverInfo `_meta` to a result object and
-    /// serializes it.
-    pub(crate) fn shape(&self, mut result: Map<String, Value>) -> String {
+    /// serializes it. Writing a map of `Value`s does not fail; if it ever did, the
+    /// request is answered -32603 rather than with an empty result.
+    pub(crate) fn shape(&self, mut result: Map<String, Value>) -> Result<String, Error> {
         // serde_json's writer, not `Display` (which goes through a formatter, slower).
         if result.contains_key("_meta") {
             // Its own entries are kept, with serverInfo added among them.
             return serde_json::to_string(&Value::Object(self.shape_map(result)))
-                .unwrap_or_default();
+                .map_err(|_| Error::internal());
         }
         if !result.contains_key("resultType") {
             result.insert("resultType".into(), Value::from("complete"));
@@ -673,11 +674,10 @@ impl Server {
         // hand is: serverInfo goes in as the text written once at build, not cloned into
         // the map and written again (that clone, its writing and its drop were a third
         // of a listing's cost).
-        let mut out = open_object(result).unwrap_or_default();
-        if out.is_empty() || self.end_result(&mut out, None).is_err() {
-            return String::new();
-        }
-        out
+        let mut out = open_object(result).ok_or_else(Error::internal)?;
+        self.end_result(&mut out, None)
+            .map_err(|_| Error::internal())?;
+        Ok(out)
     }
 
     /// Ends a completed result written by hand that carries caching hints (a listing, a
@@ -934,7 +934,7 @@ mod tests {
                 let Value::Object(map) = result.clone() else {
                     unreachable!("objects above")
                 };
-                let shaped = server.shape(map.clone());
+                let shaped = server.shape(map.clone()).expect("shaped");
                 let parsed: Value = serde_json::from_str(&shaped).expect("JSON");
                 assert_eq!(parsed, Value::Object(server.shape_map(map)), "{result}");
                 if on && result.get("_meta").is_none() {
