@@ -85,6 +85,11 @@ impl Cancellation {
         self.token_ref().clone()
     }
 
+    /// Whether the token was made (handed out, waited on or cancelled).
+    pub(crate) fn made(&self) -> bool {
+        self.0.get().is_some()
+    }
+
     fn token_ref(&self) -> &CancellationToken {
         self.0.get_or_init(CancellationToken::new)
     }
@@ -288,6 +293,11 @@ struct Limits {
 }
 
 impl RequestContext {
+    /// The request's sink: where its notifications go, and its cancellation.
+    pub(crate) fn outbound(&self) -> &Arc<dyn Outbound> {
+        &self.inner.outbound
+    }
+
     pub(crate) fn new(init: ContextInit) -> Self {
         RequestContext {
             inner: Arc::new(Inner {

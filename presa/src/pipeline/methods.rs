@@ -270,10 +270,14 @@ pub(super) fn start_call(
         return Step::Done(closing.close(server, shape_call(server, &entry, result)));
     }
     let server = server.clone();
-    Step::Rest(Box::pin(async move {
-        let result = handler.await;
-        closing.close(&server, shape_call(&server, &entry, result))
-    }))
+    let sink = Arc::clone(closing.ctx.outbound());
+    Step::Rest(
+        Box::pin(async move {
+            let result = handler.await;
+            closing.close(&server, shape_call(&server, &entry, result))
+        }),
+        sink,
+    )
 }
 
 /// A handler's outcome, its structured result checked, shaped as the `tools/call` result.

@@ -111,17 +111,22 @@ pub(crate) enum Begun {
 pub(super) enum Step<T> {
     /// Done at once.
     Done(T),
-    /// The rest, already polled once: its next poll must have a real waker.
-    Rest(Pin<Box<dyn Future<Output = T> + Send>>),
+    /// The rest, already polled once: its next poll must have a real waker. With the
+    /// request's sink, whose cancellation stops it (taken from the context only here, so
+    /// a request done at once holds no second count of it).
+    Rest(Pin<Box<dyn Future<Output = T> + Send>>, Arc<dyn Outbound>),
 }
 
 impl<T> Step<T> {
     /// Polls `work` once (its first poll, inside the request's span and panic guard):
     /// done, or the rest.
-    fn first_poll(mut work: Pin<Box<dyn Future<Output = T> + Send>>) -> Step<T> {
+    fn first_poll(
+        mut work: Pin<Box<dyn Future<Output = T> + Send>>,
+        sink: Arc<dyn Outbound>,
+    ) -> Step<T> {
         match work.as_mut().now_or_never() {
             Some(done) => Step::Done(done),
-            None => Step::Rest(work),
+            None => Step::Rest(work, sink),
         }
     }
 }
@@ -292,20 +297,18 @@ impl Server {
             id: request.id.clone(),
             listen: request.method == "subscriptions/listen",
         };
-        // The sink holds the request's cancellation; held here for the rest, if any.
-        let sink = Arc::clone(&exchange.outbound);
         // Cancellation comes first: a request cancelled before it starts runs nothing.
-        if sink.cancellation().is_cancelled() {
+        if exchange.outbound.cancellation().is_cancelled() {
             return Begun::Done(end.reply(&span, None));
         }
         let first = {
             let _entered = span.enter();
             std::panic::catch_unwind(AssertUnwindSafe(|| self.start(request, exchange)))
         };
-        let rest = match first {
+        let (rest, sink) = match first {
             Ok(Step::Done(result)) => return Begun::Done(end.reply(&span, Some(Ok(result)))),
             Err(panic) => return Begun::Done(end.reply(&span, Some(Err(panic)))),
-            Ok(Step::Rest(rest)) => rest,
+            Ok(Step::Rest(rest, sink)) => (rest, sink),
         };
         // The span itself, to record the outcome into: no lookup of the current span,
         // and nothing lost if the level changes while the request runs.
@@ -424,10 +427,11 @@ impl Server {
             return methods::start_call(self, &catalog, params, headers.as_ref(), tool, closing);
         }
         let server = self.clone();
+        let sink = Arc::clone(ctx.outbound());
         // The method's first poll is here, as a `tools/call`'s handler has its own in
         // place: every request gets exactly one before `begin` returns, and one that
         // completes at it (most methods do) costs no future of the pipeline's own.
-        Step::first_poll(match route {
+        let work: Pin<Box<dyn Future<Output = _> + Send>> = match route {
             Route::Extension(extension) => Box::pin(async move {
                 let result = extension.handle(&method, params.into_map(), ctx).await?;
                 server.shape(result)
@@ -441,7 +445,8 @@ impl Server {
                     methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry).await;
                 Closing { ctx, mrtr, bound }.close(&server, result)
             }),
-        })
+        };
+        Step::first_poll(work, sink)
     }
 
     /// Admission of `_meta` (with the HTTP version header where section 2 says), the

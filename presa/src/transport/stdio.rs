@@ -24,6 +24,7 @@ use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use std::collections::HashMap;
 use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -230,18 +231,63 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// The gate of one in-flight request: once closed (on cancellation, or when its response
 /// is queued or batched), nothing more is queued for it, neither notifications nor the
 /// response.
+///
+/// A request answered in the read loop leaves its gate to the next request when nothing
+/// else holds it (no handler kept its context): see [`Gate::retire`]. Under a pipelined
+/// flood one gate so serves request after request, with no allocation, no clone of the
+/// writer's queue and no lock taken per request.
 struct Gate {
     open: Mutex<bool>,
     /// Made lazily: most requests complete before anyone waits on it.
     cancel: Cancellation,
     tx: mpsc::UnboundedSender<Frame>,
-    /// Whether this is a subscription stream (ended at once when stdin closes).
-    listen: bool,
+    /// Whether this is a subscription stream (ended at once when stdin closes). Set by
+    /// the read loop before the request starts; read only for waiting requests, under
+    /// the waiting map's lock.
+    listen: AtomicBool,
     /// This request's frames not yet written (made when first used).
     backlog: LazyBacklog,
 }
 
 impl Gate {
+    fn new(tx: &mpsc::UnboundedSender<Frame>) -> Gate {
+        Gate {
+            open: Mutex::new(true),
+            cancel: Cancellation::default(),
+            tx: tx.clone(),
+            listen: AtomicBool::new(false),
+            backlog: LazyBacklog::default(),
+        }
+    }
+
+    /// Closes the gate of a request that has ended, when the read loop is the only holder
+    /// left (`Arc::get_mut` proves it: no context, clone or token refers to it, so nothing
+    /// can queue through it any more), and makes it fresh for the next request. Says
+    /// whether it was open and whether the request queued frames, as [`Gate::close`] and
+    /// [`LazyBacklog::used`] would; `None` when someone else still holds it.
+    fn retire(gate: &mut Arc<Gate>) -> Option<(bool, bool)> {
+        let gate = Arc::get_mut(gate)?;
+        // A poisoned flag reads as closed, as `close` reads it.
+        let open = gate
+            .open
+            .get_mut()
+            .map(|open| std::mem::replace(open, true))
+            .unwrap_or(false);
+        if gate.open.is_poisoned() {
+            gate.open = Mutex::new(true);
+        }
+        let queued = gate.backlog.used();
+        // Frames still queued hold the old backlog themselves; the next request starts
+        // with none.
+        if queued {
+            gate.backlog = LazyBacklog::default();
+        }
+        if gate.cancel.made() {
+            gate.cancel = Cancellation::default();
+        }
+        Some((open, queued))
+    }
+
     fn send(&self, text: String) -> bool {
         let Ok(open) = self.open.lock() else {
             return false;
@@ -300,6 +346,37 @@ impl Outbound for Gate {
 
     fn backlog(&self) -> Option<Arc<Backlog>> {
         Some(self.backlog.shared())
+    }
+}
+
+/// Where the read loop gets each request's gate: the one the last request answered in the
+/// loop left behind ([`Gate::retire`]), or a new one.
+struct Gates {
+    tx: mpsc::UnboundedSender<Frame>,
+    spare: Option<Arc<Gate>>,
+}
+
+impl Gates {
+    fn new(tx: &mpsc::UnboundedSender<Frame>) -> Gates {
+        Gates {
+            tx: tx.clone(),
+            spare: None,
+        }
+    }
+
+    /// An open gate for the next request.
+    fn take(&mut self, listen: bool) -> Arc<Gate> {
+        let gate = self
+            .spare
+            .take()
+            .unwrap_or_else(|| Arc::new(Gate::new(&self.tx)));
+        gate.listen.store(listen, Ordering::Relaxed);
+        gate
+    }
+
+    /// Keeps a retired gate for the next request.
+    fn give_back(&mut self, gate: Arc<Gate>) {
+        self.spare = Some(gate);
     }
 }
 
@@ -416,6 +493,7 @@ impl Server {
         let mut reader = Input::new(reader);
         let mut line = Vec::with_capacity(1024);
         let mut answers = Answers::new(tx.clone());
+        let mut gates = Gates::new(&tx);
 
         loop {
             // Reap finished tasks so the set does not grow with the session.
@@ -460,19 +538,26 @@ impl Server {
                 )
             };
             match next {
-                Next::Request(request) => {
-                    self.start_request(request, slot, &tx, &mut answers, &in_flight, &mut tasks)
-                }
+                Next::Request(request) => self.start_request(
+                    request,
+                    slot,
+                    &mut gates,
+                    &mut answers,
+                    &in_flight,
+                    &mut tasks,
+                ),
                 Next::Reply(text) => answers.push(&text, slot, false),
             }
         }
-        // Handed over now, and its sender dropped before the writer is awaited.
+        // Handed over now, and its sender dropped before the writer is awaited (as the
+        // spare gate's).
         drop(answers);
+        drop(gates);
 
         // stdin closed: subscription streams end now (their client is gone); other
         // requests in flight may finish within the grace period, then are cancelled.
         if let Ok(map) = in_flight.lock() {
-            for gate in map.values().filter(|g| g.listen) {
+            for gate in map.values().filter(|g| g.listen.load(Ordering::Relaxed)) {
                 gate.close_and_cancel();
             }
         }
@@ -540,7 +625,7 @@ impl Server {
         &self,
         request: jsonrpc::Request,
         slot: Slot<'_>,
-        tx: &mpsc::UnboundedSender<Frame>,
+        gates: &mut Gates,
         answers: &mut Answers,
         in_flight: &InFlight,
         tasks: &mut tokio::task::JoinSet<()>,
@@ -552,13 +637,7 @@ impl Server {
             answers.push(&duplicate_id(&id), slot, false);
             return;
         }
-        let gate = Arc::new(Gate {
-            open: Mutex::new(true),
-            cancel: Cancellation::default(),
-            tx: tx.clone(),
-            listen: request.method == "subscriptions/listen",
-            backlog: LazyBacklog::default(),
-        });
+        let mut gate = gates.take(request.method == "subscriptions/listen");
         let exchange = Exchange {
             headers: None,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
@@ -566,11 +645,17 @@ impl Server {
         let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {
                 // Unanswered only when cancelled before it started, with nothing queued:
-                // its slot is free at once.
-                if gate.close()
-                    && let Some(text) = answer_text(reply)
-                {
-                    answers.push(&text, slot, gate.backlog.used());
+                // its slot is free at once. The gate goes to the next request when no one
+                // else holds it; otherwise it is closed for whoever does.
+                let (open, queued) = match Gate::retire(&mut gate) {
+                    Some(retired) => {
+                        gates.give_back(gate);
+                        retired
+                    }
+                    None => (gate.close(), gate.backlog.used()),
+                };
+                if open && let Some(text) = answer_text(reply) {
+                    answers.push(&text, slot, queued);
                 }
                 return;
             }

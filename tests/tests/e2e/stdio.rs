@@ -1150,6 +1150,47 @@ async fn nothing_is_written_for_a_request_after_its_response() {
     assert!(s.finish().await);
 }
 
+/// A gate is handed to the next request only when nothing else holds it: the context a
+/// handler left behind (with its response written) keeps its request's gate closed, and
+/// the request served next, still open while that work reports, does not carry the
+/// report.
+#[tokio::test]
+async fn a_kept_context_does_not_write_through_the_next_request() {
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
+    s.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "late", "arguments": {},
+               "_meta": {"progressToken": "late", "io.modelcontextprotocol/logLevel": "debug"}}),
+    ))
+    .await;
+    let progress = s.recv().await.expect("the progress before the response");
+    assert_eq!(progress["params"]["progress"], 1, "{progress}");
+    let response = s.recv().await.expect("the response");
+    assert_eq!(response["id"], json!(1));
+    // Answered in the read loop, as the first request was, then one that stays open.
+    s.send(&call(2, "fast")).await;
+    let m = s.recv().await.expect("the answer to 2");
+    assert_eq!(m["id"], json!(2), "{m}");
+    s.send(&call(3, "ticker")).await;
+    until("the ticker started", || Probe::get(&probe.started) == 1).await;
+    probe.release.add_permits(1);
+    until("the left-behind work ran", || {
+        Probe::get(&probe.late_done) == 1
+    })
+    .await;
+    if let Some(m) = s.recv_within(QUIET).await {
+        panic!("written after request 1's response, while request 3 runs: {m}");
+    }
+    s.send(&cancel(3)).await;
+    until("the ticker stopped", || {
+        Probe::get(&probe.dropped_unfinished) == 1
+    })
+    .await;
+    assert!(s.finish().await);
+}
+
 /// Cancellation names the id exactly: the string "10" does not cancel the integer 10, and
 /// cancelling an unknown or finished request does nothing.
 #[tokio::test]
