@@ -189,10 +189,16 @@ impl Server {
     }
 
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        match self.inner.catalog.read() {
-            Ok(c) => Arc::clone(&c),
-            Err(poisoned) => Arc::clone(&poisoned.into_inner()),
-        }
+        Arc::clone(&self.read_catalog())
+    }
+
+    /// The catalog under its read lock, for a look without taking a count of it. Hold it
+    /// only where no user code runs: a handler may change the catalog.
+    pub(crate) fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Arc<Catalog>> {
+        self.inner
+            .catalog
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     fn update(

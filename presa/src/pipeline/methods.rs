@@ -253,14 +253,13 @@ pub(super) fn check_mrtr_params(
 /// (with its task's waker) before anything else.
 pub(super) fn start_call(
     server: &Server,
-    catalog: &Catalog,
     params: RequestParams,
     headers: Option<&HeaderMap>,
     tool: Option<Arc<ToolEntry>>,
     closing: Closing,
 ) -> Step<Result<String, Error>> {
     let ctx = closing.ctx.clone();
-    let (entry, arguments, ctx) = match prepare_call(server, catalog, params, headers, ctx, tool) {
+    let (entry, arguments, ctx) = match prepare_call(server, params, headers, ctx, tool) {
         Err(error) => return Step::Done(closing.close(server, Err(error))),
         Ok(Prepared::Answered(answer)) => return Step::Done(closing.close(server, answer)),
         Ok(Prepared::Run(entry, arguments, ctx)) => (entry, arguments, ctx),
@@ -299,18 +298,18 @@ enum Prepared {
 
 /// Everything before a `tools/call`'s handler runs, in the order its errors are reported:
 /// the name, the arguments' shape, an unknown tool, the HTTP header mirror, the input
-/// schema (an `isError` result), then the extensions' interception.
+/// schema (an `isError` result), then the extensions' interception. `tool` is what
+/// admission found under the name in the catalog, if anything.
 fn prepare_call(
     server: &Server,
-    catalog: &Catalog,
     mut params: RequestParams,
     headers: Option<&HeaderMap>,
     ctx: RequestContext,
     tool: Option<Arc<ToolEntry>>,
 ) -> Result<Prepared, Error> {
-    // Admission found the tool already (under a valid name); otherwise it is looked up
-    // here, with the name borrowed from the params, and an unknown name is reported
-    // after the arguments are checked, as before.
+    // Admission looked the name up already, in the same snapshot of the catalog. When it
+    // found nothing, the name is checked here, and an unknown one is reported after the
+    // arguments are checked.
     let entry = if let Some(entry) = tool {
         super::request_span().record("mcp.name", entry.tool.name.as_str());
         Ok(entry)
@@ -320,10 +319,7 @@ fn prepare_call(
             "tools/call requires a non-empty string name",
         )?;
         super::request_span().record("mcp.name", name);
-        match catalog.tools.get(name) {
-            Some(entry) => Ok(Arc::clone(entry)),
-            None => Err(format!("Unknown tool: {name}")),
-        }
+        Err(format!("Unknown tool: {name}"))
     };
     let arguments = match params.take("arguments") {
         None | Some(Value::Null) => Map::new(),

@@ -46,7 +46,9 @@ struct Admitted {
     method: String,
     params: RequestParams,
     ctx: RequestContext,
-    catalog: Arc<crate::registry::Catalog>,
+    /// The catalog as admission saw it, kept for the methods other than `tools/call`
+    /// (a call needs no more of it than its tool, in its route).
+    catalog: Option<Arc<crate::registry::Catalog>>,
     route: Route,
 }
 
@@ -424,8 +426,9 @@ impl Server {
             } = route
         {
             let closing = Closing { ctx, mrtr, bound };
-            return methods::start_call(self, &catalog, params, headers.as_ref(), tool, closing);
+            return methods::start_call(self, params, headers.as_ref(), tool, closing);
         }
+        let catalog = catalog.unwrap_or_else(|| self.catalog());
         let server = self.clone();
         let sink = Arc::clone(ctx.outbound());
         // The method's first poll is here, as a `tools/call`'s handler has its own in
@@ -502,19 +505,27 @@ impl Server {
         }
 
         // The method gate: unknown and removed methods, and methods whose capability is
-        // not advertised, are -32601.
-        let catalog = self.catalog();
+        // not advertised, are -32601. One look at the catalog, under its read lock (no
+        // user code runs while it is held), serves the whole request: the gate, the tool
+        // a `tools/call` names, and for the other methods the catalog itself, kept.
         let extension = self.extension_for(&method).cloned();
-        if extension.is_none()
-            && (!METHODS.contains(&method.as_str()) || !methods::offered(self, &catalog, &method))
-        {
-            let error = Error::method_not_found(&method);
-            return Err(if method == "initialize" {
-                error.with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS }))
-            } else {
-                error
-            });
-        }
+        let (catalog, target) = {
+            let catalog = self.read_catalog();
+            if extension.is_none()
+                && (!METHODS.contains(&method.as_str())
+                    || !methods::offered(self, &catalog, &method))
+            {
+                let error = Error::method_not_found(&method);
+                return Err(if method == "initialize" {
+                    error.with_data(serde_json::json!({ "supported": SUPPORTED_VERSIONS }))
+                } else {
+                    error
+                });
+            }
+            let target = methods::target_tool(&catalog, &method, &params).cloned();
+            let kept = (method != "tools/call").then(|| Arc::clone(&*catalog));
+            (kept, target)
+        };
 
         // HTTP mirror checks of Mcp-Method and Mcp-Name.
         if let Some(h) = &mirrored {
@@ -540,13 +551,15 @@ impl Server {
         };
         // On HTTP, hold notifications of the methods that may end in -32021 until the
         // outcome is known, unless the tool streams them live (errata W-11).
-        let target = methods::target_tool(&catalog, &method, &params);
-        let hold = headers.is_some() && mrtr && !target.is_some_and(|t| t.tool.live_notifications);
+        let hold = headers.is_some()
+            && mrtr
+            && !target.as_ref().is_some_and(|t| t.tool.live_notifications);
         // What a request state is bound to: written now, while the params are here, and
         // hashed only if the handler asks for input; not at all for a tool that cannot.
         // Extensions see every tool call with its context and may ask too, so the
         // binding is skipped only when none is registered.
-        let may_ask = target.is_none_or(|t| t.tool.asks_input) || !self.inner.extensions.is_empty();
+        let may_ask =
+            target.as_ref().is_none_or(|t| t.tool.asks_input) || !self.inner.extensions.is_empty();
         let bound = (mrtr && may_ask)
             .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
@@ -577,7 +590,7 @@ impl Server {
                 mrtr,
                 retry: round.retry,
                 bound,
-                tool: target.cloned(),
+                tool: target,
             },
         };
         Ok(Admitted {
