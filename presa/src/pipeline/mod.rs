@@ -46,9 +46,6 @@ struct Admitted {
     method: String,
     params: RequestParams,
     ctx: RequestContext,
-    /// The catalog as admission saw it, kept for the methods other than `tools/call`
-    /// (a call needs no more of it than its tool, in its route).
-    catalog: Option<Arc<crate::registry::Catalog>>,
     route: Route,
 }
 
@@ -56,7 +53,17 @@ struct Admitted {
 enum Route {
     /// An extension that owns the method.
     Extension(Arc<dyn crate::extension::Extension>),
-    /// The method's own handler.
+    /// A `tools/call` the server answers itself, started in place.
+    Call {
+        /// Whether the method may answer `input_required` (always, for a call).
+        mrtr: bool,
+        /// The binding of a request state, when the handler may ask for input.
+        bound: Option<token::BindingText>,
+        /// The tool the call names, as admission found it in the catalog (`None`: no
+        /// tool by that name, or no usable name).
+        tool: Option<Arc<crate::registry::tool::ToolEntry>>,
+    },
+    /// Any other method the server answers itself.
     Method {
         /// Whether the method may answer `input_required`.
         mrtr: bool,
@@ -64,8 +71,8 @@ enum Route {
         retry: bool,
         /// The binding of a request state, when the handler may ask for input.
         bound: Option<token::BindingText>,
-        /// The tool a `tools/call` names, as admission found it.
-        tool: Option<Arc<crate::registry::tool::ToolEntry>>,
+        /// The catalog as admission saw it.
+        catalog: Arc<crate::registry::Catalog>,
     },
 }
 
@@ -114,8 +121,9 @@ pub(super) enum Step<T> {
     /// Done at once.
     Done(T),
     /// The rest, already polled once: its next poll must have a real waker. With the
-    /// request's sink, whose cancellation stops it (taken from the context only here, so
-    /// a request done at once holds no second count of it).
+    /// request's sink, whose cancellation stops it (a `tools/call` takes it from its
+    /// context only when it is left waiting, so a call done at once holds no second count
+    /// of it).
     Rest(Pin<Box<dyn Future<Output = T> + Send>>, Arc<dyn Outbound>),
 }
 
@@ -414,42 +422,58 @@ impl Server {
             method,
             params,
             ctx,
-            catalog,
             route,
         } = match admitted {
             Ok(admitted) => admitted,
             Err(error) => return Step::Done(Err(error)),
         };
-        if method == "tools/call"
-            && let Route::Method {
-                mrtr, bound, tool, ..
-            } = route
-        {
-            let closing = Closing { ctx, mrtr, bound };
-            return methods::start_call(self, params, headers.as_ref(), tool, closing);
-        }
-        let catalog = catalog.unwrap_or_else(|| self.catalog());
-        let server = self.clone();
-        let sink = Arc::clone(ctx.outbound());
-        // The method's first poll is here, as a `tools/call`'s handler has its own in
-        // place: every request gets exactly one before `begin` returns, and one that
-        // completes at it (most methods do) costs no future of the pipeline's own.
-        let work: Pin<Box<dyn Future<Output = _> + Send>> = match route {
-            Route::Extension(extension) => Box::pin(async move {
-                let result = extension.handle(&method, params.into_map(), ctx).await?;
-                server.shape(result)
-            }),
+        // Any method but a call has its first poll here, as a `tools/call`'s handler has
+        // its own in place: every request gets exactly one before `begin` returns, and
+        // one that completes at it (most methods do) costs no future of the pipeline's
+        // own.
+        match route {
+            Route::Call { mrtr, bound, tool } => {
+                let closing = Closing { ctx, mrtr, bound };
+                methods::start_call(self, params, headers.as_ref(), tool, closing)
+            }
+            Route::Extension(extension) => {
+                let server = self.clone();
+                let sink = Arc::clone(ctx.outbound());
+                Step::first_poll(
+                    Box::pin(async move {
+                        let result = extension.handle(&method, params.into_map(), ctx).await?;
+                        server.shape(result)
+                    }),
+                    sink,
+                )
+            }
             Route::Method {
-                mrtr, retry, bound, ..
-            } => Box::pin(async move {
-                // Only a tools/call holds members apart: the others read one map.
-                let params = params.into_map();
-                let result =
-                    methods::dispatch(&server, &catalog, &method, params, ctx.clone(), retry).await;
-                Closing { ctx, mrtr, bound }.close(&server, result)
-            }),
-        };
-        Step::first_poll(work, sink)
+                mrtr,
+                retry,
+                bound,
+                catalog,
+            } => {
+                let server = self.clone();
+                let sink = Arc::clone(ctx.outbound());
+                Step::first_poll(
+                    Box::pin(async move {
+                        // Only a tools/call holds members apart: the others read one map.
+                        let params = params.into_map();
+                        let result = methods::dispatch(
+                            &server,
+                            &catalog,
+                            &method,
+                            params,
+                            ctx.clone(),
+                            retry,
+                        )
+                        .await;
+                        Closing { ctx, mrtr, bound }.close(&server, result)
+                    }),
+                    sink,
+                )
+            }
+        }
     }
 
     /// Admission of `_meta` (with the HTTP version header where section 2 says), the
@@ -507,7 +531,8 @@ impl Server {
         // The method gate: unknown and removed methods, and methods whose capability is
         // not advertised, are -32601. One look at the catalog, under its read lock (no
         // user code runs while it is held), serves the whole request: the gate, the tool
-        // a `tools/call` names, and for the other methods the catalog itself, kept.
+        // a `tools/call` names, and, kept, the catalog itself for the other methods the
+        // server answers (an extension's method needs none of it).
         let extension = self.extension_for(&method).cloned();
         let (catalog, target) = {
             let catalog = self.read_catalog();
@@ -523,7 +548,8 @@ impl Server {
                 });
             }
             let target = methods::target_tool(&catalog, &method, &params).cloned();
-            let kept = (method != "tools/call").then(|| Arc::clone(&*catalog));
+            let kept =
+                (extension.is_none() && method != "tools/call").then(|| Arc::clone(&*catalog));
             (kept, target)
         };
 
@@ -586,18 +612,25 @@ impl Server {
                 }
                 Route::Extension(extension)
             }
-            None => Route::Method {
-                mrtr,
-                retry: round.retry,
-                bound,
-                tool: target,
+            // Kept for every method the server answers but a call.
+            None => match catalog {
+                Some(catalog) => Route::Method {
+                    mrtr,
+                    retry: round.retry,
+                    bound,
+                    catalog,
+                },
+                None => Route::Call {
+                    mrtr,
+                    bound,
+                    tool: target,
+                },
             },
         };
         Ok(Admitted {
             method,
             params,
             ctx,
-            catalog,
             route,
         })
     }

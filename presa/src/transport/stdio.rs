@@ -233,9 +233,11 @@ const BATCH_BYTES: usize = 64 * 1024;
 /// response.
 ///
 /// A request answered in the read loop leaves its gate to the next request when nothing
-/// else holds it (no handler kept its context): see [`Gate::retire`]. Under a pipelined
-/// flood one gate so serves request after request, with no allocation, no clone of the
-/// writer's queue and no lock taken per request.
+/// else holds it (no handler kept its context): the loop closes it then, while no one
+/// else can reach it, and opens it afresh for the next request (see [`Gate::retire`]).
+/// Under a pipelined flood of plain calls one gate so serves request after request, with
+/// no allocation, no clone of the writer's queue, and no lock unless a request sends
+/// notifications.
 struct Gate {
     open: Mutex<bool>,
     /// Made lazily: most requests complete before anyone waits on it.
@@ -261,20 +263,23 @@ impl Gate {
     }
 
     /// Closes the gate of a request that has ended, when the read loop is the only holder
-    /// left (`Arc::get_mut` proves it: no context, clone or token refers to it, so nothing
-    /// can queue through it any more), and makes it fresh for the next request. Says
-    /// whether it was open and whether the request queued frames, as [`Gate::close`] and
-    /// [`LazyBacklog::used`] would; `None` when someone else still holds it.
-    fn retire(gate: &mut Arc<Gate>) -> Option<(bool, bool)> {
+    /// left (`Arc::get_mut` proves it: no context or clone of it is left, so nothing can
+    /// queue through it any more), and makes it fresh for the next request: open, with no
+    /// backlog and a cancellation of its own (tokens handed out belong to the old one,
+    /// which the next request's cancellation does not reach). Says what [`Gate::close`]
+    /// and [`LazyBacklog::used`] would have; `None` when someone else still holds it.
+    fn retire(gate: &mut Arc<Gate>) -> Option<Retired> {
         let gate = Arc::get_mut(gate)?;
         // A poisoned flag reads as closed, as `close` reads it.
         let open = gate
             .open
             .get_mut()
-            .map(|open| std::mem::replace(open, true))
-            .unwrap_or(false);
+            .is_ok_and(|open| std::mem::replace(open, true));
         if gate.open.is_poisoned() {
-            gate.open = Mutex::new(true);
+            gate.open.clear_poison();
+            if let Ok(open) = gate.open.get_mut() {
+                *open = true;
+            }
         }
         let queued = gate.backlog.used();
         // Frames still queued hold the old backlog themselves; the next request starts
@@ -285,7 +290,7 @@ impl Gate {
         if gate.cancel.made() {
             gate.cancel = Cancellation::default();
         }
-        Some((open, queued))
+        Some(Retired { open, queued })
     }
 
     fn send(&self, text: String) -> bool {
@@ -347,6 +352,14 @@ impl Outbound for Gate {
     fn backlog(&self) -> Option<Arc<Backlog>> {
         Some(self.backlog.shared())
     }
+}
+
+/// What a request's gate said when it was closed: whether it was still open (so the
+/// response is written) and whether the request queued frames (so the response's slot
+/// must outlast them).
+struct Retired {
+    open: bool,
+    queued: bool,
 }
 
 /// Where the read loop gets each request's gate: the one the last request answered in the
@@ -647,12 +660,15 @@ impl Server {
                 // Unanswered only when cancelled before it started, with nothing queued:
                 // its slot is free at once. The gate goes to the next request when no one
                 // else holds it; otherwise it is closed for whoever does.
-                let (open, queued) = match Gate::retire(&mut gate) {
+                let Retired { open, queued } = match Gate::retire(&mut gate) {
                     Some(retired) => {
                         gates.give_back(gate);
                         retired
                     }
-                    None => (gate.close(), gate.backlog.used()),
+                    None => Retired {
+                        open: gate.close(),
+                        queued: gate.backlog.used(),
+                    },
                 };
                 if open && let Some(text) = answer_text(reply) {
                     answers.push(&text, slot, queued);
@@ -988,7 +1004,51 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::memchr_newline;
+    use super::{Arc, Gate, Retired, memchr_newline, mpsc};
+
+    /// A gate handed on is fresh: open, with no backlog, and a cancellation of its own
+    /// (a token the last request handed out is not cancelled with the next request); and
+    /// it is not handed on while anyone else holds it.
+    #[test]
+    fn a_retired_gate_is_fresh_for_the_next_request() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let mut gate = Arc::new(Gate::new(&tx));
+        assert!(gate.send("a notification".to_owned()));
+        let token = gate.cancel.token();
+        let holder = Arc::clone(&gate);
+        assert!(Gate::retire(&mut gate).is_none(), "held elsewhere");
+        drop(holder);
+        let Some(Retired { open, queued }) = Gate::retire(&mut gate) else {
+            panic!("held by no one else");
+        };
+        assert!(open && queued);
+        assert!(gate.open.lock().is_ok_and(|open| *open));
+        assert!(!gate.backlog.used());
+        assert!(!gate.cancel.made());
+        gate.cancel.cancel();
+        assert!(!token.is_cancelled(), "the old request's token");
+        // The frame queued before still holds the old backlog, not the gate.
+        let frame = rx.try_recv().expect("the notification");
+        assert_eq!(frame.text, "a notification");
+    }
+
+    /// A gate whose flag was poisoned (a panic while it was held) reads as closed, as
+    /// `close` reads it, and is handed on mended.
+    #[test]
+    fn a_poisoned_gate_reads_closed_and_is_handed_on_mended() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut gate = Arc::new(Gate::new(&tx));
+        let poisoned = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            let _held = gate.open.lock();
+            panic!("poisons the gate's flag on purpose");
+        }));
+        assert!(poisoned.is_err() && gate.open.is_poisoned());
+        let Some(Retired { open, queued }) = Gate::retire(&mut gate) else {
+            panic!("held by no one else");
+        };
+        assert!(!open && !queued);
+        assert!(gate.open.lock().is_ok_and(|open| *open));
+    }
 
     /// The newline search finds the first newline wherever it stands: before, inside and
     /// after a 16-byte vector and the 64-byte unrolled loop, in lines that start at

@@ -1191,6 +1191,80 @@ async fn a_kept_context_does_not_write_through_the_next_request() {
     assert!(s.finish().await);
 }
 
+/// A token a request answered in the read loop handed to spawned work belongs to that
+/// request alone: cancelling the request served next, which may reuse its gate, does not
+/// cancel it.
+#[tokio::test]
+async fn cancelling_the_next_request_leaves_an_earlier_requests_token_alone() {
+    let release = Arc::new(Semaphore::new(0));
+    // 1: the spawned work saw its token cancelled; 2: it was released, token untouched.
+    let seen = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let (keeper_release, keeper_seen) = (Arc::clone(&release), Arc::clone(&seen));
+    let waiter_dropped = Arc::clone(&dropped);
+    let server = Server::builder(Implementation::new("stdio-tokens", "1"))
+        .tool(
+            Tool::new("keeper")
+                .description("Hands its cancellation token to spawned work, answers at once")
+                .handler(move |call: ToolCall| {
+                    let token = call.ctx.cancellation_token();
+                    let (release, seen) = (Arc::clone(&keeper_release), Arc::clone(&keeper_seen));
+                    tokio::spawn(async move {
+                        let outcome = tokio::select! {
+                            () = token.cancelled() => 1,
+                            permit = release.acquire() => {
+                                if let Ok(p) = permit { p.forget() }
+                                2
+                            }
+                        };
+                        seen.store(outcome, Ordering::SeqCst);
+                    });
+                    async { "kept a token" }
+                }),
+        )
+        .tool(
+            Tool::new("forever")
+                .description("Waits until it is cancelled")
+                .handler(move |_: ToolCall| {
+                    let dropped = Arc::clone(&waiter_dropped);
+                    async move {
+                        struct Dropped(Arc<AtomicUsize>);
+                        impl Drop for Dropped {
+                            fn drop(&mut self) {
+                                self.0.fetch_add(1, Ordering::SeqCst);
+                            }
+                        }
+                        let _guard = Dropped(dropped);
+                        std::future::pending::<()>().await;
+                        "unreachable"
+                    }
+                }),
+        )
+        .build()
+        .expect("the server builds");
+    let mut s = Session::in_process(server, StdioConfig::default());
+    s.send(&call(1, "keeper")).await;
+    let m = s.recv().await.expect("the answer to 1");
+    assert_eq!(m["id"], json!(1), "{m}");
+    s.send(&call(2, "forever")).await;
+    s.send(&cancel(2)).await;
+    until("request 2 was stopped", || {
+        dropped.load(Ordering::SeqCst) == 1
+    })
+    .await;
+    release.add_permits(1);
+    until("the spawned work ended", || {
+        seen.load(Ordering::SeqCst) != 0
+    })
+    .await;
+    assert_eq!(
+        seen.load(Ordering::SeqCst),
+        2,
+        "request 1's token was cancelled with request 2"
+    );
+    assert!(s.finish().await);
+}
+
 /// Cancellation names the id exactly: the string "10" does not cancel the integer 10, and
 /// cancelling an unknown or finished request does nothing.
 #[tokio::test]
