@@ -1126,28 +1126,40 @@ async fn a_handler_that_cancels_its_own_token_still_answers() {
 async fn nothing_is_written_for_a_request_after_its_response() {
     let probe = Probe::new();
     let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
-    let m = request(
+    call_late(&mut s).await;
+    late_work_writes_nothing(&mut s, &probe, "after the request's response").await;
+    assert!(s.finish().await);
+}
+
+/// Calls `late` as request 1 (with a progress token and debug logs) and reads its
+/// progress, then its response: its left-behind work waits for a permit of the probe.
+async fn call_late(s: &mut Session) {
+    s.send(&request(
         1,
         "tools/call",
         json!({"name": "late", "arguments": {},
                "_meta": {"progressToken": "late", "io.modelcontextprotocol/logLevel": "debug"}}),
-    );
-    s.send(&m).await;
+    ))
+    .await;
     let progress = s.recv().await.expect("the progress before the response");
     check_notification(&progress);
-    assert_eq!(progress["params"]["progress"], 1);
+    assert_eq!(progress["params"]["progress"], 1, "{progress}");
     let response = s.recv().await.expect("the response");
     assert_eq!(response["id"], json!(1));
     check_response("tools/call", &response);
+}
+
+/// Lets `late`'s left-behind work report through the context it kept, and checks that
+/// nothing is written (`when`: what the test has running meanwhile).
+async fn late_work_writes_nothing(s: &mut Session, probe: &Probe, when: &str) {
     probe.release.add_permits(1);
     until("the left-behind work ran", || {
         Probe::get(&probe.late_done) == 1
     })
     .await;
     if let Some(m) = s.recv_within(QUIET).await {
-        panic!("a notification was written after the request's response: {m}");
+        panic!("a notification was written {when}: {m}");
     }
-    assert!(s.finish().await);
 }
 
 /// A gate is handed to the next request only when nothing else holds it: the context a
@@ -1158,31 +1170,14 @@ async fn nothing_is_written_for_a_request_after_its_response() {
 async fn a_kept_context_does_not_write_through_the_next_request() {
     let probe = Probe::new();
     let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
-    s.send(&request(
-        1,
-        "tools/call",
-        json!({"name": "late", "arguments": {},
-               "_meta": {"progressToken": "late", "io.modelcontextprotocol/logLevel": "debug"}}),
-    ))
-    .await;
-    let progress = s.recv().await.expect("the progress before the response");
-    assert_eq!(progress["params"]["progress"], 1, "{progress}");
-    let response = s.recv().await.expect("the response");
-    assert_eq!(response["id"], json!(1));
+    call_late(&mut s).await;
     // Answered in the read loop, as the first request was, then one that stays open.
     s.send(&call(2, "fast")).await;
     let m = s.recv().await.expect("the answer to 2");
     assert_eq!(m["id"], json!(2), "{m}");
     s.send(&call(3, "ticker")).await;
     until("the ticker started", || Probe::get(&probe.started) == 1).await;
-    probe.release.add_permits(1);
-    until("the left-behind work ran", || {
-        Probe::get(&probe.late_done) == 1
-    })
-    .await;
-    if let Some(m) = s.recv_within(QUIET).await {
-        panic!("written after request 1's response, while request 3 runs: {m}");
-    }
+    late_work_writes_nothing(&mut s, &probe, "for request 1 while request 3 runs").await;
     s.send(&cancel(3)).await;
     until("the ticker stopped", || {
         Probe::get(&probe.dropped_unfinished) == 1
