@@ -53,10 +53,9 @@ struct Admitted {
 enum Route {
     /// An extension that owns the method.
     Extension(Arc<dyn crate::extension::Extension>),
-    /// A `tools/call` the server answers itself, started in place.
+    /// A `tools/call` the server answers itself, started in place (it may answer
+    /// `input_required`, as every call the server answers may).
     Call {
-        /// Whether the method may answer `input_required` (always, for a call).
-        mrtr: bool,
         /// The binding of a request state, when the handler may ask for input.
         bound: Option<token::BindingText>,
         /// The tool the call names, as admission found it in the catalog (`None`: no
@@ -432,8 +431,12 @@ impl Server {
         // one that completes at it (most methods do) costs no future of the pipeline's
         // own.
         match route {
-            Route::Call { mrtr, bound, tool } => {
-                let closing = Closing { ctx, mrtr, bound };
+            Route::Call { bound, tool } => {
+                let closing = Closing {
+                    ctx,
+                    mrtr: true,
+                    bound,
+                };
                 methods::start_call(self, params, headers.as_ref(), tool, closing)
             }
             Route::Extension(extension) => {
@@ -621,7 +624,6 @@ impl Server {
                     catalog,
                 },
                 None => Route::Call {
-                    mrtr,
                     bound,
                     tool: target,
                 },
