@@ -837,6 +837,8 @@ async fn tools_call_params_validation() {
         (json!({"name": "echo", "arguments": "x"}), args_msg),
         (json!({"name": "echo", "arguments": []}), args_msg),
         (json!({"name": "echo", "arguments": 1}), args_msg),
+        // An unknown tool is reported after the arguments' shape is checked.
+        (json!({"name": "x", "arguments": "x"}), args_msg),
         (json!({"name": "x", "arguments": {}}), "Unknown tool: x"),
         (json!({"name": "Echo"}), "Unknown tool: Echo"),
     ] {

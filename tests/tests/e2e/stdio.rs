@@ -94,6 +94,9 @@ struct Probe {
     finished: AtomicUsize,
     /// Work a `late` call left behind that has run.
     late_done: AtomicUsize,
+    /// How the work a `keeper` call left behind ended: 1 its token was cancelled, 2 it
+    /// was released with its token untouched (0: not yet).
+    kept_token: AtomicUsize,
 }
 
 impl Probe {
@@ -106,6 +109,7 @@ impl Probe {
             dropped_unfinished: AtomicUsize::new(0),
             finished: AtomicUsize::new(0),
             late_done: AtomicUsize::new(0),
+            kept_token: AtomicUsize::new(0),
         })
     }
 
@@ -145,11 +149,13 @@ impl Drop for Running {
 
 /// A server whose tools let a test hold handlers open, watch them stop, and make them
 /// panic: `fast`, `wait` (until the test adds a permit), `ticker` (progress every 5 ms
-/// for up to 10 s), `boom` (panics) and `big` (a large text with line breaks inside).
+/// for up to 10 s), `late` and `keeper` (answer at once, leaving work that waits for a
+/// permit), `boom` (panics) and `big` (a large text with line breaks inside).
 fn probe_server(probe: &Arc<Probe>) -> Server {
     let wait = Arc::clone(probe);
     let ticker = Arc::clone(probe);
     let late = Arc::clone(probe);
+    let keeper = Arc::clone(probe);
     Server::builder(Implementation::new("stdio-probe", "1"))
         .tool(
             Tool::new("fast")
@@ -208,6 +214,27 @@ fn probe_server(probe: &Arc<Probe>) -> Server {
                         });
                         "returned"
                     }
+                }),
+        )
+        .tool(
+            Tool::new("keeper")
+                .description("Hands its cancellation token to spawned work, answers at once")
+                .handler(move |call: ToolCall| {
+                    let token = call.ctx.cancellation_token();
+                    let probe = Arc::clone(&keeper);
+                    tokio::spawn(async move {
+                        let outcome = tokio::select! {
+                            () = token.cancelled() => 1,
+                            permit = probe.release.acquire() => {
+                                if let Ok(p) = permit {
+                                    p.forget();
+                                }
+                                2
+                            }
+                        };
+                        probe.kept_token.store(outcome, Ordering::SeqCst);
+                    });
+                    async { "kept a token" }
                 }),
         )
         .tool(
@@ -1191,69 +1218,26 @@ async fn a_kept_context_does_not_write_through_the_next_request() {
 /// cancel it.
 #[tokio::test]
 async fn cancelling_the_next_request_leaves_an_earlier_requests_token_alone() {
-    let release = Arc::new(Semaphore::new(0));
-    // 1: the spawned work saw its token cancelled; 2: it was released, token untouched.
-    let seen = Arc::new(AtomicUsize::new(0));
-    let dropped = Arc::new(AtomicUsize::new(0));
-    let (keeper_release, keeper_seen) = (Arc::clone(&release), Arc::clone(&seen));
-    let waiter_dropped = Arc::clone(&dropped);
-    let server = Server::builder(Implementation::new("stdio-tokens", "1"))
-        .tool(
-            Tool::new("keeper")
-                .description("Hands its cancellation token to spawned work, answers at once")
-                .handler(move |call: ToolCall| {
-                    let token = call.ctx.cancellation_token();
-                    let (release, seen) = (Arc::clone(&keeper_release), Arc::clone(&keeper_seen));
-                    tokio::spawn(async move {
-                        let outcome = tokio::select! {
-                            () = token.cancelled() => 1,
-                            permit = release.acquire() => {
-                                if let Ok(p) = permit { p.forget() }
-                                2
-                            }
-                        };
-                        seen.store(outcome, Ordering::SeqCst);
-                    });
-                    async { "kept a token" }
-                }),
-        )
-        .tool(
-            Tool::new("forever")
-                .description("Waits until it is cancelled")
-                .handler(move |_: ToolCall| {
-                    let dropped = Arc::clone(&waiter_dropped);
-                    async move {
-                        struct Dropped(Arc<AtomicUsize>);
-                        impl Drop for Dropped {
-                            fn drop(&mut self) {
-                                self.0.fetch_add(1, Ordering::SeqCst);
-                            }
-                        }
-                        let _guard = Dropped(dropped);
-                        std::future::pending::<()>().await;
-                        "unreachable"
-                    }
-                }),
-        )
-        .build()
-        .expect("the server builds");
-    let mut s = Session::in_process(server, StdioConfig::default());
+    let probe = Probe::new();
+    let mut s = Session::in_process(probe_server(&probe), StdioConfig::default());
     s.send(&call(1, "keeper")).await;
     let m = s.recv().await.expect("the answer to 1");
     assert_eq!(m["id"], json!(1), "{m}");
-    s.send(&call(2, "forever")).await;
+    // Served next (on the gate request 1 left, if no one kept it), then cancelled.
+    s.send(&call(2, "ticker")).await;
+    until("the ticker started", || Probe::get(&probe.started) == 1).await;
     s.send(&cancel(2)).await;
-    until("request 2 was stopped", || {
-        dropped.load(Ordering::SeqCst) == 1
+    until("the ticker stopped", || {
+        Probe::get(&probe.dropped_unfinished) == 1
     })
     .await;
-    release.add_permits(1);
+    probe.release.add_permits(1);
     until("the spawned work ended", || {
-        seen.load(Ordering::SeqCst) != 0
+        Probe::get(&probe.kept_token) != 0
     })
     .await;
     assert_eq!(
-        seen.load(Ordering::SeqCst),
+        Probe::get(&probe.kept_token),
         2,
         "request 1's token was cancelled with request 2"
     );
