@@ -10,7 +10,8 @@
 //! rest of the message, so it is held to exactly the checks of a parse into a `Value`.
 
 use crate::error::Error;
-use crate::wire::{Key, Text, number_in_disguise};
+use crate::wire::Text;
+use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, Unread};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -191,39 +192,50 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("clientInfo")
             }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<ReadClientInfo, A::Error> {
-                let mut info = ReadClientInfo {
-                    object: true,
-                    ..ReadClientInfo::default()
-                };
-                let mut first = true;
-                // A member given twice counts with its last value, as in a map.
-                while let Some(Key(key)) = map.next_key()? {
-                    if number_in_disguise(&mut map, &mut first, &key)?.is_some() {
-                        return Ok(ReadClientInfo::default());
-                    }
-                    match &*key {
-                        "name" => {
-                            info.place(0);
-                            info.name = map.next_value::<Text>()?.0.as_deref().map(Short::new);
-                        }
-                        "version" => {
-                            info.place(1);
-                            info.version = map.next_value::<Text>()?.0.as_deref().map(Short::new);
-                        }
-                        _ => {
-                            let value = map.next_value::<crate::wire::Json>()?.0;
-                            info.rest
-                                .get_or_insert_default()
-                                .insert(key.into_owned(), value);
-                        }
-                    }
-                }
-                Ok(info)
+            fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<ReadClientInfo, A::Error> {
+                read_client_info(&mut FromSerde::new(map))
             }
             non_objects_are!(ReadClientInfo, ReadClientInfo::default());
         }
         d.deserialize_any(Visit)
+    }
+}
+
+impl<'a> Scan<'a> for ReadClientInfo {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        c.object(|m| read_client_info(m))
+    }
+}
+
+/// Reads an object `clientInfo` member by member.
+fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M::Error> {
+    let mut info = ReadClientInfo {
+        object: true,
+        ..ReadClientInfo::default()
+    };
+    // A member given twice counts with its last value, as in a map.
+    loop {
+        let key = match m.next()? {
+            Next::Key(key) => key,
+            Next::End => return Ok(info),
+            Next::Number(_) => return Ok(ReadClientInfo::default()),
+        };
+        match &*key {
+            "name" => {
+                info.place(0);
+                info.name = m.value::<Text>()?.0.as_deref().map(Short::new);
+            }
+            "version" => {
+                info.place(1);
+                info.version = m.value::<Text>()?.0.as_deref().map(Short::new);
+            }
+            _ => {
+                let value = m.value::<crate::wire::Json>()?.0;
+                info.rest
+                    .get_or_insert_default()
+                    .insert(key.into_owned(), value);
+            }
+        }
     }
 }
 

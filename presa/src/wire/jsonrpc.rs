@@ -6,6 +6,7 @@
 
 use crate::error::Error;
 use crate::wire::meta::RawMeta;
+use crate::wire::scan::{Cursor, FromSerde, Members, Next, ScanSeed, Unread};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::fmt;
@@ -269,10 +270,22 @@ fn decode_with(bytes: &[u8], lift: bool) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
     let parsed = std::str::from_utf8(bytes).ok().and_then(|text| {
-        let mut reader = serde_json::Deserializer::from_str(text);
-        let frame = serde::de::DeserializeSeed::deserialize(FrameVisitor { lift }, &mut reader);
-        frame.and_then(|f| reader.end().map(|()| f)).ok()
+        // The common message is read plainly; what the cursor gives up on, serde_json
+        // reads (see scan.rs).
+        scan_frame(text, lift).or_else(|| parse_frame(text, lift))
     });
+    answer(parsed)
+}
+
+/// Reads a message through serde_json: `None` when it is not JSON presa reads.
+fn parse_frame(text: &str, lift: bool) -> Option<Frame> {
+    let mut reader = serde_json::Deserializer::from_str(text);
+    let frame = serde::de::DeserializeSeed::deserialize(FrameVisitor { lift }, &mut reader);
+    frame.and_then(|f| reader.end().map(|()| f)).ok()
+}
+
+/// What a frame as read (`None`: not JSON) turns out to be.
+fn answer(parsed: Option<Frame>) -> Result<Inbound, Rejection> {
     match parsed {
         Some(Frame::Object(envelope)) => classify(envelope),
         Some(Frame::Array) => Err(not_an_object(true)),
@@ -372,32 +385,43 @@ impl<'de> serde::de::Visitor<'de> for ParamsSeed {
         f.write_str("request params")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Params, A::Error> {
-        let mut params = Map::new();
-        let mut lifted = Lifted::default();
-        let mut meta = RawMeta::Absent;
-        let mut first = true;
-        while let Some(super::Key(key)) = map.next_key()? {
-            if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
-                return Ok(Params::NotObject);
-            }
-            match &*key {
-                "_meta" => meta = map.next_value()?,
-                "name" if self.lift => {
-                    lifted.members().name = Some(map.next_value::<super::Json>()?.0);
-                }
-                "arguments" if self.lift => {
-                    lifted.members().arguments = Some(map.next_value::<super::Json>()?.0);
-                }
-                _ => {
-                    params.insert(key.into_owned(), map.next_value::<super::Json>()?.0);
-                }
-            }
-        }
-        Ok(Params::Object(params, lifted, meta))
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Params, A::Error> {
+        read_params(&mut FromSerde::new(map), self.lift)
     }
 
     non_objects_are!(Params, Params::NotObject);
+}
+
+impl<'a> ScanSeed<'a> for ParamsSeed {
+    fn scan(self, c: &mut Cursor<'a>) -> Result<Params, Unread> {
+        c.object(|m| read_params(m, self.lift))
+    }
+}
+
+/// Reads an object `params` member by member, lifting `name` and `arguments` out of the
+/// map when `lift` is set.
+fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M::Error> {
+    let mut params = Map::new();
+    let mut lifted = Lifted::default();
+    let mut meta = RawMeta::Absent;
+    loop {
+        let key = match m.next()? {
+            Next::Key(key) => key,
+            Next::End => return Ok(Params::Object(params, lifted, meta)),
+            Next::Number(_) => return Ok(Params::NotObject),
+        };
+        match &*key {
+            "_meta" => meta = m.value()?,
+            "name" if lift => lifted.members().name = Some(m.value::<super::Json>()?.0),
+            "arguments" if lift => {
+                lifted.members().arguments = Some(m.value::<super::Json>()?.0);
+            }
+            _ => {
+                let value = m.value::<super::Json>()?.0;
+                params.insert(key.into_owned(), value);
+            }
+        }
+    }
 }
 
 /// One inbound frame as read from the bytes: an object's envelope, or what else it was.
@@ -428,44 +452,57 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
         f.write_str("a JSON-RPC message")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
-        let mut envelope = Envelope::default();
-        let mut first = true;
-        while let Some(super::Key(key)) = map.next_key()? {
-            if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
-                return Ok(Frame::Other);
-            }
-            match &*key {
-                "id" => {
-                    envelope.has_id = true;
-                    envelope.id = Some(map.next_value::<super::Json>()?.0);
-                }
-                "method" => envelope.method = Some(map.next_value::<super::Json>()?.0),
-                "params" => {
-                    // Only a request (its id read already) that is a tools/call so far.
-                    let lift = self.lift
-                        && envelope.has_id
-                        && matches!(&envelope.method, Some(Value::String(m)) if m == "tools/call");
-                    envelope.params = Some(map.next_value_seed(ParamsSeed { lift })?);
-                }
-                "jsonrpc" => {
-                    envelope.jsonrpc_2_0 =
-                        map.next_value::<super::Text>()?.0.as_deref() == Some("2.0")
-                }
-                "result" | "error" => {
-                    envelope.reply = true;
-                    map.next_value::<super::Any>()?;
-                }
-                _ => {
-                    map.next_value::<super::Any>()?;
-                }
-            }
-        }
-        Ok(Frame::Object(envelope))
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Frame, A::Error> {
+        read_frame(&mut FromSerde::new(map), self.lift)
     }
 
     // An array is told apart (batching is not supported); any other non-object is Other.
     non_objects_are!(Frame, Frame::Array, Frame::Other);
+}
+
+/// Reads a message's object member by member; with `lift`, the params of a `tools/call`
+/// request whose `id` and `method` came first keep `name` and `arguments` apart.
+fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::Error> {
+    let mut envelope = Envelope::default();
+    loop {
+        let key = match m.next()? {
+            Next::Key(key) => key,
+            Next::End => return Ok(Frame::Object(envelope)),
+            Next::Number(_) => return Ok(Frame::Other),
+        };
+        match &*key {
+            "id" => {
+                envelope.has_id = true;
+                envelope.id = Some(m.value::<super::Json>()?.0);
+            }
+            "method" => envelope.method = Some(m.value::<super::Json>()?.0),
+            "params" => {
+                // Only a request (its id read already) that is a tools/call so far.
+                let lift = lift
+                    && envelope.has_id
+                    && matches!(&envelope.method, Some(Value::String(method)) if method == "tools/call");
+                envelope.params = Some(m.seed(ParamsSeed { lift })?);
+            }
+            "jsonrpc" => {
+                envelope.jsonrpc_2_0 = m.value::<super::Text>()?.0.as_deref() == Some("2.0")
+            }
+            "result" | "error" => {
+                envelope.reply = true;
+                m.value::<super::Any>()?;
+            }
+            _ => {
+                m.value::<super::Any>()?;
+            }
+        }
+    }
+}
+
+/// Reads a message with the [`Cursor`]: `None` when it gives up.
+fn scan_frame(text: &str, lift: bool) -> Option<Frame> {
+    let mut c = Cursor::new(text)?;
+    let frame = c.object(|m| read_frame(m, lift)).ok()?;
+    c.end().ok()?;
+    Some(frame)
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.
@@ -698,53 +735,55 @@ mod tests {
         assert!(matches!(ok, Ok(Inbound::Request(_))));
     }
 
+    /// Frames of every kind and shape the decoders must agree on.
+    const FRAMES: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
+        r#"{"jsonrpc":"2.0","id":"a","method":"m","params":{"x":[1,{"y":null}]},"extra":{"z":1}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#,
+        r#"{"jsonrpc":"2.0","id":1}"#,
+        r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
+        r#"{"jsonrpc":2.0,"id":1,"method":"m"}"#,
+        r#"{"id":1,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
+        r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
+        r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
+        r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
+        r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
+        r#"{"json\u0072pc":"2.0","\u0069d":1,"method":"m","params":{"\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","bad\u0020key":1},"n\u0061me":"x"}}"#,
+        r#"{"jsonrpc":"2.0 ","id":1,"method":"m"}"#,
+        r#"{"jsonrpc":{"v":"2.0"},"id":1,"method":"m"}"#,
+        r#"{"jsonrpc":["2.0"],"id":1,"method":"m"}"#,
+        r#"{"jsonrpc":null,"id":1,"method":"m"}"#,
+        r#"{"jsonrpc":true,"id":1,"method":"m"}"#,
+        r#"{"jsonrpc":"2.0","id":"\u00e9","method":"m\n"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"t","x/y":[1],"progressToken":"p"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"bad key":1,"baggage":2}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[1,{"a":2}]}}"#,
+        r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":"s"}}"#,
+        r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":null}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{"progressToken":1}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":1,"progressToken":2}}}"#,
+        r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
+        r#"[]"#,
+        r#""text""#,
+        r#"12"#,
+        r#"null"#,
+        r#"true"#,
+        r#"{}"#,
+    ];
+
     /// Reading the envelope straight from bytes must classify every frame exactly as
     /// parsing it into a value first would.
     #[test]
     fn decoding_bytes_agrees_with_decoding_a_value() {
-        let frames = [
-            r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#,
-            r#"{"jsonrpc":"2.0","id":"a","method":"m","params":{"x":[1,{"y":null}]},"extra":{"z":1}}"#,
-            r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"}}"#,
-            r#"{"jsonrpc":"2.0","id":1}"#,
-            r#"{"jsonrpc":"1.0","id":1,"method":"m"}"#,
-            r#"{"jsonrpc":2.0,"id":1,"method":"m"}"#,
-            r#"{"id":1,"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":7}"#,
-            r#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":1.5,"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":18446744073709551615,"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":[1],"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":[1]}"#,
-            r#"{"jsonrpc":"2.0","method":"m","params":"x"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
-            r#"{"jsonrpc":"1.0","jsonrpc":"2.0","id":1,"method":"m"}"#,
-            r#"{"jsonrpc":"2\u002e0","id":1,"method":"m"}"#,
-            r#"{"json\u0072pc":"2.0","\u0069d":1,"method":"m","params":{"\u005fmeta":{"io.modelcontextprotocol\/protocolVersion":"2026-07-28","bad\u0020key":1},"n\u0061me":"x"}}"#,
-            r#"{"jsonrpc":"2.0 ","id":1,"method":"m"}"#,
-            r#"{"jsonrpc":{"v":"2.0"},"id":1,"method":"m"}"#,
-            r#"{"jsonrpc":["2.0"],"id":1,"method":"m"}"#,
-            r#"{"jsonrpc":null,"id":1,"method":"m"}"#,
-            r#"{"jsonrpc":true,"id":1,"method":"m"}"#,
-            r#"{"jsonrpc":"2.0","id":"\u00e9","method":"m\n"}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"a":1,"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"traceparent":"t","x/y":[1],"progressToken":"p"}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"bad key":1,"baggage":2}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":[1,{"a":2}]}}"#,
-            r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":"s"}}"#,
-            r#"{"jsonrpc":"2.0","method":"n","params":{"_meta":null}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{},"_meta":{"progressToken":1}}}"#,
-            r#"{"jsonrpc":"2.0","id":1,"method":"m","params":{"_meta":{"progressToken":1,"progressToken":2}}}"#,
-            r#"[{"jsonrpc":"2.0","id":1,"method":"m"}]"#,
-            r#"[]"#,
-            r#""text""#,
-            r#"12"#,
-            r#"null"#,
-            r#"true"#,
-            r#"{}"#,
-        ];
-        for frame in frames {
+        for &frame in FRAMES {
             let value: Value = serde_json::from_str(frame).expect("test frames are JSON");
             let direct = format!("{:?}", decode(frame.as_bytes()));
             let via_value = format!("{:?}", decode_value(value));
@@ -784,6 +823,88 @@ mod tests {
             let r = decode(broken).err().map(|r| (r.error.code(), r.id));
             assert_eq!(r, Some((-32700, None)), "{broken:?}");
         }
+    }
+
+    /// Requests as clients send them: the bench's call, a call with every `_meta` key
+    /// admission reads and arguments of every kind, a notification and a response.
+    const WHOLE: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hello from the presa bench"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"presa-bench","version":"0.0.0"}}}}"#,
+        r#"{ "jsonrpc" : "2.0" , "id" : "r-7" , "method" : "tools/call" , "params" : { "_meta" : { "progressToken" : 12 , "io.modelcontextprotocol/logLevel" : "info" , "traceparent" : "00-ab-cd-01" , "io.modelcontextprotocol/protocolVersion" : "2026-07-28" , "io.modelcontextprotocol/clientCapabilities" : { "elicitation" : { } } , "io.modelcontextprotocol/clientInfo" : { "version" : "1" , "title" : "T" , "name" : "n" } , "x.y/z" : [ 1 ] } , "name" : "add" , "arguments" : { "a" : -1 , "b" : 1.5e3 , "c" : [ true , null , "é\"" ] , "d" : { "e" : 10 } } , "task" : { } } }"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"r-7","reason":"gone","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+        r#"{"jsonrpc":"2.0","id":99,"result":{"content":[]},"error":null}"#,
+    ];
+
+    /// Whether the cursor (scan.rs) read `text`; then it must have read it exactly as
+    /// serde_json does.
+    fn scanned_as_parsed(text: &str, lift: bool) -> bool {
+        let Some(scanned) = scan_frame(text, lift) else {
+            return false;
+        };
+        let parsed = parse_frame(text, lift);
+        assert!(
+            parsed.is_some(),
+            "the cursor read what serde_json refuses: {text}"
+        );
+        assert_eq!(
+            format!("{:?}", answer(Some(scanned))),
+            format!("{:?}", answer(parsed)),
+            "{text}"
+        );
+        true
+    }
+
+    /// The cursor reads exactly as serde_json does, or leaves the message to it: over
+    /// every frame the other tests use, and over every one-byte change to whole requests
+    /// (each byte removed, replaced by and preceded by each byte JSON's grammar turns
+    /// on), which makes broken, truncated, escaped, duplicated, deep and odd messages.
+    #[test]
+    fn the_cursor_reads_as_serde_json_or_leaves_the_message() {
+        // The common messages are the cursor's to read (else the test below tests nothing).
+        for text in WHOLE {
+            assert!(scanned_as_parsed(text, true), "{text}");
+            assert!(scanned_as_parsed(text, false), "{text}");
+        }
+        let bytes: &[u8] = b" \"\\{}[],:01-.eE$\tan\x01/";
+        let mut frames: Vec<Vec<u8>> = FRAMES.iter().map(|f| f.as_bytes().to_vec()).collect();
+        for text in WHOLE {
+            let text = text.as_bytes();
+            for i in 0..=text.len() {
+                let (head, tail) = text.split_at(i);
+                if let Some((_, rest)) = tail.split_first() {
+                    frames.push([head, rest].concat());
+                    for &b in bytes {
+                        frames.push([head, &[b], rest].concat());
+                    }
+                }
+                for &b in bytes {
+                    frames.push([head, &[b], tail].concat());
+                }
+            }
+        }
+        // Nesting around the cursor's own bound, the bound of what it hands over, and
+        // serde_json's limit, in arrays and in objects.
+        for n in (10..20).chain(60..70).chain(120..132) {
+            for (open, close) in [("[", "]"), (r#"{"a":"#, "}")] {
+                let arguments = format!("{}1{}", open.repeat(n), close.repeat(n));
+                frames.push(
+                    WHOLE[0]
+                        .replace(r#""hello from the presa bench""#, &arguments)
+                        .into(),
+                );
+            }
+        }
+        let mut read = 0;
+        for frame in &frames {
+            let Ok(text) = std::str::from_utf8(frame) else {
+                continue;
+            };
+            for lift in [false, true] {
+                read += usize::from(scanned_as_parsed(text, lift));
+            }
+        }
+        // Most changes leave a message the cursor reads or one it must leave; both kinds
+        // are many (a cursor that read nothing would pass the comparisons above).
+        assert!(read > frames.len() / 2, "{read} of {}", frames.len());
     }
 
     /// serde_json's private RawValue key is refused wherever it stands, first or not,

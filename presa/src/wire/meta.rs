@@ -5,6 +5,7 @@
 use crate::error::Error;
 use crate::wire::client_info::ReadClientInfo;
 use crate::wire::jsonrpc::RequestId;
+use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, Unread};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -331,38 +332,46 @@ impl<'de> serde::Deserialize<'de> for RawMeta {
             fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
                 f.write_str("a _meta value")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<RawMeta, A::Error> {
-                let mut fields = Box::<MetaFields>::default();
-                let mut first = true;
-                while let Some(super::Key(key)) = map.next_key()? {
-                    if super::number_in_disguise(&mut map, &mut first, &key)?.is_some() {
-                        return Ok(RawMeta::NotObject);
-                    }
-                    if key == KEY_CLIENT_INFO {
-                        // Read without building a map (see client_info.rs).
-                        fields.client_info = Some(map.next_value()?);
-                        continue;
-                    }
-                    if key == KEY_PROTOCOL_VERSION {
-                        let text = map.next_value::<super::Text>()?;
-                        fields.protocol_version = Some(Version::of(text.0));
-                        continue;
-                    }
-                    match fields.slot(&key) {
-                        Some(slot) => *slot = Some(map.next_value::<super::Json>()?.0),
-                        None => {
-                            map.next_value::<super::Any>()?;
-                        }
-                    }
-                }
-                Ok(RawMeta::Object(fields))
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<RawMeta, A::Error> {
+                read_meta(&mut FromSerde::new(map))
             }
             non_objects_are!(RawMeta, RawMeta::NotObject);
         }
         d.deserialize_any(Visit)
+    }
+}
+
+impl<'a> Scan<'a> for RawMeta {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        c.object(|m| read_meta(m))
+    }
+}
+
+/// Reads an object `_meta` member by member.
+fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
+    let mut fields = Box::<MetaFields>::default();
+    loop {
+        let key = match m.next()? {
+            Next::Key(key) => key,
+            Next::End => return Ok(RawMeta::Object(fields)),
+            Next::Number(_) => return Ok(RawMeta::NotObject),
+        };
+        if key == KEY_CLIENT_INFO {
+            // Read without building a map (see client_info.rs).
+            fields.client_info = Some(m.value()?);
+            continue;
+        }
+        if key == KEY_PROTOCOL_VERSION {
+            let text = m.value::<super::Text>()?;
+            fields.protocol_version = Some(Version::of(text.0));
+            continue;
+        }
+        match fields.slot(&key) {
+            Some(slot) => *slot = Some(m.value::<super::Json>()?.0),
+            None => {
+                m.value::<super::Any>()?;
+            }
+        }
     }
 }
 

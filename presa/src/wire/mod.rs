@@ -308,20 +308,8 @@ impl<'de> serde::Deserialize<'de> for Json {
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("any JSON value")
             }
-            fn visit_map<A: serde::de::MapAccess<'de>>(
-                self,
-                mut map: A,
-            ) -> Result<Value, A::Error> {
-                let mut members = serde_json::Map::new();
-                let mut first = true;
-                while let Some(Key(key)) = map.next_key()? {
-                    if let Some(number) = number_in_disguise(&mut map, &mut first, &key)? {
-                        return Ok(Value::Number(number));
-                    }
-                    // A member given twice keeps its last value, as in a `Value` parse.
-                    members.insert(key.into_owned(), map.next_value::<Json>()?.0);
-                }
-                Ok(Value::Object(members))
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<Value, A::Error> {
+                read_object(&mut scan::FromSerde::new(map))
             }
             fn visit_seq<A: serde::de::SeqAccess<'de>>(
                 self,
@@ -360,9 +348,27 @@ impl<'de> serde::Deserialize<'de> for Json {
     }
 }
 
+/// An object read member by member into a `Value` (see [`Json`]).
+fn read_object<'de, M: scan::Members<'de>>(m: &mut M) -> Result<serde_json::Value, M::Error> {
+    use serde_json::Value;
+    let mut members = serde_json::Map::new();
+    loop {
+        match m.next()? {
+            // A member given twice keeps its last value, as in a `Value` parse.
+            scan::Next::Key(key) => {
+                let value = m.value::<Json>()?.0;
+                members.insert(key.into_owned(), value);
+            }
+            scan::Next::End => return Ok(Value::Object(members)),
+            scan::Next::Number(number) => return Ok(Value::Number(number)),
+        }
+    }
+}
+
 pub(crate) mod client_info;
 pub mod jsonrpc;
 pub mod meta;
+pub(crate) mod scan;
 pub mod types;
 pub(crate) mod write;
 

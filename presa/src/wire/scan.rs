@@ -1,0 +1,356 @@
+//! Reading an object member by member from one of two sources: serde_json's map access
+//! (any input), or a [`Cursor`] over the message's bytes, which reads the common message
+//! without serde's machinery. The readers of the envelope, `params`, `_meta` and
+//! `clientInfo` are written once, against [`Members`], and run over both.
+//!
+//! The cursor reads only what it can read plainly: objects whose keys have no escapes,
+//! strings without escapes, small non-negative integers. Any other value it hands to
+//! serde_json where it stands, through the same `Deserialize` the map access uses. What
+//! it cannot read at all (a key with an escape or starting with `$`, a `params` that is
+//! not an object, deep nesting, a syntax error) makes it give up with [`Unread`], and
+//! the decoder reads the whole message again through serde_json. So the cursor never
+//! rejects: every answer to a malformed message comes from serde_json, and a test
+//! checks that whatever the cursor reads, it reads exactly as serde_json does.
+//!
+//! Why: serde_json's generic map access, key and string parsing were about half of a
+//! stdio `tools/call`'s instructions (callgrind: 7.85k of 14.4k), most of it for the
+//! dozen keys and short strings of the envelope and `_meta`.
+
+use serde::Deserialize;
+use serde::de::{DeserializeSeed, MapAccess};
+use std::borrow::Cow;
+use std::marker::PhantomData;
+
+/// The cursor gave up: the message is read again through serde_json.
+#[derive(Debug)]
+pub(crate) struct Unread;
+
+/// What [`Members::next`] found.
+pub(crate) enum Next<'de> {
+    /// A member's key; its value is read next, with [`Members::value`] or [`Members::seed`].
+    Key(Cow<'de, str>),
+    /// The end of the object.
+    End,
+    /// The "object" was serde_json's disguise of a number (see
+    /// `wire::number_in_disguise`): this number. Only serde_json's map access gives it.
+    Number(serde_json::Number),
+}
+
+/// An object's members, as a reader sees them.
+pub(crate) trait Members<'de> {
+    /// Why a member could not be read.
+    type Error;
+
+    /// The next key, or the end.
+    fn next(&mut self) -> Result<Next<'de>, Self::Error>;
+
+    /// The value of the key just read, through `seed`.
+    fn seed<S: ScanSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Self::Error>;
+
+    /// The value of the key just read.
+    fn value<T: Scan<'de>>(&mut self) -> Result<T, Self::Error> {
+        self.seed(PhantomData)
+    }
+}
+
+/// A value the cursor can read. By default it hands the value to serde_json.
+pub(crate) trait Scan<'a>: Deserialize<'a> {
+    /// Reads the value at the cursor.
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        c.delegate()
+    }
+}
+
+/// A seed the cursor can read with.
+pub(crate) trait ScanSeed<'a>: DeserializeSeed<'a> {
+    /// Reads the value at the cursor.
+    fn scan(self, c: &mut Cursor<'a>) -> Result<Self::Value, Unread>;
+}
+
+impl<'a, T: Scan<'a>> ScanSeed<'a> for PhantomData<T> {
+    fn scan(self, c: &mut Cursor<'a>) -> Result<T, Unread> {
+        T::scan(c)
+    }
+}
+
+/// serde_json's map access as [`Members`]: each key passed through
+/// `wire::number_in_disguise`.
+pub(crate) struct FromSerde<A> {
+    map: A,
+    first: bool,
+}
+
+impl<A> FromSerde<A> {
+    /// The members of `map`.
+    pub(crate) fn new(map: A) -> Self {
+        FromSerde { map, first: true }
+    }
+}
+
+impl<'de, A: MapAccess<'de>> Members<'de> for FromSerde<A> {
+    type Error = A::Error;
+
+    fn next(&mut self) -> Result<Next<'de>, A::Error> {
+        let Some(super::Key(key)) = self.map.next_key()? else {
+            return Ok(Next::End);
+        };
+        Ok(
+            match super::number_in_disguise(&mut self.map, &mut self.first, &key)? {
+                Some(number) => Next::Number(number),
+                None => Next::Key(key),
+            },
+        )
+    }
+
+    fn seed<S: ScanSeed<'de>>(&mut self, seed: S) -> Result<S::Value, A::Error> {
+        self.map.next_value_seed(seed)
+    }
+}
+
+/// How many objects deep the cursor reads itself (the message's own object counts);
+/// deeper, it gives up.
+const MAX_DEPTH: u32 = 16;
+
+/// How many `[` and `{` a value handed to serde_json may hold. serde_json refuses
+/// nesting past 128 levels counted from the message's start; a value handed over is
+/// counted afresh, so the cursor takes only values far below the limit (at most
+/// `MAX_DEPTH + MAX_HANDED_NESTING` levels in all), which neither parse refuses.
+const MAX_HANDED_NESTING: usize = 64;
+
+/// A position in one message's text.
+pub(crate) struct Cursor<'a> {
+    text: &'a str,
+    at: usize,
+    depth: u32,
+}
+
+impl<'a> Cursor<'a> {
+    /// A cursor at the start of `text`, or `None` when `text` holds a control character
+    /// (a byte below 0x20: inside a string serde_json refuses it, and outside it is
+    /// whitespace the cursor does not expect). Checked here once, for the whole text, so
+    /// a string needs only a search for its closing quote.
+    pub(crate) fn new(text: &'a str) -> Option<Self> {
+        // No early exit, so the loop runs a vector at a time.
+        let controls = text.bytes().fold(false, |any, b| any | (b < 0x20));
+        (!controls).then_some(Cursor {
+            text,
+            at: 0,
+            depth: 0,
+        })
+    }
+
+    /// The next byte after any whitespace (JSON's four), which is skipped.
+    #[inline]
+    fn peek(&mut self) -> Option<u8> {
+        match self.text.as_bytes().get(self.at) {
+            Some(&b) if b > b' ' => Some(b),
+            _ => self.peek_past_whitespace(),
+        }
+    }
+
+    /// [`Cursor::peek`] where whitespace may stand.
+    fn peek_past_whitespace(&mut self) -> Option<u8> {
+        let bytes = self.text.as_bytes();
+        while let Some(&b) = bytes.get(self.at) {
+            if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+                return Some(b);
+            }
+            self.at += 1;
+        }
+        None
+    }
+
+    /// Whether the next byte after whitespace is `b`; it is taken when it is.
+    fn eat(&mut self, b: u8) -> bool {
+        let found = self.peek() == Some(b);
+        self.at += usize::from(found);
+        found
+    }
+
+    /// Nothing but whitespace is left.
+    pub(crate) fn end(&mut self) -> Result<(), Unread> {
+        match self.peek() {
+            None => Ok(()),
+            Some(_) => Err(Unread),
+        }
+    }
+
+    /// Reads an object with `read`, which sees its members.
+    pub(crate) fn object<T>(
+        &mut self,
+        read: impl FnOnce(&mut Object<'_, 'a>) -> Result<T, Unread>,
+    ) -> Result<T, Unread> {
+        if self.depth == MAX_DEPTH || !self.eat(b'{') {
+            return Err(Unread);
+        }
+        self.depth += 1;
+        let mut object = Object {
+            cursor: self,
+            state: State::Opened,
+        };
+        let value = read(&mut object)?;
+        // Every reader reads to the end (only serde_json's disguised numbers stop one
+        // early, and the cursor gives none).
+        if !matches!(object.state, State::Ended) {
+            return Err(Unread);
+        }
+        self.depth -= 1;
+        Ok(value)
+    }
+
+    /// A string without escapes, borrowed; the cursor does not move when the next value
+    /// is anything else.
+    pub(crate) fn plain(&mut self) -> Option<&'a str> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let start = self.at + 1;
+        let end = start + closing_quote(self.text.as_bytes().get(start..)?)?;
+        // The text is UTF-8 and the quotes are ASCII: the slice is on char boundaries.
+        let s = self.text.get(start..end)?;
+        self.at = end + 1;
+        Some(s)
+    }
+
+    /// A non-negative integer of at most 18 digits (so any int64 reader takes it), with
+    /// no fraction or exponent; the cursor does not move when the next value is
+    /// anything else.
+    pub(crate) fn small_uint(&mut self) -> Option<u64> {
+        let bytes = self.text.as_bytes().get(self.at..)?;
+        let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
+        let plain = (1..=18).contains(&digits)
+            && (digits == 1 || bytes[0] != b'0')
+            && !matches!(bytes.get(digits), Some(b'.' | b'e' | b'E'));
+        if !plain {
+            return None;
+        }
+        let n = bytes[..digits]
+            .iter()
+            .fold(0u64, |n, d| n * 10 + u64::from(d - b'0'));
+        self.at += digits;
+        Some(n)
+    }
+
+    /// Hands the value at the cursor to serde_json.
+    pub(crate) fn delegate<T: Deserialize<'a>>(&mut self) -> Result<T, Unread> {
+        let rest = self.text.get(self.at..).ok_or(Unread)?;
+        let mut values = serde_json::Deserializer::from_str(rest).into_iter::<T>();
+        let value = values.next().ok_or(Unread)?.map_err(|_| Unread)?;
+        let used = values.byte_offset();
+        let nesting = rest.as_bytes()[..used]
+            .iter()
+            .filter(|b| matches!(b, b'[' | b'{'))
+            .count();
+        if nesting > MAX_HANDED_NESTING {
+            return Err(Unread);
+        }
+        self.at += used;
+        Ok(value)
+    }
+}
+
+/// Where the string whose content starts `bytes` closes, or `None` when an escape comes
+/// first (or it never closes). Eight bytes at a time, in plain arithmetic: a byte loop
+/// was about ten instructions a byte, and memchr's vector search costs more than it saves
+/// on strings as short as a message's keys (their median is under 16 bytes).
+fn closing_quote(bytes: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGHS: u64 = u64::from_le_bytes([0x80; 8]);
+    // The high bit of each byte of `v` that is zero (exact for the lowest such byte).
+    let zeros = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let mut at = 0;
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let mut word = [0; 8];
+        word.copy_from_slice(chunk);
+        let v = u64::from_le_bytes(word);
+        let stops = zeros(v ^ (ONES * u64::from(b'"'))) | zeros(v ^ (ONES * u64::from(b'\\')));
+        if stops != 0 {
+            // Little-endian: the lowest flagged byte comes first in the text.
+            let first = at + (stops.trailing_zeros() / 8) as usize;
+            return (bytes.get(first) == Some(&b'"')).then_some(first);
+        }
+        at += 8;
+    }
+    let tail = bytes.get(at..)?;
+    let i = tail.iter().position(|&b| b == b'"' || b == b'\\')?;
+    (tail[i] == b'"').then_some(at + i)
+}
+
+/// Where an [`Object`] stands.
+enum State {
+    /// Just after `{`.
+    Opened,
+    /// After a member's value.
+    Between,
+    /// After `}`.
+    Ended,
+}
+
+/// An object being read at a [`Cursor`].
+pub(crate) struct Object<'c, 'a> {
+    cursor: &'c mut Cursor<'a>,
+    state: State,
+}
+
+impl<'a> Members<'a> for Object<'_, 'a> {
+    type Error = Unread;
+
+    fn next(&mut self) -> Result<Next<'a>, Unread> {
+        let c = &mut *self.cursor;
+        let more = match self.state {
+            State::Opened => !c.eat(b'}'),
+            State::Between if c.eat(b',') => true,
+            State::Between if c.eat(b'}') => false,
+            State::Between | State::Ended => return Err(Unread),
+        };
+        if !more {
+            self.state = State::Ended;
+            return Ok(Next::End);
+        }
+        // A key starting with `$` may be one of serde_json's tokens: left to serde_json.
+        let key = c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?;
+        if !c.eat(b':') {
+            return Err(Unread);
+        }
+        self.state = State::Between;
+        Ok(Next::Key(Cow::Borrowed(key)))
+    }
+
+    fn seed<S: ScanSeed<'a>>(&mut self, seed: S) -> Result<S::Value, Unread> {
+        seed.scan(self.cursor)
+    }
+}
+
+impl<'a> Scan<'a> for super::Any {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        match c.plain() {
+            Some(_) => Ok(super::Any),
+            None => c.delegate(),
+        }
+    }
+}
+
+impl<'a> Scan<'a> for super::Text<'a> {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        match c.plain() {
+            Some(s) => Ok(super::Text(Some(Cow::Borrowed(s)))),
+            None => c.delegate(),
+        }
+    }
+}
+
+impl<'a> Scan<'a> for super::Json {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        use serde_json::Value;
+        if let Some(s) = c.plain() {
+            return Ok(super::Json(Value::String(s.to_owned())));
+        }
+        if let Some(n) = c.small_uint() {
+            return Ok(super::Json(Value::from(n)));
+        }
+        match c.peek() {
+            Some(b'{') => c.object(|m| super::read_object(m)).map(super::Json),
+            _ => c.delegate(),
+        }
+    }
+}
