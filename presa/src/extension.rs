@@ -7,7 +7,7 @@
 use crate::context::RequestContext;
 use crate::error::Error;
 use crate::registry::BoxFuture;
-use crate::registry::tool::{Tool, ToolCall, ToolEntry};
+use crate::registry::tool::{Tool, ToolCall, ToolEntry, ToolOutput};
 use crate::server::Server;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -125,7 +125,7 @@ pub(crate) async fn run_tool(
     ctx: RequestContext,
 ) -> Result<Map<String, Value>, Error> {
     let result = check_result(entry, start_handler(entry, arguments, ctx).await)?;
-    match serde_json::to_value(result) {
+    match serde_json::to_value(result.into_result()) {
         Ok(Value::Object(m)) => Ok(server.shape_map(m)),
         _ => Err(Error::internal()),
     }
@@ -136,7 +136,7 @@ pub(crate) fn start_handler(
     entry: &ToolEntry,
     arguments: Map<String, Value>,
     ctx: RequestContext,
-) -> BoxFuture<Result<crate::CallToolResult, Error>> {
+) -> BoxFuture<Result<ToolOutput, Error>> {
     (entry.handler)(ToolCall {
         name: Arc::clone(&entry.name),
         arguments,
@@ -149,9 +149,14 @@ pub(crate) fn start_handler(
 /// output schema. A result that breaks either is -32603, logged (the model never sees it).
 pub(crate) fn check_result(
     entry: &ToolEntry,
-    result: Result<crate::CallToolResult, Error>,
-) -> Result<crate::CallToolResult, Error> {
-    let result = result?;
+    result: Result<ToolOutput, Error>,
+) -> Result<ToolOutput, Error> {
+    let result = match result? {
+        // One text block without annotations breaks nothing, unless an outputSchema asks
+        // for structured content.
+        ToolOutput::Text(text) if entry.output.is_none() => return Ok(ToolOutput::Text(text)),
+        output => output.into_result(),
+    };
     let name = entry.tool.name.as_str();
     if let Some(problem) = result.content.iter().find_map(|c| c.check().err()) {
         tracing::error!(tool = %name, %problem, "tool result content breaks the schema");
@@ -167,7 +172,7 @@ pub(crate) fn check_result(
             return Err(Error::internal());
         }
     }
-    Ok(result)
+    Ok(ToolOutput::Result(result))
 }
 
 /// Whether the request declared extension `id` in its client capabilities.

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::extract::{Args, FromContext, StateRequirement};
 use crate::registry::prompt::{Prompt, PromptArgument, PromptGet};
 use crate::registry::resource::{Resource, ResourceRead, ResourceTemplate};
-use crate::registry::tool::{IntoCallToolResult, Tool, ToolCall};
+use crate::registry::tool::{IntoCallToolResult, Tool, ToolCall, ToolOutput};
 use crate::server::ServerBuilder;
 use crate::wire::types::CallToolResult;
 use schemars::JsonSchema;
@@ -96,7 +96,7 @@ pub struct ArgMeta {
 }
 
 /// Why an argument could not be taken: a result to return right away.
-pub type Refusal = Result<CallToolResult, Error>;
+pub type Refusal = Result<ToolOutput, Error>;
 
 /// Builds a tool's input schema from its parameters, in order.
 pub struct ToolSchema {
@@ -267,9 +267,9 @@ impl From<ToolCall> for CallParts {
 }
 
 fn bad_argument(name: &str, e: impl Display) -> Refusal {
-    Ok(CallToolResult::error(format!(
+    Ok(ToolOutput::Result(CallToolResult::error(format!(
         "Invalid value for argument {name}: {e}"
-    )))
+    ))))
 }
 
 /// Whole-arguments parameters: `Args<T>`.
@@ -309,7 +309,11 @@ impl<T: DeserializeOwned + JsonSchema + Send> ViaArgs for &&&Probe<Args<T>> {
         let all = Value::Object(std::mem::take(&mut call.arguments));
         crate::extract::from_checked_value(all)
             .map(Args)
-            .map_err(|e| Ok(CallToolResult::error(format!("Invalid arguments: {e}"))))
+            .map_err(|e| {
+                Ok(ToolOutput::Result(CallToolResult::error(format!(
+                    "Invalid arguments: {e}"
+                ))))
+            })
     }
 }
 
@@ -476,15 +480,15 @@ impl<R> Ret<R> {
 /// Return values presa converts directly.
 pub trait RetDirect {
     /// The `tools/call` result.
-    fn finish(&self) -> Result<CallToolResult, Error>;
+    fn finish(&self) -> Result<ToolOutput, Error>;
     /// The output schema the return type implies.
     fn output_schema(&self) -> Option<Value>;
 }
 
 impl<R: IntoCallToolResult> RetDirect for &&Ret<R> {
-    fn finish(&self) -> Result<CallToolResult, Error> {
+    fn finish(&self) -> Result<ToolOutput, Error> {
         match self.0.take() {
-            Some(r) => r.into_call_tool_result(),
+            Some(r) => r.into_tool_output(),
             None => Err(Error::internal()),
         }
     }
@@ -496,16 +500,16 @@ impl<R: IntoCallToolResult> RetDirect for &&Ret<R> {
 /// `Result<T, E>` with any displayable `E`: `Err` becomes a tool error with its message.
 pub trait RetDisplay {
     /// The `tools/call` result.
-    fn finish(&self) -> Result<CallToolResult, Error>;
+    fn finish(&self) -> Result<ToolOutput, Error>;
     /// The output schema the return type implies.
     fn output_schema(&self) -> Option<Value>;
 }
 
 impl<T: IntoCallToolResult, E: Display> RetDisplay for &Ret<Result<T, E>> {
-    fn finish(&self) -> Result<CallToolResult, Error> {
+    fn finish(&self) -> Result<ToolOutput, Error> {
         match self.0.take() {
-            Some(Ok(v)) => v.into_call_tool_result(),
-            Some(Err(e)) => Ok(CallToolResult::error(e.to_string())),
+            Some(Ok(v)) => v.into_tool_output(),
+            Some(Err(e)) => Ok(ToolOutput::Result(CallToolResult::error(e.to_string()))),
             None => Err(Error::internal()),
         }
     }

@@ -9,7 +9,7 @@ use crate::extension::{Intercepted, ToolInvocation, check_result, start_handler}
 use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
-use crate::registry::tool::ToolEntry;
+use crate::registry::tool::{ToolEntry, ToolOutput};
 use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
 use crate::server::Server;
 use crate::subscriptions;
@@ -283,9 +283,12 @@ pub(super) fn start_call(
 fn shape_call(
     server: &Server,
     entry: &ToolEntry,
-    result: Result<crate::CallToolResult, Error>,
+    result: Result<ToolOutput, Error>,
 ) -> Result<String, Error> {
-    check_result(entry, result).and_then(|result| server.shape_call_result(&result))
+    check_result(entry, result).and_then(|output| match output {
+        ToolOutput::Text(text) => server.shape_text_result(&text),
+        ToolOutput::Result(result) => server.shape_call_result(&result),
+    })
 }
 
 /// What a `tools/call` comes to before its handler runs.

@@ -241,6 +241,13 @@ impl Closing {
     }
 }
 
+/// One text block without annotations, written as serde writes a `Content::Text`.
+fn push_text_block(out: &mut String, text: &str) {
+    out.push_str("{\"type\":\"text\",\"text\":");
+    write::push_str(out, text);
+    out.push('}');
+}
+
 /// What accepting a notification asks of the transport.
 #[derive(Debug)]
 pub(crate) enum NotificationEffect {
@@ -809,11 +816,7 @@ impl Server {
                 crate::Content::Text {
                     text,
                     annotations: None,
-                } => {
-                    out.push_str("{\"type\":\"text\",\"text\":");
-                    write::push_str(&mut out, text);
-                    out.push('}');
-                }
+                } => push_text_block(&mut out, text),
                 other => write::push_json_text(&mut out, other).map_err(failed)?,
             }
         }
@@ -822,15 +825,37 @@ impl Server {
             out.push_str(",\"structuredContent\":");
             write::push_json_text(&mut out, structured).map_err(failed)?;
         }
+        self.end_call_result(out, result.is_error, result.meta.as_ref())
+    }
+
+    /// A `tools/call` result of one text block (a handler's plain text), written as
+    /// [`Server::shape_call_result`] writes it.
+    pub(crate) fn shape_text_result(&self, text: &str) -> Result<String, Error> {
+        let mut out = String::with_capacity(320);
+        out.push_str("{\"content\":[");
+        push_text_block(&mut out, text);
+        out.push(']');
+        self.end_call_result(out, false, None)
+    }
+
+    /// The end of a `tools/call` result after its content and structured content.
+    fn end_call_result(
+        &self,
+        mut out: String,
+        is_error: bool,
+        meta: Option<&Map<String, Value>>,
+    ) -> Result<String, Error> {
         // `isError` and `resultType` ([`RESULT_TYPE_COMPLETE`]) in one piece.
-        out.push_str(if result.is_error {
+        out.push_str(if is_error {
             ",\"isError\":true,\"resultType\":\"complete\""
         } else {
             ",\"isError\":false,\"resultType\":\"complete\""
         });
         // The handler's `_meta` entries, then serverInfo unless the handler set it.
-        self.end_result(&mut out, result.meta.as_ref())
-            .map_err(failed)?;
+        self.end_result(&mut out, meta).map_err(|e| {
+            tracing::error!("a tools/call result failed to serialize: {e}");
+            Error::internal()
+        })?;
         Ok(out)
     }
 
@@ -960,6 +985,14 @@ mod tests {
             })
             .expect("serializes");
             assert_eq!(shaped, reference);
+        }
+        // A handler's plain text is shaped as the one text block it stands for.
+        for t in ["", "plain", "tab\t \"quoted\" \u{1} é \u{2028}"] {
+            let shaped = server.shape_text_result(t).expect("shapes");
+            let whole = server
+                .shape_call_result(&CallToolResult::text(t))
+                .expect("shapes");
+            assert_eq!(shaped, whole, "{t:?}");
         }
     }
 

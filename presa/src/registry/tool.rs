@@ -57,6 +57,15 @@ pub trait IntoCallToolResult {
     /// Converts into a result or a protocol error.
     fn into_call_tool_result(self) -> Result<CallToolResult, Error>;
 
+    /// Converts into what the pipeline takes: a plain text stays a `String`.
+    #[doc(hidden)]
+    fn into_tool_output(self) -> Result<ToolOutput, Error>
+    where
+        Self: Sized,
+    {
+        self.into_call_tool_result().map(ToolOutput::Result)
+    }
+
     /// The `outputSchema` this return type implies, if any (for [`Json<T>`]: the schema of
     /// `T`).
     fn output_schema() -> Option<Value> {
@@ -115,11 +124,29 @@ impl IntoCallToolResult for String {
     fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
         Ok(CallToolResult::text(self))
     }
+
+    fn into_tool_output(self) -> Result<ToolOutput, Error> {
+        Ok(ToolOutput::Text(self))
+    }
 }
 
 impl IntoCallToolResult for &'static str {
     fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
         Ok(CallToolResult::text(self))
+    }
+
+    fn into_tool_output(self) -> Result<ToolOutput, Error> {
+        Ok(ToolOutput::Text(self.to_owned()))
+    }
+}
+
+impl IntoCallToolResult for ToolOutput {
+    fn into_call_tool_result(self) -> Result<CallToolResult, Error> {
+        Ok(self.into_result())
+    }
+
+    fn into_tool_output(self) -> Result<ToolOutput, Error> {
+        Ok(self)
     }
 }
 
@@ -146,6 +173,10 @@ impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, Error> {
         self.and_then(IntoCallToolResult::into_call_tool_result)
     }
 
+    fn into_tool_output(self) -> Result<ToolOutput, Error> {
+        self.and_then(IntoCallToolResult::into_tool_output)
+    }
+
     fn output_schema() -> Option<Value> {
         T::output_schema()
     }
@@ -159,13 +190,42 @@ impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, ToolError> {
         }
     }
 
+    fn into_tool_output(self) -> Result<ToolOutput, Error> {
+        match self {
+            Ok(v) => v.into_tool_output(),
+            Err(e) => Ok(ToolOutput::Result(CallToolResult::error(e.0))),
+        }
+    }
+
     fn output_schema() -> Option<Value> {
         T::output_schema()
     }
 }
 
+/// A handler's result as the pipeline takes it: a plain text (what a tool returning a
+/// `String` or `&str` gives, the common case, kept as it is so that no `CallToolResult`
+/// is built, checked and dropped for it) or a whole result.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum ToolOutput {
+    /// A successful result of one text block, without annotations.
+    Text(String),
+    /// Any result.
+    Result(CallToolResult),
+}
+
+impl ToolOutput {
+    /// The whole result.
+    pub(crate) fn into_result(self) -> CallToolResult {
+        match self {
+            ToolOutput::Text(text) => CallToolResult::text(text),
+            ToolOutput::Result(result) => result,
+        }
+    }
+}
+
 pub(crate) type ToolHandler =
-    Arc<dyn Fn(ToolCall) -> BoxFuture<Result<CallToolResult, Error>> + Send + Sync>;
+    Arc<dyn Fn(ToolCall) -> BoxFuture<Result<ToolOutput, Error>> + Send + Sync>;
 
 /// A tool definition: metadata, schemas and a handler.
 ///
@@ -341,7 +401,7 @@ impl Tool {
         }
         self.handler = Some(Arc::new(move |call| {
             let fut = f(call);
-            Box::pin(async move { fut.await.into_call_tool_result() })
+            Box::pin(async move { fut.await.into_tool_output() })
         }));
         self
     }
