@@ -380,10 +380,11 @@ pub(crate) fn admit_request(
     meta: RawMeta,
     mirror: Option<VersionMirror<'_>>,
 ) -> Result<RequestMeta, Error> {
-    // 1. _meta absent is {}; not an object is -32602.
+    // 1. _meta absent is {}; not an object is -32602. Read in its box: moving the
+    // fields out of it first was a copy of them all.
     let meta = match meta {
-        RawMeta::Absent => MetaFields::default(),
-        RawMeta::Object(fields) => *fields,
+        RawMeta::Absent => Box::default(),
+        RawMeta::Object(fields) => fields,
         RawMeta::NotObject => return Err(Error::invalid_params("_meta must be an object")),
     };
     // 2. key syntax.
