@@ -43,7 +43,7 @@ pub(crate) const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prom
 
 /// A request that passed admission, on its way to its handler.
 struct Admitted {
-    method: String,
+    method: std::borrow::Cow<'static, str>,
     params: RequestParams,
     ctx: RequestContext,
     route: Route,
@@ -547,8 +547,7 @@ impl Server {
         let (catalog, target) = {
             let catalog = self.read_catalog();
             if extension.is_none()
-                && (!METHODS.contains(&method.as_str())
-                    || !methods::offered(self, &catalog, &method))
+                && (!METHODS.contains(&&*method) || !methods::offered(self, &catalog, &method))
             {
                 let error = Error::method_not_found(&method);
                 return Err(if method == "initialize" {
@@ -566,7 +565,7 @@ impl Server {
         // HTTP mirror checks of Mcp-Method and Mcp-Name.
         if let Some(h) = &mirrored {
             headers::method_matches(h, &method)?;
-            let mirrored = match method.as_str() {
+            let mirrored = match &*method {
                 "tools/call" | "prompts/get" => Some("name"),
                 "resources/read" => Some("uri"),
                 _ => extension.as_ref().and_then(|e| e.routing_param(&method)),
@@ -579,7 +578,7 @@ impl Server {
 
         let principal = self.inner.principal.as_ref().and_then(|f| f(headers));
 
-        let mrtr = extension.is_none() && MRTR_METHODS.contains(&method.as_str());
+        let mrtr = extension.is_none() && MRTR_METHODS.contains(&&*method);
         let round = if mrtr {
             self.open_round(&method, &params, principal.as_deref())?
         } else {
@@ -600,11 +599,9 @@ impl Server {
             .then(|| token::BindingText::new(&method, &params, principal.as_deref()));
         let ctx = RequestContext::new(ContextInit {
             id,
-            // The served methods are static strings: no copy of the name per request.
-            method: match METHODS.iter().find(|m| **m == method) {
-                Some(known) => std::borrow::Cow::Borrowed(*known),
-                None => std::borrow::Cow::Owned(method.clone()),
-            },
+            // The served methods are static strings (the decoder keeps them so): no copy
+            // of the name per request.
+            method: method.clone(),
             meta,
             outbound,
             logging_enabled: self.inner.config.logging,

@@ -6,9 +6,10 @@
 
 use crate::error::Error;
 use crate::wire::meta::RawMeta;
-use crate::wire::scan::{Cursor, FromSerde, Members, Next, ScanSeed, Unread};
+use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, ScanSeed, Unread};
 use serde::Serialize;
 use serde_json::{Map, Value};
+use std::borrow::Cow;
 use std::fmt;
 
 /// The longest string id presa accepts, in bytes.
@@ -73,8 +74,8 @@ impl Serialize for RequestId {
 pub struct Request {
     /// The request id.
     pub id: RequestId,
-    /// The method name.
-    pub method: String,
+    /// The method name: a method presa serves is its static name (no copy per request).
+    pub method: Cow<'static, str>,
     /// The params object (empty when absent), without its `_meta`. (The transports'
     /// own decoder may hold a `tools/call`'s `name` and `arguments` apart, see
     /// `lifted`; such requests never leave presa, and [`decode`] never does it.)
@@ -200,8 +201,8 @@ impl From<Map<String, Value>> for RequestParams {
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct Notification {
-    /// The method name.
-    pub method: String,
+    /// The method name (a method presa reads is its static name).
+    pub method: Cow<'static, str>,
     /// The params object (empty when absent), without its `_meta`.
     pub params: Map<String, Value>,
     /// `params._meta`, as admission reads it.
@@ -322,7 +323,7 @@ fn envelope_of(mut obj: Map<String, Value>) -> Envelope {
     Envelope {
         has_id: obj.contains_key("id"),
         id: obj.remove("id"),
-        method: obj.remove("method"),
+        method: obj.remove("method").map(Method::of),
         jsonrpc_2_0: obj.get("jsonrpc").and_then(Value::as_str) == Some("2.0"),
         params: obj.remove("params").map(|p| match p {
             Value::Object(mut map) => {
@@ -350,7 +351,7 @@ fn not_an_object(array: bool) -> Rejection {
 struct Envelope {
     has_id: bool,
     id: Option<Value>,
-    method: Option<Value>,
+    method: Option<Method>,
     jsonrpc_2_0: bool,
     params: Option<Params>,
     /// Whether a `result` or `error` member is present (a response).
@@ -475,12 +476,12 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
                 envelope.has_id = true;
                 envelope.id = Some(m.value::<super::Json>()?.0);
             }
-            "method" => envelope.method = Some(m.value::<super::Json>()?.0),
+            "method" => envelope.method = Some(m.value()?),
             "params" => {
                 // Only a request (its id read already) that is a tools/call so far.
                 let lift = lift
                     && envelope.has_id
-                    && matches!(&envelope.method, Some(Value::String(method)) if method == "tools/call");
+                    && matches!(&envelope.method, Some(Method::Name(method)) if method == "tools/call");
                 envelope.params = Some(m.seed(ParamsSeed { lift })?);
             }
             "jsonrpc" => {
@@ -503,6 +504,54 @@ fn scan_frame(text: &str, lift: bool) -> Option<Frame> {
     let frame = c.object(|m| read_frame(m, lift)).ok()?;
     c.end().ok()?;
     Some(frame)
+}
+
+/// A message's `method` member as read: a string (a method presa serves or reads as its
+/// static name, so the common request copies nothing for it), or any other value, kept
+/// for the error it gets.
+enum Method {
+    Name(Cow<'static, str>),
+    NotText,
+}
+
+/// The methods whose names are kept static: those presa serves, and the notification
+/// it acts on.
+fn known_method(name: &str) -> Option<&'static str> {
+    crate::pipeline::METHODS
+        .iter()
+        .chain(&["notifications/cancelled"])
+        .find(|m| **m == name)
+        .copied()
+}
+
+impl Method {
+    fn of(value: Value) -> Method {
+        match value {
+            Value::String(s) => Method::Name(match known_method(&s) {
+                Some(known) => Cow::Borrowed(known),
+                None => Cow::Owned(s),
+            }),
+            _ => Method::NotText,
+        }
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Method {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::Json::deserialize(d).map(|json| Method::of(json.0))
+    }
+}
+
+impl<'a> Scan<'a> for Method {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        match c.plain() {
+            Some(name) => Ok(Method::Name(match known_method(name) {
+                Some(known) => Cow::Borrowed(known),
+                None => Cow::Owned(name.to_owned()),
+            })),
+            None => c.delegate(),
+        }
+    }
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.
@@ -555,7 +604,7 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
             notification,
         ));
     }
-    let Value::String(method) = method else {
+    let Method::Name(method) = method else {
         return Err(Rejection::new(
             Error::invalid_request("Invalid Request: method must be a string"),
             echo,
