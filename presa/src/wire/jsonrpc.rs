@@ -942,6 +942,24 @@ mod tests {
                 );
             }
         }
+        // Strings of every length around the eight-byte steps of the cursor's search, and
+        // long ones, ending plainly, with an escape or with a control character, the same
+        // text again before the name so that a key comes after it.
+        for pad in (0..40).chain([500, 1000, 5000]) {
+            let long = "x".repeat(pad);
+            for text in [
+                long.clone(),
+                format!(r#"{long}\"q"#),
+                format!(r#"{long}\\"#),
+                format!(r#"{long}\u0041"#),
+                format!("{long}\u{1}"),
+            ] {
+                let frame = WHOLE[0].replace("hello from the presa bench", &text);
+                let before = format!(r#""x":"{text}","name":"echo""#);
+                frames.push(frame.replacen(r#""name":"echo""#, &before, 1).into());
+                frames.push(frame.into());
+            }
+        }
         let mut read = 0;
         for frame in &frames {
             let Ok(text) = std::str::from_utf8(frame) else {
