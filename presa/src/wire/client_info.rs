@@ -11,7 +11,7 @@
 
 use crate::error::Error;
 use crate::wire::Text;
-use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, Unread};
+use crate::wire::scan::{Cursor, Expected, FromSerde, Members, Next, Scan, Unread};
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -224,9 +224,10 @@ fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M
         object: true,
         ..ReadClientInfo::default()
     };
+    const KEYS: Expected<2> = Expected::new(["name", "version"]);
     // A member given twice counts with its last value, as in a map.
     loop {
-        let key = match m.next()? {
+        let key = match m.next_of(&KEYS)? {
             Next::Key(key) => key,
             Next::End => return Ok(info),
             Next::Number(_) => return Ok(ReadClientInfo::default()),

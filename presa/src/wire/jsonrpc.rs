@@ -6,7 +6,7 @@
 
 use crate::error::Error;
 use crate::wire::meta::RawMeta;
-use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, ScanSeed, Unread};
+use crate::wire::scan::{Cursor, Expected, FromSerde, Members, Next, Scan, ScanSeed, Unread};
 use serde::Serialize;
 use serde_json::{Map, Value};
 use std::borrow::Cow;
@@ -402,11 +402,12 @@ impl<'a> ScanSeed<'a> for ParamsSeed {
 /// Reads an object `params` member by member, lifting `name` and `arguments` out of the
 /// map when `lift` is set.
 fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M::Error> {
+    const KEYS: Expected<3> = Expected::new(["name", "arguments", "_meta"]);
     let mut params = Map::new();
     let mut lifted = Lifted::default();
     let mut meta = RawMeta::Absent;
     loop {
-        let key = match m.next()? {
+        let key = match m.next_of(&KEYS)? {
             Next::Key(key) => key,
             Next::End => return Ok(Params::Object(params, lifted, meta)),
             Next::Number(_) => return Ok(Params::NotObject),
@@ -464,9 +465,10 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
 /// Reads a message's object member by member; with `lift`, the params of a `tools/call`
 /// request whose `id` and `method` came first keep `name` and `arguments` apart.
 fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::Error> {
+    const KEYS: Expected<4> = Expected::new(["jsonrpc", "id", "method", "params"]);
     let mut envelope = Envelope::default();
     loop {
-        let key = match m.next()? {
+        let key = match m.next_of(&KEYS)? {
             Next::Key(key) => key,
             Next::End => return Ok(Frame::Object(envelope)),
             Next::Number(_) => return Ok(Frame::Other),

@@ -5,7 +5,7 @@
 use crate::error::Error;
 use crate::wire::client_info::ReadClientInfo;
 use crate::wire::jsonrpc::RequestId;
-use crate::wire::scan::{Cursor, FromSerde, Members, Next, Scan, Unread};
+use crate::wire::scan::{Cursor, Expected, FromSerde, Members, Next, Scan, Unread};
 use serde_json::{Map, Value};
 use std::fmt;
 
@@ -349,9 +349,14 @@ impl<'a> Scan<'a> for RawMeta {
 
 /// Reads an object `_meta` member by member.
 fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
+    const KEYS: Expected<3> = Expected::new([
+        KEY_PROTOCOL_VERSION,
+        KEY_CLIENT_CAPABILITIES,
+        KEY_CLIENT_INFO,
+    ]);
     let mut fields = Box::<MetaFields>::default();
     loop {
-        let key = match m.next()? {
+        let key = match m.next_of(&KEYS)? {
             Next::Key(key) => key,
             Next::End => return Ok(RawMeta::Object(fields)),
             Next::Number(_) => return Ok(RawMeta::NotObject),

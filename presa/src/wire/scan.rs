@@ -44,6 +44,17 @@ pub(crate) trait Members<'de> {
     /// The next key, or the end.
     fn next(&mut self) -> Result<Next<'de>, Self::Error>;
 
+    /// The next key, or the end, for a reader that expects the keys in `expected` (the
+    /// cursor recognises those by a look at their bytes; serde_json reads as ever). A key
+    /// outside them is read as by [`Members::next`].
+    fn next_of<const N: usize>(
+        &mut self,
+        expected: &Expected<N>,
+    ) -> Result<Next<'de>, Self::Error> {
+        let _ = expected;
+        self.next()
+    }
+
     /// The value of the key just read, through `seed`.
     fn seed<S: ScanSeed<'de>>(&mut self, seed: S) -> Result<S::Value, Self::Error>;
 
@@ -70,6 +81,64 @@ pub(crate) trait ScanSeed<'a>: DeserializeSeed<'a> {
 impl<'a, T: Scan<'a>> ScanSeed<'a> for PhantomData<T> {
     fn scan(self, c: &mut Cursor<'a>) -> Result<T, Unread> {
         T::scan(c)
+    }
+}
+
+/// The keys a reader expects. The cursor compares eight bytes where a key would end
+/// (its closing quote among them) with each name's last eight, a word of arithmetic, and
+/// only a name that matches them in full: a known key is read without a search for where
+/// it ends and, being a known name, is a `&'static str` whose bytes need no check. (The
+/// search and the check were about a hundred instructions a key, and a call's dozen keys
+/// its largest single cost.)
+pub(crate) struct Expected<const N: usize> {
+    names: [&'static str; N],
+    /// For each name: where its last eight bytes with the closing quote start (0 for a
+    /// shorter name), those bytes as a little-endian word, and the mask of the bytes
+    /// that count.
+    ends: [(usize, u64, u64); N],
+}
+
+impl<const N: usize> Expected<N> {
+    /// The expectation of `names` (none of which needs escaping in JSON).
+    pub(crate) const fn new(names: [&'static str; N]) -> Self {
+        let mut ends = [(0, 0, 0); N];
+        let mut i = 0;
+        while i < N {
+            let name = names[i].as_bytes();
+            // The name and its quote, the last eight bytes of them.
+            let quoted = name.len() + 1;
+            let from = quoted.saturating_sub(8);
+            let (mut word, mut mask, mut j) = (0u64, 0u64, from);
+            while j < quoted {
+                let byte = if j < name.len() { name[j] } else { b'"' };
+                word |= (byte as u64) << (8 * (j - from));
+                mask |= 0xff << (8 * (j - from));
+                j += 1;
+            }
+            ends[i] = (from, word, mask);
+            i += 1;
+        }
+        Expected { names, ends }
+    }
+
+    /// The expected name whose key starts `bytes` (just after its opening quote),
+    /// followed by its closing quote.
+    fn find(&self, bytes: &[u8]) -> Option<&'static str> {
+        for (name, &(from, word, mask)) in self.names.iter().zip(&self.ends) {
+            let Some(end) = bytes.get(from..from + 8) else {
+                continue;
+            };
+            let mut at = [0; 8];
+            at.copy_from_slice(end);
+            if u64::from_le_bytes(at) & mask != word {
+                continue;
+            }
+            // Eight bytes or fewer with the quote: the word held them all.
+            if from == 0 || bytes.get(..from) == name.as_bytes().get(..from) {
+                return Some(name);
+            }
+        }
+        None
     }
 }
 
@@ -296,6 +365,10 @@ impl<'a> Members<'a> for Object<'_, 'a> {
     type Error = Unread;
 
     fn next(&mut self) -> Result<Next<'a>, Unread> {
+        self.next_of(&Expected::new([]))
+    }
+
+    fn next_of<const N: usize>(&mut self, expected: &Expected<N>) -> Result<Next<'a>, Unread> {
         let c = &mut *self.cursor;
         let more = match self.state {
             State::Opened => !c.eat(b'}'),
@@ -307,8 +380,22 @@ impl<'a> Members<'a> for Object<'_, 'a> {
             self.state = State::Ended;
             return Ok(Next::End);
         }
-        // A key starting with `$` may be one of serde_json's tokens: left to serde_json.
-        let key = c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?;
+        let known = match c.peek() {
+            Some(b'"') => c
+                .text
+                .as_bytes()
+                .get(c.at + 1..)
+                .and_then(|rest| expected.find(rest)),
+            _ => None,
+        };
+        let key = match known {
+            Some(name) => {
+                c.at += name.len() + 2;
+                name
+            }
+            // A key starting with `$` may be one of serde_json's tokens: left to it.
+            None => c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?,
+        };
         if !c.eat(b':') {
             return Err(Unread);
         }
