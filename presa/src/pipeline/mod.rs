@@ -261,7 +261,7 @@ pub(crate) enum NotificationEffect {
 const MAX_LOGGED_REASON: usize = 4096;
 
 /// The methods of 2026-07-28 that presa serves.
-pub(crate) const METHODS: &[&str] = &[
+pub(crate) const METHODS: [&str; 10] = [
     "server/discover",
     "tools/list",
     "tools/call",

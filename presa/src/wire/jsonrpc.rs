@@ -486,9 +486,7 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
                     && matches!(&envelope.method, Some(Method::Name(method)) if method == "tools/call");
                 envelope.params = Some(m.seed(ParamsSeed { lift })?);
             }
-            "jsonrpc" => {
-                envelope.jsonrpc_2_0 = m.value::<super::Text>()?.0.as_deref() == Some("2.0")
-            }
+            "jsonrpc" => envelope.jsonrpc_2_0 = m.value::<JsonRpc2>()?.0,
             "result" | "error" => {
                 envelope.reply = true;
                 m.value::<super::Any>()?;
@@ -506,6 +504,25 @@ fn scan_frame(text: &str, lift: bool) -> Option<Frame> {
     let frame = c.object(|m| read_frame(m, lift)).ok()?;
     c.end().ok()?;
     Some(frame)
+}
+
+/// Whether a `jsonrpc` member is the string "2.0".
+struct JsonRpc2(bool);
+
+impl<'de> serde::Deserialize<'de> for JsonRpc2 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::Text::deserialize(d).map(|text| JsonRpc2(text.0.as_deref() == Some("2.0")))
+    }
+}
+
+impl<'a> Scan<'a> for JsonRpc2 {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        const TWO: Expected<1> = Expected::new(["2.0"]);
+        if c.known(&TWO).is_some() {
+            return Ok(JsonRpc2(true));
+        }
+        super::Text::scan(c).map(|text| JsonRpc2(text.0.as_deref() == Some("2.0")))
+    }
 }
 
 /// A message's `method` member as read: a string (a method presa serves or reads as its
@@ -546,6 +563,10 @@ impl<'de> serde::Deserialize<'de> for Method {
 
 impl<'a> Scan<'a> for Method {
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        const SERVED: Expected<10> = Expected::new(crate::pipeline::METHODS);
+        if let Some(name) = c.known(&SERVED) {
+            return Ok(Method::Name(Cow::Borrowed(name)));
+        }
         match c.plain() {
             Some(name) => Ok(Method::Name(match known_method(name) {
                 Some(known) => Cow::Borrowed(known),

@@ -270,6 +270,22 @@ impl Version {
     }
 }
 
+impl<'de> serde::Deserialize<'de> for Version {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        super::Text::deserialize(d).map(|text| Version::of(text.0))
+    }
+}
+
+impl<'a> Scan<'a> for Version {
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        const SPOKEN: Expected<1> = Expected::new([PROTOCOL_VERSION]);
+        match c.known(&SPOKEN) {
+            Some(version) => Ok(Version::Supported(version)),
+            None => super::Text::scan(c).map(|text| Version::of(text.0)),
+        }
+    }
+}
+
 impl MetaFields {
     /// Notes `key`'s syntax and says where its value goes (`None`: nowhere).
     fn slot(&mut self, key: &str) -> Option<&mut Option<Value>> {
@@ -367,8 +383,7 @@ fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
             continue;
         }
         if key == KEY_PROTOCOL_VERSION {
-            let text = m.value::<super::Text>()?;
-            fields.protocol_version = Some(Version::of(text.0));
+            fields.protocol_version = Some(m.value()?);
             continue;
         }
         match fields.slot(&key) {

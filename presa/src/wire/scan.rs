@@ -84,7 +84,7 @@ impl<'a, T: Scan<'a>> ScanSeed<'a> for PhantomData<T> {
     }
 }
 
-/// The keys a reader expects. The cursor compares eight bytes where a key would end
+/// The keys (or string values) a reader expects. The cursor compares eight bytes where one would end
 /// (its closing quote among them) with each name's last eight, a word of arithmetic, and
 /// only a name that matches them in full: a known key is read without a search for where
 /// it ends and, being a known name, is a `&'static str` whose bytes need no check. (The
@@ -281,6 +281,17 @@ impl<'a> Cursor<'a> {
         Some(s)
     }
 
+    /// A string that is one of `expected` (see [`Expected`]), as its static name; the
+    /// cursor does not move when the next value is anything else.
+    pub(crate) fn known<const N: usize>(&mut self, expected: &Expected<N>) -> Option<&'static str> {
+        if self.peek() != Some(b'"') {
+            return None;
+        }
+        let name = expected.find(self.text.as_bytes().get(self.at + 1..)?)?;
+        self.at += name.len() + 2;
+        Some(name)
+    }
+
     /// A non-negative integer of at most 18 digits (so any int64 reader takes it), with
     /// no fraction or exponent; the cursor does not move when the next value is
     /// anything else.
@@ -380,19 +391,8 @@ impl<'a> Members<'a> for Object<'_, 'a> {
             self.state = State::Ended;
             return Ok(Next::End);
         }
-        let known = match c.peek() {
-            Some(b'"') => c
-                .text
-                .as_bytes()
-                .get(c.at + 1..)
-                .and_then(|rest| expected.find(rest)),
-            _ => None,
-        };
-        let key = match known {
-            Some(name) => {
-                c.at += name.len() + 2;
-                name
-            }
+        let key = match c.known(expected) {
+            Some(name) => name,
             // A key starting with `$` may be one of serde_json's tokens: left to it.
             None => c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?,
         };
