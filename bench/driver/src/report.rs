@@ -478,12 +478,19 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
         );
     }
     // Scaling: instruction counts when callgrind ran, else criterion's times.
-    let (page, call, how) = if instructions.is_empty() {
+    // A catalog of 10 fills the page of 10 and has no next page; 100 and 1,000 both
+    // have one, whose cursor is written into the answer: 100 against 1,000 compares
+    // pages that do the same work, each beyond the page size.
+    let (page, beyond, call, how) = if instructions.is_empty() {
         let t = |id: &str| micro.get(id).copied();
         (
             ratio(
                 t("scaling: tools/list, page of 10/1000"),
                 t("scaling: tools/list, page of 10/10"),
+            ),
+            ratio(
+                t("scaling: tools/list, page of 10/1000"),
+                t("scaling: tools/list, page of 10/100"),
             ),
             ratio(
                 t("scaling: tools/call echo/1000"),
@@ -498,6 +505,10 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
                 instr("tools/list page of 10, 10 tools"),
             ),
             ratio(
+                instr("tools/list page of 10, 1000 tools"),
+                instr("tools/list page of 10, 100 tools"),
+            ),
+            ratio(
                 instr("tools/call echo, 1000 tools"),
                 instr("tools/call echo, 1 tool"),
             ),
@@ -507,6 +518,13 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
     check(
         &format!("tools/list one page (10 items), 1,000 ÷ 10 registered tools ({how})"),
         page,
+        Goal::AboutOne,
+    );
+    check(
+        &format!(
+            "tools/list one page (10 items), 1,000 ÷ 100 registered tools, both with a next page ({how})"
+        ),
+        beyond,
         Goal::AboutOne,
     );
     check(
