@@ -241,6 +241,12 @@ impl Closing {
     }
 }
 
+/// The -32603 for a `tools/call` result that would not serialize (logged).
+fn call_result_failed(e: serde_json::Error) -> Error {
+    tracing::error!("a tools/call result failed to serialize: {e}");
+    Error::internal()
+}
+
 /// One text block without annotations, written as serde writes a `Content::Text`.
 fn push_text_block(out: &mut String, text: &str) {
     out.push_str("{\"type\":\"text\",\"text\":");
@@ -796,10 +802,6 @@ impl Server {
     ) -> Result<String, Error> {
         // Written by hand in the order the derive had (content, structuredContent,
         // isError, resultType, _meta): the envelope's keys need no escaping at run time.
-        let failed = |e: serde_json::Error| {
-            tracing::error!("a tools/call result failed to serialize: {e}");
-            Error::internal()
-        };
         // Room for the JSON-RPC envelope to be put around it without growing. A `String`
         // from the start: everything written is text, so no pass checks it at the end.
         let mut out = String::with_capacity(320);
@@ -814,13 +816,13 @@ impl Server {
                     text,
                     annotations: None,
                 } => push_text_block(&mut out, text),
-                other => write::push_json_text(&mut out, other).map_err(failed)?,
+                other => write::push_json_text(&mut out, other).map_err(call_result_failed)?,
             }
         }
         out.push(']');
         if let Some(structured) = &result.structured_content {
             out.push_str(",\"structuredContent\":");
-            write::push_json_text(&mut out, structured).map_err(failed)?;
+            write::push_json_text(&mut out, structured).map_err(call_result_failed)?;
         }
         self.end_call_result(out, result.is_error, result.meta.as_ref())
     }
@@ -849,10 +851,8 @@ impl Server {
             ",\"isError\":false,\"resultType\":\"complete\""
         });
         // The handler's `_meta` entries, then serverInfo unless the handler set it.
-        self.end_result(&mut out, meta).map_err(|e| {
-            tracing::error!("a tools/call result failed to serialize: {e}");
-            Error::internal()
-        })?;
+        self.end_result(&mut out, meta)
+            .map_err(call_result_failed)?;
         Ok(out)
     }
 

@@ -148,22 +148,21 @@ impl Short {
     /// built aside and then moved in was read back, at the move, from the narrower
     /// stores that had just written it (a stall the clock showed at this line).
     fn set(slot: &mut Option<Short>, s: Option<&str>) {
-        let Some(s) = s else {
-            *slot = None;
-            return;
-        };
-        match (u8::try_from(s.len()), slot) {
-            (Ok(len), slot) if s.len() <= SHORT => {
-                if let Short::Inline { len: at, bytes } = slot.insert(Short::Inline {
-                    len,
+        *slot = match s {
+            None => None,
+            Some(s) if s.len() <= SHORT => {
+                let Short::Inline { bytes, .. } = slot.insert(Short::Inline {
+                    // At most SHORT (22): fits.
+                    len: s.len() as u8,
                     bytes: [0; SHORT],
-                }) {
-                    *at = len;
-                    bytes[..s.len()].copy_from_slice(s.as_bytes());
-                }
+                }) else {
+                    return;
+                };
+                bytes[..s.len()].copy_from_slice(s.as_bytes());
+                return;
             }
-            (_, slot) => *slot = Some(Short::Heap(s.to_owned())),
-        }
+            Some(s) => Some(Short::Heap(s.to_owned())),
+        };
     }
 
     fn as_str(&self) -> &str {

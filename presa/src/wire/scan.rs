@@ -64,12 +64,11 @@ pub(crate) trait Members<'de> {
     }
 }
 
-/// A value the cursor can read. By default it hands the value to serde_json.
+/// A value the cursor can read (reading itself what it can, and handing the rest to
+/// serde_json with [`Cursor::delegate`]).
 pub(crate) trait Scan<'a>: Deserialize<'a> {
     /// Reads the value at the cursor.
-    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
-        c.delegate()
-    }
+    fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread>;
 }
 
 /// A seed the cursor can read with.
@@ -180,10 +179,13 @@ impl<'de, A: MapAccess<'de>> Members<'de> for FromSerde<A> {
 /// deeper, it gives up.
 const MAX_DEPTH: u32 = 16;
 
-/// How many `[` and `{` a value handed to serde_json may hold. serde_json refuses
-/// nesting past 128 levels counted from the message's start; a value handed over is
-/// counted afresh, so the cursor takes only values far below the limit (at most
-/// `MAX_DEPTH + MAX_HANDED_NESTING` levels in all), which neither parse refuses.
+/// How many `[` and `{` bytes a value handed to serde_json may hold (inside its strings
+/// too). serde_json refuses nesting past 128 levels counted from the message's start; a
+/// value handed over is counted afresh, so the cursor takes only values whose count,
+/// which is never below their depth, keeps them far below the limit (at most
+/// `MAX_DEPTH + MAX_HANDED_NESTING` levels in all), which neither parse refuses. A value
+/// with more, such as an array of many objects, sends the message to serde_json whole:
+/// slower, not different.
 const MAX_HANDED_NESTING: usize = 64;
 
 /// A position in one message's text.
@@ -219,9 +221,11 @@ impl<'a> Cursor<'a> {
 
     /// [`Cursor::peek`] where whitespace may stand.
     fn peek_past_whitespace(&mut self) -> Option<u8> {
+        // Of JSON's four whitespace bytes only the space can stand here: a text holding
+        // a tab or a line break has no cursor (see [`Cursor::new`]).
         let bytes = self.text.as_bytes();
         while let Some(&b) = bytes.get(self.at) {
-            if !matches!(b, b' ' | b'\n' | b'\t' | b'\r') {
+            if b != b' ' {
                 return Some(b);
             }
             self.at += 1;
@@ -267,8 +271,8 @@ impl<'a> Cursor<'a> {
         Ok(value)
     }
 
-    /// A string without escapes, borrowed; the cursor does not move when the next value
-    /// is anything else.
+    /// A string without escapes, borrowed; when the next value is anything else, the
+    /// cursor moves only past the whitespace before it.
     pub(crate) fn plain(&mut self) -> Option<&'a str> {
         if self.peek() != Some(b'"') {
             return None;
@@ -281,8 +285,9 @@ impl<'a> Cursor<'a> {
         Some(s)
     }
 
-    /// A string that is one of `expected` (see [`Expected`]), as its static name; the
-    /// cursor does not move when the next value is anything else.
+    /// A string that is one of `expected` (see [`Expected`]), as its static name; when
+    /// the next value is anything else, the cursor moves only past the whitespace
+    /// before it.
     pub(crate) fn known<const N: usize>(&mut self, expected: &Expected<N>) -> Option<&'static str> {
         if self.peek() != Some(b'"') {
             return None;
@@ -293,9 +298,10 @@ impl<'a> Cursor<'a> {
     }
 
     /// A non-negative integer of at most 18 digits (so any int64 reader takes it), with
-    /// no fraction or exponent; the cursor does not move when the next value is
-    /// anything else.
+    /// no fraction or exponent; when the next value is anything else, the cursor moves
+    /// only past the whitespace before it.
     pub(crate) fn small_uint(&mut self) -> Option<u64> {
+        self.peek()?;
         let bytes = self.text.as_bytes().get(self.at..)?;
         let digits = bytes.iter().take_while(|b| b.is_ascii_digit()).count();
         let plain = (1..=18).contains(&digits)
