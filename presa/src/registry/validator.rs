@@ -131,8 +131,8 @@ pub(crate) struct Validator {
 #[derive(Debug)]
 struct Flat {
     /// The named properties and the types each allows ([`ANY`] for a `true` or empty
-    /// schema, none for `false`), sorted by name.
-    named: Vec<(String, u8)>,
+    /// schema, none for `false`).
+    named: Named<u8>,
     /// Whether members the schema does not name are refused.
     closed: bool,
     /// The required names.
@@ -155,21 +155,19 @@ impl Flat {
             },
             Node::Pending => None,
         };
-        let mut flat = Flat {
-            named: Vec::new(),
-            closed: false,
-            required: Vec::new(),
-        };
+        let mut allowed = Vec::new();
+        let mut closed = false;
+        let mut required = Vec::new();
         for check in checks {
             match check {
                 Check::Type(t) if t & OBJECT != 0 => {}
-                Check::Required(names) => flat.required.extend(names.iter().cloned()),
+                Check::Required(names) => required.extend(names.iter().cloned()),
                 Check::Properties {
                     named,
                     patterns,
                     additional,
                 } if patterns.is_empty() => {
-                    flat.closed = match additional {
+                    closed = match additional {
                         None => false,
                         Some(a) => match nodes.get(*a)? {
                             Node::Bool(allowed) => !allowed,
@@ -177,14 +175,17 @@ impl Flat {
                         },
                     };
                     for (name, id) in &named.list {
-                        flat.named.push((name.clone(), types(*id)?));
+                        allowed.push((name.clone(), types(*id)?));
                     }
                 }
                 _ => return None,
             }
         }
-        flat.named.sort_by(|a, b| a.0.cmp(&b.0));
-        Some(flat)
+        Some(Flat {
+            named: Named::new(allowed),
+            closed,
+            required,
+        })
     }
 
     /// Whether `v` passes every check (`false` may also mean "not an object": the full
@@ -194,17 +195,11 @@ impl Flat {
             return false;
         };
         for (key, value) in o {
-            match self
-                .named
-                .binary_search_by(|(name, _)| name.as_str().cmp(key))
-            {
-                Ok(i) => {
-                    if type_of(value) & self.named[i].1 == 0 {
-                        return false;
-                    }
-                }
-                Err(_) if self.closed => return false,
-                Err(_) => {}
+            match self.named.get(key) {
+                Some(types) if type_of(value) & types == 0 => return false,
+                Some(_) => {}
+                None if self.closed => return false,
+                None => {}
             }
         }
         self.required.iter().all(|name| o.contains_key(name))
@@ -236,26 +231,27 @@ const INTEGER: u8 = 64;
 const ANY: u8 = NULL | BOOLEAN | OBJECT | ARRAY | NUMBER | STRING | INTEGER;
 
 /// The `properties` of one schema object: in the schema's order (the order problems are
-/// reported in), and indexed by name for the members looked up one by one.
+/// reported in), and indexed by name for the members looked up one by one. What each
+/// name holds is its schema, or, in a [`Flat`], the types it allows.
 #[derive(Debug)]
-struct Named {
-    /// The names and their schemas, in the schema's order.
-    list: Vec<(String, NodeId)>,
+struct Named<T = NodeId> {
+    /// The names and what they hold, in the schema's order.
+    list: Vec<(String, T)>,
     /// Indices into `list`, sorted by name (names are unique: they are an object's keys).
     by_name: Box<[usize]>,
 }
 
-impl Named {
+impl<T: Copy> Named<T> {
     /// Indexes `list`, whatever its order (with serde_json's `preserve_order`, a
     /// schema's keys come in the order written).
-    fn new(list: Vec<(String, NodeId)>) -> Named {
+    fn new(list: Vec<(String, T)>) -> Named<T> {
         let mut by_name: Box<[usize]> = (0..list.len()).collect();
         by_name.sort_unstable_by(|a, b| list[*a].0.cmp(&list[*b].0));
         Named { list, by_name }
     }
 
-    /// The schema of the property named `key`, if the schema names it.
-    fn get(&self, key: &str) -> Option<NodeId> {
+    /// What the property named `key` holds, if the schema names it.
+    fn get(&self, key: &str) -> Option<T> {
         let at = self
             .by_name
             .binary_search_by(|i| self.list[*i].0.as_str().cmp(key))
@@ -2137,7 +2133,7 @@ mod tests {
         for missing in ["", "c", "aa", "zz", "tex", "texts"] {
             assert_eq!(named.get(missing), None, "{missing}");
         }
-        assert_eq!(Named::new(Vec::new()).get("a"), None);
+        assert_eq!(Named::<NodeId>::new(Vec::new()).get("a"), None);
     }
 
     /// Problems are worded with their instance paths, at most five of them. (The
