@@ -148,21 +148,21 @@ impl Short {
     /// built aside and then moved in was read back, at the move, from the narrower
     /// stores that had just written it (a stall the clock showed at this line).
     fn set(slot: &mut Option<Short>, s: Option<&str>) {
-        *slot = match s {
-            None => None,
-            Some(s) if s.len() <= SHORT => {
-                let Short::Inline { bytes, .. } = slot.insert(Short::Inline {
-                    // At most SHORT (22): fits.
-                    len: s.len() as u8,
-                    bytes: [0; SHORT],
-                }) else {
-                    return;
-                };
-                bytes[..s.len()].copy_from_slice(s.as_bytes());
-                return;
-            }
-            Some(s) => Some(Short::Heap(s.to_owned())),
+        let Some(s) = s else {
+            *slot = None;
+            return;
         };
+        match u8::try_from(s.len()) {
+            Ok(len) if s.len() <= SHORT => {
+                if let Short::Inline { bytes, .. } = slot.insert(Short::Inline {
+                    len,
+                    bytes: [0; SHORT],
+                }) {
+                    bytes[..s.len()].copy_from_slice(s.as_bytes());
+                }
+            }
+            _ => *slot = Some(Short::Heap(s.to_owned())),
+        }
     }
 
     fn as_str(&self) -> &str {

@@ -546,12 +546,17 @@ fn known_method(name: &str) -> Option<&'static str> {
 impl Method {
     fn of(value: Value) -> Method {
         match value {
-            Value::String(s) => Method::Name(match known_method(&s) {
-                Some(known) => Cow::Borrowed(known),
-                None => Cow::Owned(s),
-            }),
+            Value::String(s) => Method::named(Cow::Owned(s)),
             _ => Method::NotText,
         }
+    }
+
+    /// A string `method`: its static name when presa knows it, else the string itself.
+    fn named(name: Cow<'_, str>) -> Method {
+        Method::Name(match known_method(&name) {
+            Some(known) => Cow::Borrowed(known),
+            None => Cow::Owned(name.into_owned()),
+        })
     }
 }
 
@@ -563,15 +568,14 @@ impl<'de> serde::Deserialize<'de> for Method {
 
 impl<'a> Scan<'a> for Method {
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
+        // The served methods by a look at their bytes; any other string (the
+        // cancellation notification among them) read and looked up as serde_json's is.
         const SERVED: Expected<10> = Expected::new(crate::pipeline::METHODS);
         if let Some(name) = c.known(&SERVED) {
             return Ok(Method::Name(Cow::Borrowed(name)));
         }
         match c.plain() {
-            Some(name) => Ok(Method::Name(match known_method(name) {
-                Some(known) => Cow::Borrowed(known),
-                None => Cow::Owned(name.to_owned()),
-            })),
+            Some(name) => Ok(Method::named(Cow::Borrowed(name))),
             None => c.delegate(),
         }
     }

@@ -210,7 +210,8 @@ impl<'a> Cursor<'a> {
         })
     }
 
-    /// The next byte after any whitespace (JSON's four), which is skipped.
+    /// The next byte after any spaces, which are skipped (the only whitespace a text
+    /// with a cursor holds).
     #[inline]
     fn peek(&mut self) -> Option<u8> {
         match self.text.as_bytes().get(self.at) {
@@ -382,7 +383,8 @@ impl<'a> Members<'a> for Object<'_, 'a> {
     type Error = Unread;
 
     fn next(&mut self) -> Result<Next<'a>, Unread> {
-        self.next_of(&Expected::new([]))
+        const NONE: Expected<0> = Expected::new([]);
+        self.next_of(&NONE)
     }
 
     fn next_of<const N: usize>(&mut self, expected: &Expected<N>) -> Result<Next<'a>, Unread> {
