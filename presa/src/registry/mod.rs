@@ -288,41 +288,43 @@ pub(crate) fn push_cursor(out: &mut String, kind: &str, last_key: &str) {
     const SHORT: usize = 192;
     let engine = base64::engine::general_purpose::URL_SAFE_NO_PAD;
     let parts = [CURSOR_VERSION, kind, last_key];
-    let len = CURSOR_VERSION.len() + kind.len() + last_key.len() + 2;
-    let mut raw = [0u8; SHORT];
-    let mut at = 0;
-    for (i, part) in parts.into_iter().enumerate() {
-        let sep = usize::from(i > 0);
-        let Some(slot) = raw.get_mut(at..at + sep + part.len()) else {
-            // Longer than the stack buffer: through the heap.
-            let mut raw = Vec::with_capacity(len);
+    let mut stack = [0u8; SHORT];
+    let joined;
+    let raw: &[u8] = match stack.get_mut(..raw_len(kind, last_key.len())) {
+        Some(buf) => {
+            // Exactly the parts and their two separators: every range below is in it.
+            let mut at = 0;
             for (i, part) in parts.into_iter().enumerate() {
                 if i > 0 {
-                    raw.push(b'\n');
+                    buf[at] = b'\n';
+                    at += 1;
                 }
-                raw.extend_from_slice(part.as_bytes());
+                buf[at..at + part.len()].copy_from_slice(part.as_bytes());
+                at += part.len();
             }
-            engine.encode_string(raw, out);
-            return;
-        };
-        if sep == 1 {
-            slot[0] = b'\n';
+            buf
         }
-        slot[sep..].copy_from_slice(part.as_bytes());
-        at += sep + part.len();
-    }
+        None => {
+            joined = parts.join("\n");
+            joined.as_bytes()
+        }
+    };
     let mut text = [0u8; SHORT * 4 / 3 + 4];
-    match engine.encode_slice(&raw[..at], &mut text) {
+    match engine.encode_slice(raw, &mut text) {
         // base64 is ASCII: the conversion cannot fail.
         Ok(n) => out.push_str(std::str::from_utf8(&text[..n]).unwrap_or_default()),
-        Err(_) => engine.encode_string(&raw[..at], out),
+        Err(_) => engine.encode_string(raw, out),
     }
+}
+
+/// The length of a cursor's raw bytes (before base64) for a key of `key_len` bytes.
+fn raw_len(kind: &str, key_len: usize) -> usize {
+    CURSOR_VERSION.len() + kind.len() + key_len + 2
 }
 
 /// The length of the cursor [`push_cursor`] writes for a key of `key_len` bytes.
 pub(crate) fn cursor_len(kind: &str, key_len: usize) -> usize {
-    let raw = CURSOR_VERSION.len() + kind.len() + key_len + 2;
-    (raw * 4).div_ceil(3)
+    (raw_len(kind, key_len) * 4).div_ceil(3)
 }
 
 fn decode_cursor(kind: &str, cursor: &str, limit: usize) -> Result<String, Error> {
