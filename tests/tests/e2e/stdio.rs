@@ -1202,15 +1202,26 @@ async fn a_kept_context_does_not_write_through_the_next_request() {
     s.send(&call(2, "fast")).await;
     let m = s.recv().await.expect("the answer to 2");
     assert_eq!(m["id"], json!(2), "{m}");
-    s.send(&call(3, "ticker")).await;
-    until("the ticker started", || Probe::get(&probe.started) == 1).await;
+    start_ticker(&mut s, &probe, 3).await;
     late_work_writes_nothing(&mut s, &probe, "for request 1 while request 3 runs").await;
-    s.send(&cancel(3)).await;
+    cancel_ticker(&mut s, &probe, 3).await;
+    assert!(s.finish().await);
+}
+
+/// Calls the probe's `ticker` as request `id`, the first handler of the test to start,
+/// and waits until it runs.
+async fn start_ticker(s: &mut Session, probe: &Probe, id: i64) {
+    s.send(&call(id, "ticker")).await;
+    until("the ticker started", || Probe::get(&probe.started) == 1).await;
+}
+
+/// Cancels the ticker running as request `id` and waits until its handler is dropped.
+async fn cancel_ticker(s: &mut Session, probe: &Probe, id: i64) {
+    s.send(&cancel(id)).await;
     until("the ticker stopped", || {
         Probe::get(&probe.dropped_unfinished) == 1
     })
     .await;
-    assert!(s.finish().await);
 }
 
 /// A token a request answered in the read loop handed to spawned work belongs to that
@@ -1224,13 +1235,8 @@ async fn cancelling_the_next_request_leaves_an_earlier_requests_token_alone() {
     let m = s.recv().await.expect("the answer to 1");
     assert_eq!(m["id"], json!(1), "{m}");
     // Served next (on the gate request 1 left, if no one kept it), then cancelled.
-    s.send(&call(2, "ticker")).await;
-    until("the ticker started", || Probe::get(&probe.started) == 1).await;
-    s.send(&cancel(2)).await;
-    until("the ticker stopped", || {
-        Probe::get(&probe.dropped_unfinished) == 1
-    })
-    .await;
+    start_ticker(&mut s, &probe, 2).await;
+    cancel_ticker(&mut s, &probe, 2).await;
     probe.release.add_permits(1);
     until("the spawned work ended", || {
         Probe::get(&probe.kept_token) != 0
