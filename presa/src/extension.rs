@@ -7,7 +7,7 @@
 use crate::context::RequestContext;
 use crate::error::Error;
 use crate::registry::BoxFuture;
-use crate::registry::tool::{Tool, ToolCall, ToolEntry, ToolOutput};
+use crate::registry::tool::{Tool, ToolEntry, ToolOutput};
 use crate::server::Server;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
@@ -137,11 +137,7 @@ pub(crate) fn start_handler(
     arguments: Map<String, Value>,
     ctx: RequestContext,
 ) -> BoxFuture<Result<ToolOutput, Error>> {
-    (entry.handler)(ToolCall {
-        name: Arc::clone(&entry.name),
-        arguments,
-        ctx,
-    })
+    (entry.handler)(&entry.name, arguments, ctx)
 }
 
 /// A handler's outcome checked where the handler could break the schema: its content's

@@ -19,7 +19,7 @@ use crate::error::Error;
 use crate::extract::{Args, FromContext, StateRequirement};
 use crate::registry::prompt::{Prompt, PromptArgument, PromptGet};
 use crate::registry::resource::{Resource, ResourceRead, ResourceTemplate};
-use crate::registry::tool::{IntoCallToolResult, Tool, ToolCall, ToolOutput};
+use crate::registry::tool::{IntoCallToolResult, Tool, ToolOutput};
 use crate::server::ServerBuilder;
 use crate::wire::types::CallToolResult;
 use schemars::JsonSchema;
@@ -257,13 +257,14 @@ pub struct CallParts {
     pub ctx: RequestContext,
 }
 
-impl From<ToolCall> for CallParts {
-    fn from(call: ToolCall) -> Self {
-        CallParts {
-            arguments: call.arguments,
-            ctx: call.ctx,
-        }
-    }
+/// Sets a `#[tool]` function's glue as `tool`'s handler: it takes the call apart itself
+/// and gives its output as the pipeline takes it.
+pub fn parts_handler<F, Fut>(tool: Tool, glue: F) -> Tool
+where
+    F: Fn(CallParts) -> Fut + Send + Sync + 'static,
+    Fut: std::future::Future<Output = Result<ToolOutput, Error>> + Send + 'static,
+{
+    tool.parts_handler(glue)
 }
 
 fn bad_argument(name: &str, e: impl Display) -> Refusal {

@@ -111,8 +111,7 @@ pub(crate) fn expand(m: &ToolModel) -> TokenStream {
             if let ::core::option::Option::Some(__out) = (&&&__p::no_value::<#output>()).output_schema() {
                 __tool = __tool.output_schema(__out);
             }
-            __tool.handler(move |__call: ::presa::ToolCall| async move {
-                let mut __parts = __p::CallParts::from(__call);
+            __p::parts_handler(__tool, move |mut __parts: __p::CallParts| async move {
                 #(#extracts)*
                 let __out = #call;
                 (&&&__p::Ret::new(__out)).finish()

@@ -224,8 +224,15 @@ impl ToolOutput {
     }
 }
 
-pub(crate) type ToolHandler =
-    Arc<dyn Fn(ToolCall) -> BoxFuture<Result<ToolOutput, Error>> + Send + Sync>;
+/// A compiled handler: the tool's name (for a [`ToolCall`]), the checked arguments and the
+/// context in, the output out. A `#[tool]` function's glue takes the arguments and the
+/// context as they are ([`CallParts`](crate::__private::CallParts)): it has no use for
+/// the name, so none is shared with it (a count up and down per call).
+pub(crate) type ToolHandler = Arc<
+    dyn Fn(&Arc<str>, Map<String, Value>, RequestContext) -> BoxFuture<Result<ToolOutput, Error>>
+        + Send
+        + Sync,
+>;
 
 /// A tool definition: metadata, schemas and a handler.
 ///
@@ -399,9 +406,27 @@ impl Tool {
         if self.output_schema.is_none() {
             self.output_schema = R::output_schema();
         }
-        self.handler = Some(Arc::new(move |call| {
-            let fut = f(call);
+        self.handler = Some(Arc::new(move |name, arguments, ctx| {
+            let fut = f(ToolCall {
+                name: Arc::clone(name),
+                arguments,
+                ctx,
+            });
             Box::pin(async move { fut.await.into_tool_output() })
+        }));
+        self
+    }
+
+    /// Sets the handler of a `#[tool]` function: its glue, which takes the arguments and
+    /// the context apart and gives the output as the pipeline takes it (no output schema
+    /// is implied: the glue sets it).
+    pub(crate) fn parts_handler<F, Fut>(mut self, f: F) -> Self
+    where
+        F: Fn(crate::__private::CallParts) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<ToolOutput, Error>> + Send + 'static,
+    {
+        self.handler = Some(Arc::new(move |_, arguments, ctx| {
+            Box::pin(f(crate::__private::CallParts { arguments, ctx }))
         }));
         self
     }
