@@ -505,6 +505,10 @@ pub(crate) fn admit_notification(meta: &RawMeta) -> Result<(), Error> {
 }
 
 fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
+    // No capabilities (as most requests declare): nothing to look up.
+    if caps.is_empty() {
+        return Ok(());
+    }
     let must_be_object = |key: &str| -> Result<Option<&Map<String, Value>>, Error> {
         match caps.get(key) {
             None => Ok(None),
