@@ -245,6 +245,7 @@ impl TestClient {
                 let exchange = Exchange {
                     headers: None,
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
+                    buffer: String::new(),
                 };
                 match self.server.clone().answer(request, exchange).await {
                     Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => Some(body),

@@ -250,13 +250,15 @@ pub(super) fn check_mrtr_params(
 /// handler is polled once, in place. A handler that completes at that poll (most do) is
 /// answered at once, with no future of the pipeline's own; one that waits comes back as
 /// the rest of the call, which holds only what the handler needs and polls it again
-/// (with its task's waker) before anything else.
+/// (with its task's waker) before anything else. The result is written in `buffer`
+/// ([`Exchange::buffer`](super::Exchange::buffer)).
 pub(super) fn start_call(
     server: &Server,
     params: RequestParams,
     headers: Option<&HeaderMap>,
     tool: Option<Arc<ToolEntry>>,
     closing: Closing,
+    buffer: String,
 ) -> Step<Result<String, Error>> {
     let ctx = closing.ctx.clone();
     let (entry, arguments, ctx) = match prepare_call(server, params, headers, ctx, tool) {
@@ -266,28 +268,30 @@ pub(super) fn start_call(
     };
     let mut handler = start_handler(&entry, arguments, ctx);
     if let Some(result) = handler.as_mut().now_or_never() {
-        return Step::Done(closing.close(server, shape_call(server, &entry, result)));
+        return Step::Done(closing.close(server, shape_call(server, &entry, result, buffer)));
     }
     let server = server.clone();
     let sink = Arc::clone(closing.ctx.outbound());
     Step::Rest(
         Box::pin(async move {
             let result = handler.await;
-            closing.close(&server, shape_call(&server, &entry, result))
+            closing.close(&server, shape_call(&server, &entry, result, buffer))
         }),
         sink,
     )
 }
 
-/// A handler's outcome, its structured result checked, shaped as the `tools/call` result.
+/// A handler's outcome, its structured result checked, shaped as the `tools/call` result
+/// (in `buffer`).
 fn shape_call(
     server: &Server,
     entry: &ToolEntry,
     result: Result<ToolOutput, Error>,
+    buffer: String,
 ) -> Result<String, Error> {
     check_result(entry, result).and_then(|output| match output {
-        ToolOutput::Text(text) => server.shape_text_result(&text),
-        ToolOutput::Result(result) => server.shape_call_result(&result),
+        ToolOutput::Text(text) => server.shape_text_result(&text, buffer),
+        ToolOutput::Result(result) => server.shape_call_result(&result, buffer),
     })
 }
 
@@ -343,7 +347,9 @@ fn prepare_call(
         let result = crate::wire::types::CallToolResult::error(format!(
             "Invalid arguments for tool {name}: {problems}"
         ));
-        return Ok(Prepared::Answered(server.shape_call_result(&result)));
+        return Ok(Prepared::Answered(
+            server.shape_call_result(&result, String::new()),
+        ));
     }
     let Value::Object(arguments) = args_value else {
         return Err(Error::internal());

@@ -36,6 +36,10 @@ pub(crate) struct Exchange {
     /// Where the request's notifications go, and its cancellation (fired when the
     /// client cancels the request or goes away).
     pub(crate) outbound: Arc<dyn Outbound>,
+    /// A buffer to write the answer in, its contents discarded: a transport that copies
+    /// each answer out hands the last one's back, so that the common answer is written
+    /// with no allocation of its own. Empty (and unallocated) otherwise.
+    pub(crate) buffer: String,
 }
 
 /// The methods that may answer `input_required` (wire section 10).
@@ -247,6 +251,14 @@ fn call_result_failed(e: serde_json::Error) -> Error {
     Error::internal()
 }
 
+/// `buffer` emptied for a result, with room for the JSON-RPC envelope to be put around
+/// it without growing.
+fn result_buffer(mut buffer: String) -> String {
+    buffer.clear();
+    buffer.reserve(320);
+    buffer
+}
+
 /// One text block without annotations, written as serde writes a `Content::Text`.
 fn push_text_block(out: &mut String, text: &str) {
     out.push_str("{\"type\":\"text\",\"text\":");
@@ -428,7 +440,11 @@ impl Server {
     /// Everything before the handler runs is in [`Server::admit`], a plain function, so
     /// no future holds the request while it is admitted.
     fn start(&self, request: Request, exchange: Exchange) -> Step<Result<String, Error>> {
-        let Exchange { headers, outbound } = exchange;
+        let Exchange {
+            headers,
+            outbound,
+            buffer,
+        } = exchange;
         let admitted = self.admit(request, headers.as_ref(), outbound);
         let Admitted {
             method,
@@ -450,7 +466,7 @@ impl Server {
                     mrtr: true,
                     bound,
                 };
-                methods::start_call(self, params, headers.as_ref(), tool, closing)
+                methods::start_call(self, params, headers.as_ref(), tool, closing, buffer)
             }
             Route::Extension(extension) => {
                 let server = self.clone();
@@ -799,12 +815,13 @@ impl Server {
     pub(crate) fn shape_call_result(
         &self,
         result: &crate::CallToolResult,
+        out: String,
     ) -> Result<String, Error> {
         // Written by hand in the order the derive had (content, structuredContent,
         // isError, resultType, _meta): the envelope's keys need no escaping at run time.
-        // Room for the JSON-RPC envelope to be put around it without growing. A `String`
-        // from the start: everything written is text, so no pass checks it at the end.
-        let mut out = String::with_capacity(320);
+        // A `String` from the start: everything written is text, so no pass checks it
+        // at the end.
+        let mut out = result_buffer(out);
         out.push_str("{\"content\":[");
         for (i, block) in result.content.iter().enumerate() {
             if i > 0 {
@@ -829,8 +846,8 @@ impl Server {
 
     /// A `tools/call` result of one text block (a handler's plain text), written as
     /// [`Server::shape_call_result`] writes it.
-    pub(crate) fn shape_text_result(&self, text: &str) -> Result<String, Error> {
-        let mut out = String::with_capacity(320);
+    pub(crate) fn shape_text_result(&self, text: &str, out: String) -> Result<String, Error> {
+        let mut out = result_buffer(out);
         out.push_str("{\"content\":[");
         push_text_block(&mut out, text);
         out.push(']');
@@ -963,7 +980,9 @@ mod tests {
             CallToolResult::text("plain"),
         ];
         for result in results {
-            let shaped = server.shape_call_result(&result).expect("shapes");
+            // Written in a buffer that held an earlier answer: nothing of it is left.
+            let used = "{\"jsonrpc\":\"2.0\",\"id\":1}".to_owned();
+            let shaped = server.shape_call_result(&result, used).expect("shapes");
             let mut entries: Vec<(String, Value)> = result
                 .meta
                 .clone()
@@ -985,9 +1004,11 @@ mod tests {
         }
         // A handler's plain text is shaped as the one text block it stands for.
         for t in ["", "plain", "tab\t \"quoted\" \u{1} é \u{2028}"] {
-            let shaped = server.shape_text_result(t).expect("shapes");
+            let shaped = server
+                .shape_text_result(t, "an earlier answer".to_owned())
+                .expect("shapes");
             let whole = server
-                .shape_call_result(&CallToolResult::text(t))
+                .shape_call_result(&CallToolResult::text(t), String::new())
                 .expect("shapes");
             assert_eq!(shaped, whole, "{t:?}");
         }
@@ -1296,6 +1317,7 @@ mod tests {
             let exchange = Exchange {
                 headers: None,
                 outbound: sink,
+                buffer: String::new(),
             };
             server.begin(request, exchange)
         };

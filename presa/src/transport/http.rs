@@ -485,6 +485,8 @@ fn route(
     let exchange = Exchange {
         headers: Some(headers),
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
+        // The body leaves with the response: nothing to reuse.
+        buffer: String::new(),
     };
     // The request's first poll is here, as on stdio: one answered at it (most are) is
     // written at once, with no future kept for it and, unless its notifications make it

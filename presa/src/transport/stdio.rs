@@ -167,6 +167,9 @@ impl Slot<'_> {
 /// back the reading of the next lines (the transports chapter of the book says so).
 struct Answers {
     text: String,
+    /// The last answer's own buffer, emptied, for the next answer to be written in
+    /// ([`Exchange::buffer`]).
+    spare: String,
     permit: Option<OwnedSemaphorePermit>,
     /// The size of the last batch handed over, to make the next one that size at once.
     last_len: usize,
@@ -179,6 +182,7 @@ impl Answers {
     fn new(tx: mpsc::UnboundedSender<Frame>) -> Self {
         Answers {
             text: String::new(),
+            spare: String::new(),
             permit: None,
             last_len: 0,
             tx,
@@ -206,6 +210,14 @@ impl Answers {
         }
     }
 
+    /// Keeps an answer's buffer, once copied into the batch, for the next answer to be
+    /// written in (one that grew large is let go).
+    fn recycle(&mut self, answer: String) {
+        if answer.capacity() <= SPARE_BYTES {
+            self.spare = answer;
+        }
+    }
+
     /// Queues the batch for the writer, when there is one.
     fn hand_over(&mut self) {
         if !self.text.is_empty() {
@@ -227,6 +239,9 @@ impl Drop for Answers {
 /// Past this many bytes, queued output is written (the writer) or handed over (the read
 /// loop's [`Answers`]) before more is gathered.
 const BATCH_BYTES: usize = 64 * 1024;
+
+/// The largest answer buffer the read loop keeps for the next answer.
+const SPARE_BYTES: usize = 16 * 1024;
 
 /// The gate of one in-flight request: once closed (on cancellation, or when its response
 /// is queued or batched), nothing more is queued for it, neither notifications nor the
@@ -654,6 +669,7 @@ impl Server {
         let exchange = Exchange {
             headers: None,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
+            buffer: std::mem::take(&mut answers.spare),
         };
         let fut = match self.begin(request, exchange) {
             Begun::Done(reply) => {
@@ -672,6 +688,7 @@ impl Server {
                 };
                 if open && let Some(text) = answer_text(reply) {
                     answers.push(&text, slot, queued);
+                    answers.recycle(text);
                 }
                 return;
             }
