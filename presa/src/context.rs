@@ -245,6 +245,13 @@ impl InputsState {
         self.answers.get(key).cloned()
     }
 
+    /// Whether the handler asked for anything: took or was refused an answer, or
+    /// demanded one it was not given (a handler that did not has no outcome to read).
+    pub(crate) fn asked(&self) -> bool {
+        self.asked.load(std::sync::atomic::Ordering::Acquire)
+            || self.demanded.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     /// Runs `f` on the asks under their lock, making them on first use.
     fn with_asks(&self, f: impl FnOnce(&mut Asks)) {
         if let Ok(mut a) = self.asks.lock() {

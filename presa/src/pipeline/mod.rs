@@ -221,27 +221,46 @@ impl Closing {
         result: Result<String, Error>,
     ) -> Result<String, Error> {
         let Closing { ctx, mrtr, bound } = self;
+        // A handler that asked nothing (most) has no outcome to read.
+        let answer = if ctx.inputs().asked() {
+            Closing::input_required(&ctx, mrtr, bound, server)?
+        } else {
+            None
+        };
+        let answer = match answer {
+            Some(shaped) => shaped,
+            None => result?,
+        };
+        ctx.release_held();
+        Ok(answer)
+    }
+
+    /// What the asks of a handler that asked for input come to: the failure of an ask,
+    /// the `input_required` result when it demanded input it was not given, or nothing
+    /// (its own result stands).
+    fn input_required(
+        ctx: &RequestContext,
+        mrtr: bool,
+        bound: Option<token::BindingText>,
+        server: &Server,
+    ) -> Result<Option<String>, Error> {
         let outcome = ctx.inputs_outcome();
         if let Some(failure) = outcome.failure {
             return Err(failure);
         }
-        if outcome.demanded {
-            let Some(bind) = bound.map(|text| text.digest()) else {
-                if mrtr {
-                    tracing::error!("a tool declared with asks_input(false) asked for input");
-                }
-                return Err(Error::new(
-                    crate::error::code::INTERNAL_ERROR,
-                    "Input-required result is not permitted for this operation",
-                ));
-            };
-            let shaped = server.input_required(outcome, bind)?;
-            ctx.release_held();
-            return Ok(shaped);
+        if !outcome.demanded {
+            return Ok(None);
         }
-        let result = result?;
-        ctx.release_held();
-        Ok(result)
+        let Some(bind) = bound.map(|text| text.digest()) else {
+            if mrtr {
+                tracing::error!("a tool declared with asks_input(false) asked for input");
+            }
+            return Err(Error::new(
+                crate::error::code::INTERNAL_ERROR,
+                "Input-required result is not permitted for this operation",
+            ));
+        };
+        server.input_required(outcome, bind).map(Some)
     }
 }
 
