@@ -189,8 +189,9 @@ pub(crate) struct ContextInit {
     pub(crate) logging_enabled: bool,
     pub(crate) principal: Option<String>,
     pub(crate) server: crate::Server,
-    /// The answers given so far in this call (from the request state and this round).
-    pub(crate) answers: Map<String, Value>,
+    /// The answers given so far in this call (from the request state and this round),
+    /// when there are any.
+    pub(crate) answers: Option<Map<String, Value>>,
     /// The handler's state carried in from the previous round.
     pub(crate) carried: Option<Value>,
     /// Hold notifications until the outcome is known, so that an outcome needing an HTTP
@@ -200,7 +201,7 @@ pub(crate) struct ContextInit {
 
 /// The multi round-trip state of one request.
 pub(crate) struct InputsState {
-    answers: Map<String, Value>,
+    answers: Option<Map<String, Value>>,
     carried_in: Option<Value>,
     demanded: std::sync::atomic::AtomicBool,
     single_use: std::sync::atomic::AtomicBool,
@@ -238,11 +239,11 @@ impl InputsState {
         allow(dead_code, reason = "read by the Tasks extension")
     )]
     pub(crate) fn all_answers(&self) -> Map<String, Value> {
-        self.answers.clone()
+        self.answers.clone().unwrap_or_default()
     }
 
     pub(crate) fn answer(&self, key: &str) -> Option<Value> {
-        self.answers.get(key).cloned()
+        self.answers.as_ref()?.get(key).cloned()
     }
 
     /// Whether the handler asked for anything: took or was refused an answer, or

@@ -82,7 +82,8 @@ enum Route {
 /// The multi round-trip state a request arrives with.
 #[derive(Default)]
 struct Round {
-    answers: Map<String, Value>,
+    /// The answers given so far (none on a first call: no map is made for it).
+    answers: Option<Map<String, Value>>,
     carried: Option<Value>,
     /// Whether the request is a retry (carries `inputResponses` or `requestState`).
     retry: bool,
@@ -703,7 +704,7 @@ impl Server {
             if payload.once && !self.inner.replay.first_use(&payload.jti, payload.exp) {
                 return Err(token::invalid());
             }
-            round.answers = payload.answers;
+            round.answers = Some(payload.answers);
             round.carried = payload.data;
         }
         // An answer the signed state already holds (taken in an earlier round) stands
@@ -711,8 +712,9 @@ impl Server {
         // acted on. (Answers sent without a state, on a first call, are taken as given:
         // a handler that must know a step was confirmed before reads its carried state.)
         if let Some(Value::Object(responses)) = responses {
+            let answers = round.answers.get_or_insert_default();
             for (k, v) in responses {
-                round.answers.entry(k.clone()).or_insert_with(|| v.clone());
+                answers.entry(k.clone()).or_insert_with(|| v.clone());
             }
         }
         Ok(round)

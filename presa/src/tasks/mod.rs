@@ -831,7 +831,7 @@ fn detached(
         logging_enabled: false,
         principal: origin.principal().map(str::to_owned),
         server: invocation.server().clone(),
-        answers: record.answers.clone(),
+        answers: Some(record.answers.clone()),
         carried: None,
         hold: false,
     })
