@@ -223,29 +223,32 @@ fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M
         object: true,
         ..ReadClientInfo::default()
     };
-    const KEYS: Expected<2> = Expected::new(["name", "version"]);
+    #[derive(Clone, Copy)]
+    enum Key {
+        Name,
+        Version,
+    }
+    const KEYS: Expected<2, Key> =
+        Expected::keyed([("name", Key::Name), ("version", Key::Version)]);
     // A member given twice counts with its last value, as in a map.
     loop {
-        let key = match m.next_of(&KEYS)? {
-            Next::Key(key) => key,
-            Next::End => return Ok(info),
-            Next::Number(_) => return Ok(ReadClientInfo::default()),
-        };
-        match &*key {
-            "name" => {
+        match m.next_of(&KEYS)? {
+            Next::Known(Key::Name, _) => {
                 info.place(0);
                 Short::set(&mut info.name, m.value::<Text>()?.0.as_deref());
             }
-            "version" => {
+            Next::Known(Key::Version, _) => {
                 info.place(1);
                 Short::set(&mut info.version, m.value::<Text>()?.0.as_deref());
             }
-            _ => {
+            Next::Key(key) => {
                 let value = m.value::<crate::wire::Json>()?.0;
                 info.rest
                     .get_or_insert_default()
                     .insert(key.into_owned(), value);
             }
+            Next::End => return Ok(info),
+            Next::Number(_) => return Ok(ReadClientInfo::default()),
         }
     }
 }

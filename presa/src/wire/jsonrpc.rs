@@ -402,27 +402,41 @@ impl<'a> ScanSeed<'a> for ParamsSeed {
 /// Reads an object `params` member by member, lifting `name` and `arguments` out of the
 /// map when `lift` is set.
 fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M::Error> {
-    const KEYS: Expected<3> = Expected::new(["name", "arguments", "_meta"]);
+    #[derive(Clone, Copy)]
+    enum Key {
+        Name,
+        Arguments,
+        Meta,
+    }
+    const KEYS: Expected<3, Key> = Expected::keyed([
+        ("name", Key::Name),
+        ("arguments", Key::Arguments),
+        ("_meta", Key::Meta),
+    ]);
     let mut params = Map::new();
     let mut lifted = Lifted::default();
     let mut meta = RawMeta::Absent;
     loop {
         let key = match m.next_of(&KEYS)? {
+            Next::Known(Key::Meta, _) => {
+                meta = m.value()?;
+                continue;
+            }
+            Next::Known(Key::Name, _) if lift => {
+                lifted.members().name = Some(m.value::<super::Json>()?.0);
+                continue;
+            }
+            Next::Known(Key::Arguments, _) if lift => {
+                lifted.members().arguments = Some(m.value::<super::Json>()?.0);
+                continue;
+            }
+            Next::Known(_, name) => Cow::Borrowed(name),
             Next::Key(key) => key,
             Next::End => return Ok(Params::Object(params, lifted, meta)),
             Next::Number(_) => return Ok(Params::NotObject),
         };
-        match &*key {
-            "_meta" => meta = m.value()?,
-            "name" if lift => lifted.members().name = Some(m.value::<super::Json>()?.0),
-            "arguments" if lift => {
-                lifted.members().arguments = Some(m.value::<super::Json>()?.0);
-            }
-            _ => {
-                let value = m.value::<super::Json>()?.0;
-                params.insert(key.into_owned(), value);
-            }
-        }
+        let value = m.value::<super::Json>()?.0;
+        params.insert(key.into_owned(), value);
     }
 }
 
@@ -465,35 +479,41 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
 /// Reads a message's object member by member; with `lift`, the params of a `tools/call`
 /// request whose `id` and `method` came first keep `name` and `arguments` apart.
 fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::Error> {
-    const KEYS: Expected<4> = Expected::new(["jsonrpc", "id", "method", "params"]);
+    #[derive(Clone, Copy)]
+    enum Key {
+        JsonRpc,
+        Id,
+        Method,
+        Params,
+    }
+    const KEYS: Expected<4, Key> = Expected::keyed([
+        ("jsonrpc", Key::JsonRpc),
+        ("id", Key::Id),
+        ("method", Key::Method),
+        ("params", Key::Params),
+    ]);
     let mut envelope = Envelope::default();
     loop {
-        let key = match m.next_of(&KEYS)? {
-            Next::Key(key) => key,
-            Next::End => return Ok(Frame::Object(envelope)),
-            Next::Number(_) => return Ok(Frame::Other),
-        };
-        match &*key {
-            "id" => {
+        match m.next_of(&KEYS)? {
+            Next::Known(Key::Id, _) => {
                 envelope.has_id = true;
                 envelope.id = Some(m.value::<super::Json>()?.0);
             }
-            "method" => envelope.method = Some(m.value()?),
-            "params" => {
+            Next::Known(Key::Method, _) => envelope.method = Some(m.value()?),
+            Next::Known(Key::Params, _) => {
                 // Only a request (its id read already) that is a tools/call so far.
                 let lift = lift
                     && envelope.has_id
                     && matches!(&envelope.method, Some(Method::Name(method)) if method == "tools/call");
                 envelope.params = Some(m.seed(ParamsSeed { lift })?);
             }
-            "jsonrpc" => envelope.jsonrpc_2_0 = m.value::<JsonRpc2>()?.0,
-            "result" | "error" => {
-                envelope.reply = true;
+            Next::Known(Key::JsonRpc, _) => envelope.jsonrpc_2_0 = m.value::<JsonRpc2>()?.0,
+            Next::Key(key) => {
+                envelope.reply |= key == "result" || key == "error";
                 m.value::<super::Any>()?;
             }
-            _ => {
-                m.value::<super::Any>()?;
-            }
+            Next::End => return Ok(Frame::Object(envelope)),
+            Next::Number(_) => return Ok(Frame::Other),
         }
     }
 }
@@ -571,7 +591,7 @@ impl<'a> Scan<'a> for Method {
         // The served methods by a look at their bytes; any other string (the
         // cancellation notification among them) read and looked up as serde_json's is.
         const SERVED: Expected<10> = Expected::new(crate::pipeline::METHODS);
-        if let Some(name) = c.known(&SERVED) {
+        if let Some(((), name)) = c.known(&SERVED) {
             return Ok(Method::Name(Cow::Borrowed(name)));
         }
         match c.plain() {

@@ -280,7 +280,7 @@ impl<'a> Scan<'a> for Version {
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         const SPOKEN: Expected<1> = Expected::new([PROTOCOL_VERSION]);
         match c.known(&SPOKEN) {
-            Some(version) => Ok(Version::Supported(version)),
+            Some(((), version)) => Ok(Version::Supported(version)),
             None => super::Text::scan(c).map(|text| Version::of(text.0)),
         }
     }
@@ -365,32 +365,36 @@ impl<'a> Scan<'a> for RawMeta {
 
 /// Reads an object `_meta` member by member.
 fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
-    const KEYS: Expected<3> = Expected::new([
-        KEY_PROTOCOL_VERSION,
-        KEY_CLIENT_CAPABILITIES,
-        KEY_CLIENT_INFO,
+    #[derive(Clone, Copy)]
+    enum Key {
+        ProtocolVersion,
+        ClientCapabilities,
+        ClientInfo,
+    }
+    const KEYS: Expected<3, Key> = Expected::keyed([
+        (KEY_PROTOCOL_VERSION, Key::ProtocolVersion),
+        (KEY_CLIENT_CAPABILITIES, Key::ClientCapabilities),
+        (KEY_CLIENT_INFO, Key::ClientInfo),
     ]);
     let mut fields = Box::<MetaFields>::default();
     loop {
-        let key = match m.next_of(&KEYS)? {
-            Next::Key(key) => key,
+        match m.next_of(&KEYS)? {
+            Next::Known(Key::ProtocolVersion, _) => {
+                fields.protocol_version = Some(m.value()?);
+            }
+            Next::Known(Key::ClientCapabilities, _) => {
+                fields.client_capabilities = Some(m.value::<super::Json>()?.0);
+            }
+            // Read without building a map (see client_info.rs).
+            Next::Known(Key::ClientInfo, _) => fields.client_info = Some(m.value()?),
+            Next::Key(key) => match fields.slot(&key) {
+                Some(slot) => *slot = Some(m.value::<super::Json>()?.0),
+                None => {
+                    m.value::<super::Any>()?;
+                }
+            },
             Next::End => return Ok(RawMeta::Object(fields)),
             Next::Number(_) => return Ok(RawMeta::NotObject),
-        };
-        if key == KEY_CLIENT_INFO {
-            // Read without building a map (see client_info.rs).
-            fields.client_info = Some(m.value()?);
-            continue;
-        }
-        if key == KEY_PROTOCOL_VERSION {
-            fields.protocol_version = Some(m.value()?);
-            continue;
-        }
-        match fields.slot(&key) {
-            Some(slot) => *slot = Some(m.value::<super::Json>()?.0),
-            None => {
-                m.value::<super::Any>()?;
-            }
         }
     }
 }

@@ -361,6 +361,7 @@ fn read_object<'de, M: scan::Members<'de>>(m: &mut M) -> Result<serde_json::Valu
             }
             scan::Next::End => return Ok(Value::Object(members)),
             scan::Next::Number(number) => return Ok(Value::Number(number)),
+            scan::Next::Known(never, _) => match never {},
         }
     }
 }

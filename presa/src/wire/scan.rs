@@ -25,9 +25,12 @@ use std::marker::PhantomData;
 #[derive(Debug)]
 pub(crate) struct Unread;
 
-/// What [`Members::next`] found.
-pub(crate) enum Next<'de> {
-    /// A member's key; its value is read next, with [`Members::value`] or [`Members::seed`].
+/// What [`Members::next`] (or [`Members::next_of`]) found. `K` names the keys a reader
+/// expects ([`Expected`]); [`Members::next`] expects none.
+pub(crate) enum Next<'de, K = std::convert::Infallible> {
+    /// One of the keys the reader expects, and its name; its value is read next.
+    Known(K, &'static str),
+    /// Any other key; its value is read next, with [`Members::value`] or [`Members::seed`].
     Key(Cow<'de, str>),
     /// The end of the object.
     End,
@@ -44,15 +47,24 @@ pub(crate) trait Members<'de> {
     /// The next key, or the end.
     fn next(&mut self) -> Result<Next<'de>, Self::Error>;
 
-    /// The next key, or the end, for a reader that expects the keys in `expected` (the
-    /// cursor recognises those by a look at their bytes; serde_json reads as ever). A key
-    /// outside them is read as by [`Members::next`].
-    fn next_of<const N: usize>(
+    /// The next key, or the end, for a reader that expects the keys in `expected`: one
+    /// of those comes as [`Next::Known`], from either source (the cursor recognises them
+    /// by a look at their bytes; serde_json's keys are looked up by name), so the reader
+    /// matches on its own key type instead of comparing strings again. Any other key is
+    /// read as by [`Members::next`].
+    fn next_of<const N: usize, K: Copy>(
         &mut self,
-        expected: &Expected<N>,
-    ) -> Result<Next<'de>, Self::Error> {
-        let _ = expected;
-        self.next()
+        expected: &Expected<N, K>,
+    ) -> Result<Next<'de, K>, Self::Error> {
+        Ok(match self.next()? {
+            Next::Key(key) => match expected.named(&key) {
+                Some((key, name)) => Next::Known(key, name),
+                None => Next::Key(key),
+            },
+            Next::End => Next::End,
+            Next::Number(number) => Next::Number(number),
+            Next::Known(never, _) => match never {},
+        })
     }
 
     /// The value of the key just read, through `seed`.
@@ -83,14 +95,16 @@ impl<'a, T: Scan<'a>> ScanSeed<'a> for PhantomData<T> {
     }
 }
 
-/// The keys (or string values) a reader expects. The cursor compares eight bytes where one would end
+/// The keys (or string values) a reader expects, each with what the reader calls it
+/// (`K`, nothing for string values). The cursor compares eight bytes where one would end
 /// (its closing quote among them) with each name's last eight, a word of arithmetic, and
 /// only a name that matches them in full: a known key is read without a search for where
 /// it ends and, being a known name, is a `&'static str` whose bytes need no check. (The
 /// search and the check were about a hundred instructions a key, and a call's dozen keys
 /// its largest single cost.)
-pub(crate) struct Expected<const N: usize> {
+pub(crate) struct Expected<const N: usize, K = ()> {
     names: [&'static str; N],
+    keys: [K; N],
     /// For each name: where its last eight bytes with the closing quote start (0 for a
     /// shorter name), those bytes as a little-endian word, and the mask of the bytes
     /// that count.
@@ -100,30 +114,55 @@ pub(crate) struct Expected<const N: usize> {
 impl<const N: usize> Expected<N> {
     /// The expectation of `names` (none of which needs escaping in JSON).
     pub(crate) const fn new(names: [&'static str; N]) -> Self {
-        let mut ends = [(0, 0, 0); N];
+        Expected {
+            names,
+            keys: [(); N],
+            ends: ends_of(&names),
+        }
+    }
+}
+
+impl<K> Expected<0, K> {
+    /// No expectation: every key is read as it is.
+    const NONE: Self = Expected {
+        names: [],
+        keys: [],
+        ends: [],
+    };
+}
+
+impl<const N: usize, K: Copy> Expected<N, K> {
+    /// The expectation of the keys of `entries`, each known to the reader as its `K`
+    /// (none of the keys needs escaping in JSON; `N` is at least one).
+    pub(crate) const fn keyed(entries: [(&'static str, K); N]) -> Self {
+        let mut names = [""; N];
+        let mut keys = [entries[0].1; N];
         let mut i = 0;
         while i < N {
-            let name = names[i].as_bytes();
-            // The name and its quote, the last eight bytes of them.
-            let quoted = name.len() + 1;
-            let from = quoted.saturating_sub(8);
-            let (mut word, mut mask, mut j) = (0u64, 0u64, from);
-            while j < quoted {
-                let byte = if j < name.len() { name[j] } else { b'"' };
-                word |= (byte as u64) << (8 * (j - from));
-                mask |= 0xff << (8 * (j - from));
-                j += 1;
-            }
-            ends[i] = (from, word, mask);
+            names[i] = entries[i].0;
+            keys[i] = entries[i].1;
             i += 1;
         }
-        Expected { names, ends }
+        Expected {
+            names,
+            keys,
+            ends: ends_of(&names),
+        }
     }
 
-    /// The expected name whose key starts `bytes` (just after its opening quote),
-    /// followed by its closing quote.
-    fn find(&self, bytes: &[u8]) -> Option<&'static str> {
-        for (name, &(from, word, mask)) in self.names.iter().zip(&self.ends) {
+    /// The expected key named `name`, and its static name.
+    fn named(&self, name: &str) -> Option<(K, &'static str)> {
+        let mut entries = self.names.iter().zip(&self.keys);
+        entries.find(|(n, _)| **n == name).map(|(&n, &k)| (k, n))
+    }
+
+    /// The expected key whose name starts `bytes` (just after its opening quote),
+    /// followed by its closing quote. A name with fewer than eight bytes of the text
+    /// from its first on (one closing the text) is missed; readers look those up by
+    /// name ([`Expected::named`]).
+    fn find(&self, bytes: &[u8]) -> Option<(K, &'static str)> {
+        let entries = self.names.iter().zip(&self.keys).zip(&self.ends);
+        for ((&name, &key), &(from, word, mask)) in entries {
             let Some(end) = bytes.get(from..from + 8) else {
                 continue;
             };
@@ -134,11 +173,35 @@ impl<const N: usize> Expected<N> {
             }
             // Eight bytes or fewer with the quote: the word held them all.
             if from == 0 || bytes.get(..from) == name.as_bytes().get(..from) {
-                return Some(name);
+                return Some((key, name));
             }
         }
         None
     }
+}
+
+/// For each of `names`: where its last eight bytes with the closing quote start (0 for a
+/// shorter name), those bytes as a little-endian word, and the mask of the bytes that
+/// count.
+const fn ends_of<const N: usize>(names: &[&'static str; N]) -> [(usize, u64, u64); N] {
+    let mut ends = [(0, 0, 0); N];
+    let mut i = 0;
+    while i < N {
+        let name = names[i].as_bytes();
+        // The name and its quote, the last eight bytes of them.
+        let quoted = name.len() + 1;
+        let from = quoted.saturating_sub(8);
+        let (mut word, mut mask, mut j) = (0u64, 0u64, from);
+        while j < quoted {
+            let byte = if j < name.len() { name[j] } else { b'"' };
+            word |= (byte as u64) << (8 * (j - from));
+            mask |= 0xff << (8 * (j - from));
+            j += 1;
+        }
+        ends[i] = (from, word, mask);
+        i += 1;
+    }
+    ends
 }
 
 /// serde_json's map access as [`Members`]: each key passed through
@@ -289,13 +352,16 @@ impl<'a> Cursor<'a> {
     /// A string that is one of `expected` (see [`Expected`]), as its static name; when
     /// the next value is anything else, the cursor moves only past the whitespace
     /// before it.
-    pub(crate) fn known<const N: usize>(&mut self, expected: &Expected<N>) -> Option<&'static str> {
+    pub(crate) fn known<const N: usize, K: Copy>(
+        &mut self,
+        expected: &Expected<N, K>,
+    ) -> Option<(K, &'static str)> {
         if self.peek() != Some(b'"') {
             return None;
         }
-        let name = expected.find(self.text.as_bytes().get(self.at + 1..)?)?;
+        let (key, name) = expected.find(self.text.as_bytes().get(self.at + 1..)?)?;
         self.at += name.len() + 2;
-        Some(name)
+        Some((key, name))
     }
 
     /// A non-negative integer of at most 18 digits (so any int64 reader takes it), with
@@ -383,11 +449,13 @@ impl<'a> Members<'a> for Object<'_, 'a> {
     type Error = Unread;
 
     fn next(&mut self) -> Result<Next<'a>, Unread> {
-        const NONE: Expected<0> = Expected::new([]);
-        self.next_of(&NONE)
+        self.next_of(&Expected::NONE)
     }
 
-    fn next_of<const N: usize>(&mut self, expected: &Expected<N>) -> Result<Next<'a>, Unread> {
+    fn next_of<const N: usize, K: Copy>(
+        &mut self,
+        expected: &Expected<N, K>,
+    ) -> Result<Next<'a, K>, Unread> {
         let c = &mut *self.cursor;
         let more = match self.state {
             State::Opened => !c.eat(b'}'),
@@ -399,16 +467,24 @@ impl<'a> Members<'a> for Object<'_, 'a> {
             self.state = State::Ended;
             return Ok(Next::End);
         }
-        let key = match c.known(expected) {
-            Some(name) => name,
-            // A key starting with `$` may be one of serde_json's tokens: left to it.
-            None => c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?,
+        let next = match c.known(expected) {
+            Some((key, name)) => Next::Known(key, name),
+            None => {
+                // A key starting with `$` may be one of serde_json's tokens: left to it.
+                let key = c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?;
+                // An expected key the look missed: one closing the text, with fewer
+                // than eight bytes after its opening quote.
+                match expected.named(key) {
+                    Some((key, name)) => Next::Known(key, name),
+                    None => Next::Key(Cow::Borrowed(key)),
+                }
+            }
         };
         if !c.eat(b':') {
             return Err(Unread);
         }
         self.state = State::Between;
-        Ok(Next::Key(Cow::Borrowed(key)))
+        Ok(next)
     }
 
     fn seed<S: ScanSeed<'a>>(&mut self, seed: S) -> Result<S::Value, Unread> {
