@@ -1435,6 +1435,44 @@ mod tests {
         assert_eq!(outcome().as_deref(), Some("panic"));
     }
 
+    /// A handler set with `Tool::handler` gets the `ToolCall` it documents: its own tool's
+    /// name (one handler serving two tools tells them apart) and the checked arguments.
+    /// (`#[tool]` glue takes the arguments without the name; the macro tests cover it.)
+    #[tokio::test]
+    async fn a_builder_handler_gets_its_tools_name_and_arguments() {
+        let which = |call: crate::ToolCall| async move {
+            let said = call
+                .arguments
+                .get("say")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            format!("{}: {said}", call.name)
+        };
+        let schema = json!({"type": "object", "properties": {"say": {"type": "string"}}});
+        let server = crate::Server::builder(Implementation::new("named", "1"))
+            .tool(
+                crate::Tool::new("first")
+                    .input_schema(schema.clone())
+                    .handler(which),
+            )
+            .tool(
+                crate::Tool::new("second")
+                    .input_schema(schema)
+                    .handler(which),
+            )
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server);
+        client
+            .call_tool("first", json!({"say": "a"}))
+            .await
+            .assert_text("first: a");
+        client
+            .call_tool("second", json!({"say": "b"}))
+            .await
+            .assert_text("second: b");
+    }
+
     /// The serverInfo member is written from a literal: it is the key, quoted as
     /// serde_json quotes it, and a colon.
     #[test]
