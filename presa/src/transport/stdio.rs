@@ -1021,7 +1021,19 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Arc, Gate, Retired, memchr_newline, mpsc};
+    use super::{Answers, Arc, Gate, Retired, SPARE_BYTES, memchr_newline, mpsc};
+
+    /// An answer's buffer is kept for the next answer up to `SPARE_BYTES` of capacity;
+    /// one that grew past it (a large result) is let go, not held by the loop for good.
+    #[test]
+    fn only_a_small_answer_buffer_is_kept_for_the_next() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let mut answers = Answers::new(tx);
+        answers.recycle(String::with_capacity(SPARE_BYTES + 1));
+        assert_eq!(answers.spare.capacity(), 0, "a large buffer is not kept");
+        answers.recycle(String::with_capacity(320));
+        assert!(answers.spare.capacity() >= 320, "a small one is");
+    }
 
     /// A gate handed on is fresh: open, with no backlog, and a cancellation of its own
     /// (a token the last request handed out is not cancelled with the next request); and
