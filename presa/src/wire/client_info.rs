@@ -19,6 +19,14 @@ use std::fmt;
 /// The optional text members, in the order their errors are reported.
 const TEXTS: [&str; 3] = ["title", "description", "websiteUrl"];
 
+/// The two members of `clientInfo` read apart from the rest (the discriminant is the
+/// member's place in [`ReadClientInfo::at`]).
+#[derive(Clone, Copy)]
+enum Own {
+    Name = 0,
+    Version = 1,
+}
+
 /// `clientInfo` as read.
 #[derive(Clone, Default)]
 pub(crate) struct ReadClientInfo {
@@ -82,11 +90,11 @@ impl ReadClientInfo {
             };
             match key.as_str() {
                 "name" => {
-                    info.place(0);
+                    info.place(Own::Name);
                     info.name = text(value);
                 }
                 "version" => {
-                    info.place(1);
+                    info.place(Own::Version);
                     info.version = text(value);
                 }
                 _ => {
@@ -97,11 +105,16 @@ impl ReadClientInfo {
         info
     }
 
-    /// Notes where `name` (0) or `version` (1) first came.
-    fn place(&mut self, which: usize) {
-        if self.at[which].is_none() {
+    /// Notes where `name` or `version` first came.
+    fn place(&mut self, which: Own) {
+        let [name, version] = self.at;
+        let (mine, other) = match which {
+            Own::Name => (name, version),
+            Own::Version => (version, name),
+        };
+        if mine.is_none() {
             let before = self.rest.as_ref().map_or(0, |r| r.len());
-            self.at[which] = Some(before + usize::from(self.at[1 - which].is_some()));
+            self.at[which as usize] = Some(before + usize::from(other.is_some()));
         }
     }
 
@@ -109,8 +122,8 @@ impl ReadClientInfo {
     /// text has.
     pub(crate) fn to_map(&self) -> Map<String, Value> {
         let mut own: Vec<(usize, &str, &Short)> = [
-            ("name", &self.name, self.at[0]),
-            ("version", &self.version, self.at[1]),
+            ("name", &self.name, self.at[Own::Name as usize]),
+            ("version", &self.version, self.at[Own::Version as usize]),
         ]
         .into_iter()
         .filter_map(|(k, v, at)| Some((at.unwrap_or(usize::MAX), k, v.as_ref()?)))
@@ -223,22 +236,17 @@ fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M
         object: true,
         ..ReadClientInfo::default()
     };
-    #[derive(Clone, Copy)]
-    enum Key {
-        Name,
-        Version,
-    }
-    const KEYS: Expected<2, Key> =
-        Expected::keyed([("name", Key::Name), ("version", Key::Version)]);
+    const KEYS: Expected<2, Own> =
+        Expected::keyed([("name", Own::Name), ("version", Own::Version)]);
     // A member given twice counts with its last value, as in a map.
     loop {
         match m.next_of(&KEYS)? {
-            Next::Known(Key::Name, _) => {
-                info.place(0);
+            Next::Known(Own::Name, _) => {
+                info.place(Own::Name);
                 Short::set(&mut info.name, m.value::<Text>()?.0.as_deref());
             }
-            Next::Known(Key::Version, _) => {
-                info.place(1);
+            Next::Known(Own::Version, _) => {
+                info.place(Own::Version);
                 Short::set(&mut info.version, m.value::<Text>()?.0.as_deref());
             }
             Next::Key(key) => {
