@@ -1007,6 +1007,28 @@ mod tests {
                 frames.push(frame.into());
             }
         }
+        // Each reader's short keys closing the text, where fewer than eight bytes follow
+        // the opening quote (the cursor's look compares those bytes as they are), with
+        // names of the same length, one byte longer or shorter beside them.
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28""#;
+        let top = [
+            "id", "ix", "xd", "ida", "i", "method", "methodx", "jsonrpc", "params",
+        ];
+        for key in top {
+            frames.push(format!(r#"{{"jsonrpc":"2.0","method":"tools/call","{key}":3}}"#).into());
+            frames.push(format!(r#"{{"id":1,"method":"tools/call","{key}":{{}}}}"#).into());
+        }
+        for key in ["name", "nam", "names", "_meta", "_met", "arguments"] {
+            let params = format!(r#"{meta}}},"arguments":{{}},"{key}":"e"}}"#);
+            frames.push(format!(r#"{{"id":1,"method":"tools/call","params":{{{params}}}"#).into());
+        }
+        for key in ["name", "nam", "names", "version", "versio", "versions"] {
+            let info =
+                format!(r#""io.modelcontextprotocol/clientInfo":{{"name":"n","{key}":"v"}}"#);
+            let params = format!(r#"{meta},{info}}},"name":"e""#);
+            frames
+                .push(format!(r#"{{"id":1,"method":"tools/call","params":{{{params}}}}}"#).into());
+        }
         let mut read = 0;
         for frame in &frames {
             let Ok(text) = std::str::from_utf8(frame) else {

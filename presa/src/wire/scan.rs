@@ -157,13 +157,17 @@ impl<const N: usize, K: Copy> Expected<N, K> {
     }
 
     /// The expected key whose name starts `bytes` (just after its opening quote),
-    /// followed by its closing quote. A name with fewer than eight bytes of the text
-    /// from its first on (one closing the text) is missed; readers look those up by
-    /// name ([`Expected::named`]).
+    /// followed by its closing quote.
     fn find(&self, bytes: &[u8]) -> Option<(K, &'static str)> {
         let entries = self.names.iter().zip(&self.keys).zip(&self.ends);
         for ((&name, &key), &(from, word, mask)) in entries {
             let Some(end) = bytes.get(from..from + 8) else {
+                // Fewer than eight bytes left where the word would be read (a short
+                // name closing the text): the name and its quote compared as they are.
+                let quoted = bytes.get(..name.len() + 1);
+                if quoted.is_some_and(|q| q.ends_with(b"\"") && q.starts_with(name.as_bytes())) {
+                    return Some((key, name));
+                }
                 continue;
             };
             let mut at = [0; 8];
@@ -469,16 +473,10 @@ impl<'a> Members<'a> for Object<'_, 'a> {
         }
         let next = match c.known(expected) {
             Some((key, name)) => Next::Known(key, name),
-            None => {
-                // A key starting with `$` may be one of serde_json's tokens: left to it.
-                let key = c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?;
-                // An expected key the look missed: one closing the text, with fewer
-                // than eight bytes after its opening quote.
-                match expected.named(key) {
-                    Some((key, name)) => Next::Known(key, name),
-                    None => Next::Key(Cow::Borrowed(key)),
-                }
-            }
+            // A key starting with `$` may be one of serde_json's tokens: left to it.
+            None => Next::Key(Cow::Borrowed(
+                c.plain().filter(|k| !k.starts_with('$')).ok_or(Unread)?,
+            )),
         };
         if !c.eat(b':') {
             return Err(Unread);
