@@ -306,6 +306,7 @@ impl RequestContext {
         &self.inner.outbound
     }
 
+    #[inline]
     pub(crate) fn new(init: ContextInit) -> Self {
         RequestContext {
             inner: Arc::new(Inner {
@@ -367,6 +368,7 @@ impl RequestContext {
     }
 
     /// Sends the notifications held so far (the outcome allows them), and stops holding.
+    #[inline]
     pub(crate) fn release_held(&self) {
         if let Some(held) = &self.inner.held {
             let frames = held

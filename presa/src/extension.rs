@@ -143,6 +143,7 @@ pub(crate) fn start_handler(
 /// A handler's outcome checked where the handler could break the schema: its content's
 /// annotations (a `priority` from 0 to 1) and its structured result against the tool's
 /// output schema. A result that breaks either is -32603, logged (the model never sees it).
+#[inline]
 pub(crate) fn check_result(
     entry: &ToolEntry,
     result: Result<ToolOutput, Error>,

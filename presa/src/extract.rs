@@ -96,6 +96,7 @@ pub struct Args<T>(pub T);
 /// written as an integer. That second reading rewrites the whole value, so a `Value`
 /// field beside an integer field of one struct gets `3` for `3.0` too (the book says
 /// so); the error reported is the second reading's.
+#[inline]
 pub(crate) fn from_checked_value<T: serde::de::DeserializeOwned>(
     mut value: Value,
 ) -> serde_json::Result<T> {

@@ -380,6 +380,7 @@ impl<T> ViaArg for &Probe<T> {
     {
         schema.arg::<T>(meta);
     }
+    #[inline]
     fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<T, Refusal>
     where
         T: ToolArgument,

@@ -26,6 +26,7 @@ use std::sync::Arc;
 pub const MAX_COMPLETION_VALUES: usize = 100;
 
 /// The tool a `tools/call` names, when it exists.
+#[inline]
 pub(super) fn target_tool<'c>(
     catalog: &'c Catalog,
     method: &str,
@@ -39,6 +40,7 @@ pub(super) fn target_tool<'c>(
 }
 
 /// Whether the capability behind `method` is advertised now.
+#[inline]
 pub(super) fn offered(server: &Server, catalog: &Catalog, method: &str) -> bool {
     let _ = server;
     match method {
@@ -252,6 +254,7 @@ pub(super) fn check_mrtr_params(
 /// the rest of the call, which holds only what the handler needs and polls it again
 /// (with its task's waker) before anything else. The result is written in `buffer`
 /// ([`Exchange::buffer`](super::Exchange::buffer)).
+#[inline]
 pub(super) fn start_call(
     server: &Server,
     params: RequestParams,
@@ -283,6 +286,7 @@ pub(super) fn start_call(
 
 /// A handler's outcome, its structured result checked, shaped as the `tools/call` result
 /// (in `buffer`).
+#[inline]
 fn shape_call(
     server: &Server,
     entry: &ToolEntry,
@@ -307,6 +311,7 @@ enum Prepared {
 /// the name, the arguments' shape, an unknown tool, the HTTP header mirror, the input
 /// schema (an `isError` result), then the extensions' interception. `tool` is what
 /// admission found under the name in the catalog, if anything.
+#[inline]
 fn prepare_call(
     server: &Server,
     mut params: RequestParams,

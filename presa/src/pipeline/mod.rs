@@ -530,6 +530,7 @@ impl Server {
 
     /// Admission of `_meta` (with the HTTP version header where section 2 says), the
     /// method gate, the HTTP mirror checks, the request state, and the context.
+    #[inline]
     fn admit(
         &self,
         request: Request,
@@ -876,6 +877,7 @@ impl Server {
     }
 
     /// The end of a `tools/call` result after its content and structured content.
+    #[inline]
     fn end_call_result(
         &self,
         mut out: String,

@@ -190,6 +190,7 @@ impl Flat {
 
     /// Whether `v` passes every check (`false` may also mean "not an object": the full
     /// evaluation decides then).
+    #[inline]
     fn passes(&self, v: &Value) -> bool {
         let Value::Object(o) = v else {
             return false;
@@ -447,6 +448,7 @@ impl Validator {
     }
 
     /// Whether `instance` is valid.
+    #[inline]
     pub(crate) fn is_valid(&self, instance: &Value) -> bool {
         if self.flat.as_ref().is_some_and(|flat| flat.passes(instance)) {
             return true;
@@ -456,6 +458,7 @@ impl Validator {
 
     /// Validates `instance`; on failure, its first few problems, each with the instance
     /// path it is at, separated by `; `.
+    #[inline]
     pub(crate) fn validate(&self, instance: &Value) -> Result<(), String> {
         if self.is_valid(instance) {
             return Ok(());

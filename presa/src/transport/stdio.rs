@@ -212,6 +212,7 @@ impl Answers {
 
     /// Keeps an answer's buffer, once copied into the batch, for the next answer to be
     /// written in (one that grew large is let go).
+    #[inline]
     fn recycle(&mut self, answer: String) {
         if answer.capacity() <= SPARE_BYTES {
             self.spare = answer;
@@ -283,6 +284,7 @@ impl Gate {
     /// backlog and a cancellation of its own (tokens handed out belong to the old one,
     /// which the next request's cancellation does not reach). Says what [`Gate::close`]
     /// and [`LazyBacklog::used`] would have; `None` when someone else still holds it.
+    #[inline]
     fn retire(gate: &mut Arc<Gate>) -> Option<Retired> {
         let gate = Arc::get_mut(gate)?;
         // A poisoned flag reads as closed, as `close` reads it.
@@ -443,6 +445,7 @@ impl Waiting {
         self.lock().ok().and_then(|m| m.get(id).cloned())
     }
 
+    #[inline]
     fn contains(&self, id: &RequestId) -> bool {
         self.maybe_any() && self.lock().is_ok_and(|m| m.contains_key(id))
     }
@@ -626,6 +629,7 @@ impl Server {
     /// Reads one complete line: a request to serve, an error to answer, or nothing to
     /// answer (`None`: a notification, a response, a blank line; a notification is acted
     /// on here: a cancellation closes its request's gate).
+    #[inline]
     fn read_message(&self, line: &[u8], in_flight: &InFlight) -> Option<Next> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
@@ -649,6 +653,7 @@ impl Server {
     /// waiting (most do) is answered here, without a task, a map entry or a wake-up;
     /// only one that waits becomes a task, registered for cancellation and duplicate
     /// checks.
+    #[inline]
     fn start_request(
         &self,
         request: jsonrpc::Request,
@@ -746,6 +751,7 @@ fn finish(gate: &Gate, reply: Reply, permit: Option<OwnedSemaphorePermit>) {
 }
 
 /// The line a request's reply writes, if any (see [`finish`]).
+#[inline]
 fn answer_text(reply: Reply) -> Option<String> {
     match reply {
         Reply::Response { body, .. } => Some(body),
@@ -941,6 +947,7 @@ async fn read_line<R: AsyncRead + Unpin>(
     }
 }
 
+#[inline]
 fn memchr_newline(buf: &[u8]) -> Option<usize> {
     // A vector at a time; a byte loop was ~5 instructions per byte of every line. On
     // x86-64, memchr's SSE2 searcher (part of the baseline, so known at compile time)

@@ -109,10 +109,12 @@ impl Lifted {
         self.0.is_none()
     }
 
+    #[inline]
     fn members(&mut self) -> &mut LiftedMembers {
         self.0.get_or_insert_default()
     }
 
+    #[inline]
     fn get(&self, key: &str) -> Option<&Value> {
         let m = self.0.as_deref()?;
         match key {
@@ -159,11 +161,13 @@ impl RequestParams {
     }
 
     /// A member.
+    #[inline]
     pub(crate) fn get(&self, key: &str) -> Option<&Value> {
         self.lifted.get(key).or_else(|| self.map.get(key))
     }
 
     /// Takes a member out.
+    #[inline]
     pub(crate) fn take(&mut self, key: &str) -> Option<Value> {
         self.lifted.take(key).or_else(|| self.map.remove(key))
     }
@@ -267,6 +271,7 @@ pub(crate) fn decode_lifting(bytes: &[u8]) -> Result<Inbound, Rejection> {
     decode_with(bytes, true)
 }
 
+#[inline]
 fn decode_with(bytes: &[u8], lift: bool) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
@@ -401,6 +406,7 @@ impl<'a> ScanSeed<'a> for ParamsSeed {
 
 /// Reads an object `params` member by member, lifting `name` and `arguments` out of the
 /// map when `lift` is set.
+#[inline]
 fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M::Error> {
     #[derive(Clone, Copy)]
     enum Key {
@@ -478,6 +484,7 @@ impl<'de> serde::de::Visitor<'de> for FrameVisitor {
 
 /// Reads a message's object member by member; with `lift`, the params of a `tools/call`
 /// request whose `id` and `method` came first keep `name` and `arguments` apart.
+#[inline]
 fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::Error> {
     #[derive(Clone, Copy)]
     enum Key {
@@ -536,6 +543,7 @@ impl<'de> serde::Deserialize<'de> for JsonRpc2 {
 }
 
 impl<'a> Scan<'a> for JsonRpc2 {
+    #[inline]
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         const TWO: Expected<1> = Expected::new(["2.0"]);
         if c.known(&TWO).is_some() {
@@ -587,6 +595,7 @@ impl<'de> serde::Deserialize<'de> for Method {
 }
 
 impl<'a> Scan<'a> for Method {
+    #[inline]
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         // The served methods by a look at their bytes; any other string (the
         // cancellation notification among them) read and looked up as serde_json's is.
@@ -602,6 +611,7 @@ impl<'a> Scan<'a> for Method {
 }
 
 /// Decides what an envelope is, with the errors of wire section 1 in their order.
+#[inline]
 fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
     let Envelope {
         has_id,

@@ -277,6 +277,7 @@ impl<'de> serde::Deserialize<'de> for Version {
 }
 
 impl<'a> Scan<'a> for Version {
+    #[inline]
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         const SPOKEN: Expected<1> = Expected::new([PROTOCOL_VERSION]);
         match c.known(&SPOKEN) {
@@ -364,6 +365,7 @@ impl<'a> Scan<'a> for RawMeta {
 }
 
 /// Reads an object `_meta` member by member.
+#[inline]
 fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
     #[derive(Clone, Copy)]
     enum Key {
@@ -400,6 +402,7 @@ fn read_meta<'de, M: Members<'de>>(m: &mut M) -> Result<RawMeta, M::Error> {
 }
 
 /// Admits the `_meta` of a request, in exactly the order of wire section 2.
+#[inline]
 pub(crate) fn admit_request(
     meta: RawMeta,
     mirror: Option<VersionMirror<'_>>,
@@ -508,6 +511,7 @@ pub(crate) fn admit_notification(meta: &RawMeta) -> Result<(), Error> {
     }
 }
 
+#[inline]
 fn check_client_capabilities(caps: &Map<String, Value>) -> Result<(), Error> {
     // No capabilities (as most requests declare): nothing to look up.
     if caps.is_empty() {

@@ -349,6 +349,7 @@ impl<'de> serde::Deserialize<'de> for Json {
 }
 
 /// An object read member by member into a `Value` (see [`Json`]).
+#[inline]
 fn read_object<'de, M: scan::Members<'de>>(m: &mut M) -> Result<serde_json::Value, M::Error> {
     use serde_json::Value;
     let mut members = serde_json::Map::new();

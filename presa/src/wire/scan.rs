@@ -356,6 +356,7 @@ impl<'a> Cursor<'a> {
     /// A string that is one of `expected` (see [`Expected`]), as its static name; when
     /// the next value is anything else, the cursor moves only past the whitespace
     /// before it.
+    #[inline]
     pub(crate) fn known<const N: usize, K: Copy>(
         &mut self,
         expected: &Expected<N, K>,
@@ -371,6 +372,7 @@ impl<'a> Cursor<'a> {
     /// A non-negative integer of at most 18 digits (so any int64 reader takes it), with
     /// no fraction or exponent; when the next value is anything else, the cursor moves
     /// only past the whitespace before it.
+    #[inline]
     pub(crate) fn small_uint(&mut self) -> Option<u64> {
         self.peek()?;
         let bytes = self.text.as_bytes().get(self.at..)?;
@@ -452,10 +454,12 @@ pub(crate) struct Object<'c, 'a> {
 impl<'a> Members<'a> for Object<'_, 'a> {
     type Error = Unread;
 
+    #[inline]
     fn next(&mut self) -> Result<Next<'a>, Unread> {
         self.next_of(&Expected::NONE)
     }
 
+    #[inline]
     fn next_of<const N: usize, K: Copy>(
         &mut self,
         expected: &Expected<N, K>,
