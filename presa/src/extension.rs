@@ -148,19 +148,12 @@ pub(crate) fn check_result(
     entry: &ToolEntry,
     result: Result<ToolOutput, Error>,
 ) -> Result<ToolOutput, Error> {
-    match result? {
+    let result = match result? {
         // One text block without annotations breaks nothing, unless an outputSchema asks
         // for structured content.
-        ToolOutput::Text(text) if entry.output.is_none() => Ok(ToolOutput::Text(text)),
-        output => check_full_result(entry, output),
-    }
-}
-
-/// [`check_result`] past its inlined fast path, kept out of line so that the path of a
-/// plain text result stays short where it is inlined.
-#[inline(never)]
-fn check_full_result(entry: &ToolEntry, output: ToolOutput) -> Result<ToolOutput, Error> {
-    let result = output.into_result();
+        ToolOutput::Text(text) if entry.output.is_none() => return Ok(ToolOutput::Text(text)),
+        output => output.into_result(),
+    };
     let name = entry.tool.name.as_str();
     if let Some(problem) = result.content.iter().find_map(|c| c.check().err()) {
         tracing::error!(tool = %name, %problem, "tool result content breaks the schema");

@@ -561,14 +561,14 @@ impl Server {
         }
 
         let mirrored = headers.map(headers::Mirrored::scan);
-        let header_version = mirrored
-            .as_ref()
-            .map(headers::version_present)
-            .transpose()?;
-        let mirror = header_version.map(|v| move |body: &str| headers::version_matches(v, body));
-        // One call, so that its inlined body is in `admit` once.
-        let meta =
-            meta::admit_request(meta, mirror.as_ref().map(|m| m as meta::VersionMirror<'_>))?;
+        let meta = match &mirrored {
+            Some(h) => {
+                let header_version = headers::version_present(h)?;
+                let mirror = |body: &str| headers::version_matches(header_version, body);
+                meta::admit_request(meta, Some(&mirror))?
+            }
+            None => meta::admit_request(meta, None)?,
+        };
         // W3C trace context from `_meta` is carried into the request's span.
         let span = request_span();
         for (field, value) in [

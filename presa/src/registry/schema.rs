@@ -46,7 +46,6 @@ impl CompiledSchema {
     }
 
     /// Validates `value`; on failure, a short description of the first few problems.
-    #[inline]
     pub(crate) fn validate(&self, value: &Value) -> Result<(), String> {
         match self {
             CompiledSchema::Own(own) => own.validate(value),

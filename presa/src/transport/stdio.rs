@@ -755,21 +755,15 @@ fn finish(gate: &Gate, reply: Reply, permit: Option<OwnedSemaphorePermit>) {
 fn answer_text(reply: Reply) -> Option<String> {
     match reply {
         Reply::Response { body, .. } => Some(body),
-        Reply::StreamEnded { id, .. } => Some(stream_ended(&id)),
+        Reply::StreamEnded { id, .. } => Some(jsonrpc::encode_notification(
+            "notifications/cancelled",
+            &serde_json::json!({
+                "requestId": id.to_value(),
+                "reason": "The server ended the subscription"
+            }),
+        )),
         Reply::Cancelled => None,
     }
-}
-
-/// The `notifications/cancelled` a subscription stream the server ended closes with.
-#[cold]
-fn stream_ended(id: &RequestId) -> String {
-    jsonrpc::encode_notification(
-        "notifications/cancelled",
-        &serde_json::json!({
-            "requestId": id.to_value(),
-            "reason": "The server ended the subscription"
-        }),
-    )
 }
 
 /// Aborts a task when dropped.
