@@ -6,6 +6,14 @@
 //!
 //! Admission happens before any user code runs, so a handler never sees an invalid
 //! request. A panic in a handler becomes -32603 with no detail; the server stays up.
+//!
+//! The steps a request passes through (here, in `wire` and in the stdio loop) are
+//! functions called from one place, or two, and marked `#[inline]`: under Cargo's
+//! default release profile a plain function stays out of line when its caller is in
+//! another codegen unit or in the user's crate (where the generic stdio loop and the
+//! `#[tool]` glue are instantiated), and marking them took 12 % off a pipelined call's
+//! CPU (the book's performance chapter, twenty-first round). A new step on that path
+//! gets the same.
 
 mod headers;
 mod methods;
