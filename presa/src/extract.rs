@@ -126,7 +126,7 @@ fn whole_float_as_integer(n: &serde_json::Number) -> Option<Value> {
     }
     // Only within ±(2^53 − 1), where a float holds every integer exactly: past it,
     // `9007199254740993.0` is already `…992`, and no integer can be told from the float.
-    const SAFE: f64 = crate::registry::schema::MAX_HEADER_INTEGER as f64;
+    const SAFE: f64 = crate::schema::MAX_HEADER_INTEGER as f64;
     (-SAFE..=SAFE).contains(&f).then(|| Value::from(f as i64))
 }
 

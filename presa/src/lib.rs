@@ -38,8 +38,8 @@ pub mod extract;
 pub mod mrtr;
 mod pipeline;
 pub mod registry;
+mod schema;
 mod server;
-mod state;
 pub mod subscriptions;
 #[cfg(feature = "tasks")]
 pub mod tasks;

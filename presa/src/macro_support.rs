@@ -17,10 +17,9 @@ pub use serde_json;
 use crate::context::RequestContext;
 use crate::error::Error;
 use crate::extract::{Args, FromContext, StateRequirement};
-use crate::registry::prompt::{Prompt, PromptArgument, PromptGet};
-use crate::registry::resource::{Resource, ResourceRead, ResourceTemplate};
+use crate::registry::prompt::{PromptArgument, PromptGet};
+use crate::registry::resource::ResourceRead;
 use crate::registry::tool::{IntoCallToolResult, Tool, ToolOutput};
-use crate::server::ServerBuilder;
 use crate::wire::types::CallToolResult;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
@@ -32,39 +31,8 @@ use std::future::Future;
 use std::marker::PhantomData;
 use std::str::FromStr;
 
-/// One item declared with an attribute, as the distributed slice holds it.
-pub enum Registered {
-    /// A `#[tool]`.
-    Tool(Tool),
-    /// A `#[prompt]`.
-    Prompt(Prompt),
-    /// A `#[resource]` with a fixed URI.
-    Resource(Resource),
-    /// A `#[resource]` with a URI template.
-    Template(ResourceTemplate),
-}
-
-impl Registered {
-    /// Adds the item to a builder.
-    pub fn add_to(self, builder: ServerBuilder) -> ServerBuilder {
-        match self {
-            Registered::Tool(t) => builder.tool(t),
-            Registered::Prompt(p) => builder.prompt(p),
-            Registered::Resource(r) => builder.resource(r),
-            Registered::Template(t) => builder.resource_template(t),
-        }
-    }
-}
-
-/// A registration in the distributed slice.
-pub struct Registration {
-    /// Builds the item.
-    pub make: fn() -> Registered,
-}
-
-/// Every item declared with `#[tool]`, `#[prompt]` or `#[resource]` in the program.
-#[linkme::distributed_slice]
-pub static REGISTRY: [Registration];
+pub use crate::registry::linked::{REGISTRY, Registered, Registration};
+pub use crate::registry::tool::CallParts;
 
 /// Classifies a parameter of type `T` by the traits `T` implements.
 pub struct Probe<T>(PhantomData<fn() -> T>);
@@ -247,15 +215,7 @@ pub fn refuse(mut tool: Tool, why: String) -> Tool {
 }
 
 /// The largest integer an `x-mcp-header` may carry, 2^53 − 1.
-pub const MAX_SAFE_INTEGER: i64 = crate::registry::schema::MAX_HEADER_INTEGER;
-
-/// A tool call taken apart for the generated glue.
-pub struct CallParts {
-    /// The arguments not yet taken.
-    pub arguments: Map<String, Value>,
-    /// The request context.
-    pub ctx: RequestContext,
-}
+pub const MAX_SAFE_INTEGER: i64 = crate::schema::MAX_HEADER_INTEGER;
 
 /// Sets a `#[tool]` function's glue as `tool`'s handler: it takes the call apart itself
 /// and gives its output as the pipeline takes it.

@@ -1,13 +1,14 @@
 //! The server: built once from a builder, then shared by every transport and request.
 //! Holds the identity, the configuration, the catalog snapshot and the application state.
 
+use crate::context::state::StateMap;
 use crate::error::BuildError;
 use crate::extract::StateRequirement;
 use crate::registry::Catalog;
+use crate::registry::linked::Registered;
 use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
-use crate::state::StateMap;
 use crate::subscriptions::Event;
 use crate::wire::types::{CachePolicy, Implementation};
 use serde_json::Value;
@@ -342,6 +343,18 @@ impl Server {
     }
 }
 
+impl Registered {
+    /// Adds the item to a builder.
+    pub fn add_to(self, builder: ServerBuilder) -> ServerBuilder {
+        match self {
+            Registered::Tool(t) => builder.tool(t),
+            Registered::Prompt(p) => builder.prompt(p),
+            Registered::Resource(r) => builder.resource(r),
+            Registered::Template(t) => builder.resource_template(t),
+        }
+    }
+}
+
 /// What `basic/versioning.mdx` requires of the extensions a server advertises: an
 /// identifier that follows the `_meta` key syntax with a mandatory prefix
 /// (`vendor.example/name`), each once, and settings that are a JSON object (the schema's
@@ -488,7 +501,7 @@ impl ServerBuilder {
     /// Adds every item declared with `#[tool]`, `#[prompt]` or `#[resource]` anywhere in
     /// the program (the linked crates included).
     pub fn registered(mut self) -> Self {
-        for registration in crate::__private::REGISTRY {
+        for registration in crate::registry::linked::REGISTRY {
             self = (registration.make)().add_to(self);
         }
         self

@@ -9,8 +9,8 @@
 
 use crate::context::RequestContext;
 use crate::error::Error;
-use crate::registry::is_absolute_uri;
 use crate::wire::meta::KEY_SUBSCRIPTION_ID;
+use crate::wire::uri::is_absolute_uri;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};

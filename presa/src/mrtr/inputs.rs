@@ -17,7 +17,7 @@
 
 use crate::context::RequestContext;
 use crate::error::Error;
-use crate::registry::schema::CompiledSchema;
+use crate::schema::CompiledSchema;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};

@@ -4,7 +4,7 @@
 //! transport only hands the header map over.
 
 use crate::error::Error;
-use crate::registry::schema::{HeaderParam, HeaderType, MAX_HEADER_INTEGER};
+use crate::schema::{HeaderParam, HeaderType, MAX_HEADER_INTEGER};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use base64::Engine;
 use serde_json::{Map, Value, json};

@@ -10,7 +10,7 @@ use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
 use crate::registry::tool::{ToolEntry, ToolOutput};
-use crate::registry::{Catalog, Listed, Listing, is_absolute_uri};
+use crate::registry::{Catalog, Listed, Listing};
 use crate::server::Server;
 use crate::subscriptions;
 use crate::wire::jsonrpc::RequestParams;
@@ -396,7 +396,7 @@ async fn read_resource(
     )?
     .to_owned();
     super::request_span().record("mcp.name", uri.as_str());
-    if !is_absolute_uri(&uri) {
+    if !crate::wire::uri::is_absolute_uri(&uri) {
         return Err(Error::invalid_params(
             "resources/read uri must be an absolute URI",
         ));

@@ -26,6 +26,7 @@ use crate::wire::jsonrpc::{
     Notification, Request, RequestId, RequestParams, encode_error, encode_result_owned,
 };
 use crate::wire::meta::{self, KEY_SERVER_INFO, SUPPORTED_VERSIONS};
+use crate::wire::methods as names;
 use crate::wire::write;
 use axum::http::HeaderMap;
 use futures_util::FutureExt;
@@ -49,9 +50,6 @@ pub(crate) struct Exchange {
     /// with no allocation of its own. Empty (and unallocated) otherwise.
     pub(crate) buffer: String,
 }
-
-/// The methods that may answer `input_required` (wire section 10).
-pub(crate) const MRTR_METHODS: &[&str] = &["tools/call", "resources/read", "prompts/get"];
 
 /// A request that passed admission, on its way to its handler.
 struct Admitted {
@@ -306,20 +304,6 @@ pub(crate) enum NotificationEffect {
 /// The most of a cancellation's `reason` logged, in bytes.
 const MAX_LOGGED_REASON: usize = 4096;
 
-/// The methods of 2026-07-28 that presa serves.
-pub(crate) const METHODS: [&str; 10] = [
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "prompts/list",
-    "prompts/get",
-    "completion/complete",
-    "subscriptions/listen",
-];
-
 /// The request's span, for the records made inside the pipeline (the trace context at
 /// admission, the item's name at dispatch): `Span::current()` when INFO spans can be
 /// enabled at all, else a disabled span without asking the dispatcher (a lookup of the
@@ -430,7 +414,7 @@ impl Server {
             let body_version = notification.meta.protocol_version();
             headers::notification_headers(headers, &notification.method, body_version)?;
         }
-        if notification.method == "notifications/cancelled" {
+        if notification.method == names::CANCELLED {
             let id = notification
                 .params
                 .get("requestId")
@@ -598,7 +582,8 @@ impl Server {
         let (catalog, target) = {
             let catalog = self.read_catalog();
             if extension.is_none()
-                && (!METHODS.contains(&&*method) || !methods::offered(self, &catalog, &method))
+                && (!names::SERVED.contains(&&*method)
+                    || !methods::offered(self, &catalog, &method))
             {
                 let error = Error::method_not_found(&method);
                 return Err(if method == "initialize" {
@@ -629,7 +614,7 @@ impl Server {
 
         let principal = self.inner.principal.as_ref().and_then(|f| f(headers));
 
-        let mrtr = extension.is_none() && MRTR_METHODS.contains(&&*method);
+        let mrtr = extension.is_none() && names::MRTR.contains(&&*method);
         let round = if mrtr {
             self.open_round(&method, &params, principal.as_deref())?
         } else {

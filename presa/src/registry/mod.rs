@@ -7,12 +7,14 @@
 //! snapshot; requests in flight keep the one they started with.
 
 pub mod completion;
+mod data;
+#[doc(hidden)]
+pub mod linked;
 pub mod prompt;
 pub mod resource;
-pub(crate) mod schema;
 pub mod tool;
-pub mod uri_template;
-pub(crate) mod validator;
+pub use crate::schema::uri_template;
+pub use data::ExtensionData;
 
 use crate::error::Error;
 use crate::wire::types::Icon;
@@ -44,62 +46,6 @@ pub(crate) fn check_meta(meta: Option<&Map<String, Value>>) -> Result<(), String
         },
         None => Ok(()),
     }
-}
-
-/// Whether `uri` starts with an RFC 3986 scheme followed by `:`.
-pub(crate) fn is_absolute_uri(uri: &str) -> bool {
-    match uri.find(':') {
-        Some(i) if i > 0 => {
-            let scheme = &uri[..i];
-            scheme.as_bytes()[0].is_ascii_alphabetic()
-                && scheme
-                    .bytes()
-                    .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.'))
-        }
-        _ => false,
-    }
-}
-
-/// Whether `uri` holds only what RFC 3986 allows in a URI (the spec: custom schemes
-/// "MUST be in accordance with RFC3986"; the schema's `format: "uri"`): ASCII letters,
-/// digits and `-._~:/?#[]@!$&'()*+,;=`, `%` only as the start of an escape, one `#` at
-/// most, and `[` `]` only in the authority (an IP literal). A character past ASCII must
-/// be percent-encoded (`caf%C3%A9`, not `café`).
-pub(crate) fn uri_characters(uri: &str) -> Result<(), String> {
-    let bytes = uri.as_bytes();
-    // The authority: after "scheme://", up to the next '/', '?' or '#'.
-    let authority = uri.find("://").map(|at| {
-        let start = at + 3;
-        let len = uri[start..]
-            .find(['/', '?', '#'])
-            .unwrap_or(uri.len() - start);
-        start..start + len
-    });
-    let mut fragment = false;
-    for (i, &b) in bytes.iter().enumerate() {
-        let why = match b {
-            b'%' if !uri_template::escape_at(bytes, i) => Some("a % that starts no escape"),
-            b'#' if fragment => Some("a second #"),
-            b'#' => {
-                fragment = true;
-                None
-            }
-            b'[' | b']' if !authority.as_ref().is_some_and(|a| a.contains(&i)) => {
-                Some("[ or ] outside the authority")
-            }
-            b'%' | b'-' | b'.' | b'_' | b'~' | b':' | b'/' | b'?' | b'[' | b']' | b'@' | b'!'
-            | b'$' | b'&' | b'\'' | b'(' | b')' | b'*' | b'+' | b',' | b';' | b'=' => None,
-            _ if b.is_ascii_alphanumeric() => None,
-            _ if !b.is_ascii() => Some("a character past ASCII"),
-            _ => Some("a character no URI holds"),
-        };
-        if let Some(why) = why {
-            return Err(format!(
-                "the URI {uri:?} has {why} at byte {i} (RFC 3986: escape it as %XX)"
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Something the catalog lists: a sort key and prepared listing JSON.

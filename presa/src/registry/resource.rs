@@ -285,10 +285,10 @@ impl Resource {
 
     pub(crate) fn compile(self) -> Result<ResourceEntry, BuildError> {
         let fail = |why: String| BuildError::new(format!("resource {:?}: {why}", self.uri));
-        if !super::is_absolute_uri(&self.uri) {
+        if !crate::wire::uri::is_absolute_uri(&self.uri) {
             return Err(fail("the URI must be absolute (have a scheme)".into()));
         }
-        super::uri_characters(&self.uri).map_err(&fail)?;
+        crate::wire::uri::uri_characters(&self.uri).map_err(&fail)?;
         self.described.check().map_err(&fail)?;
         let Some(handler) = self.handler.clone() else {
             return Err(fail("no handler".into()));
@@ -372,7 +372,7 @@ impl ResourceTemplate {
         let fail =
             |why: String| BuildError::new(format!("resource template {:?}: {why}", self.template));
         // As for a resource: a template for relative URIs never matches a read.
-        if !super::is_absolute_uri(&self.template) {
+        if !crate::wire::uri::is_absolute_uri(&self.template) {
             return Err(fail(
                 "the template must be of absolute URIs (begin with a scheme)".into(),
             ));

@@ -2,11 +2,11 @@
 //! the handler contract, and the compiled entry the catalog keeps (listing JSON prepared
 //! once, schemas compiled once, the `x-mcp-header` table).
 
-use super::schema::{CompiledSchema, HeaderParam, header_params};
 use super::{BoxFuture, check_icons, check_meta};
 use crate::context::RequestContext;
 use crate::error::{BuildError, Error};
 use crate::extract::StateRequirement;
+use crate::schema::{CompiledSchema, HeaderParam, header_params};
 use crate::wire::types::{CallToolResult, Content, Icon, ToolAnnotations};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
@@ -202,6 +202,15 @@ impl<T: IntoCallToolResult> IntoCallToolResult for Result<T, ToolError> {
     }
 }
 
+/// A tool call taken apart for the generated glue of a `#[tool]` function.
+#[doc(hidden)]
+pub struct CallParts {
+    /// The arguments not yet taken.
+    pub arguments: Map<String, Value>,
+    /// The request context.
+    pub ctx: RequestContext,
+}
+
 /// A handler's result as the pipeline takes it: a plain text (what a tool returning a
 /// `String` or `&str` gives, the common case, kept as it is so that no `CallToolResult`
 /// is built, checked and dropped for it) or a whole result.
@@ -226,7 +235,7 @@ impl ToolOutput {
 
 /// A compiled handler: the tool's name (for a [`ToolCall`]), the checked arguments and the
 /// context in, the output out. A `#[tool]` function's glue takes the arguments and the
-/// context as they are ([`CallParts`](crate::__private::CallParts)): it has no use for
+/// context as they are ([`CallParts`]): it has no use for
 /// the name, so none is shared with it (a count up and down per call).
 pub(crate) type ToolHandler = Arc<
     dyn Fn(&Arc<str>, Map<String, Value>, RequestContext) -> BoxFuture<Result<ToolOutput, Error>>
@@ -270,8 +279,7 @@ pub struct Tool {
     pub(crate) states: Vec<StateRequirement>,
     pub(crate) live_notifications: bool,
     pub(crate) asks_input: bool,
-    #[cfg(feature = "tasks")]
-    pub(crate) task: crate::tasks::TaskPolicy,
+    pub(crate) extension_data: super::ExtensionData,
 }
 
 impl Tool {
@@ -293,8 +301,7 @@ impl Tool {
             states: Vec::new(),
             live_notifications: false,
             asks_input: true,
-            #[cfg(feature = "tasks")]
-            task: crate::tasks::TaskPolicy::Default,
+            extension_data: super::ExtensionData::default(),
         }
     }
 
@@ -365,21 +372,16 @@ impl Tool {
         self
     }
 
-    /// Sets how the tool relates to the Tasks extension (default: always synchronous).
-    #[cfg(feature = "tasks")]
-    pub fn task(mut self, mode: crate::tasks::TaskMode) -> Self {
-        self.task = crate::tasks::TaskPolicy::Fixed(mode);
+    /// Attaches a value for an extension to read (see [`ExtensionData`](super::ExtensionData)),
+    /// replacing any earlier value of the same type.
+    pub fn with_extension_data<T: std::any::Any + Send + Sync>(mut self, value: T) -> Self {
+        self.extension_data.insert(value);
         self
     }
 
-    /// Chooses the tool's task mode per call, from the call's params.
-    #[cfg(feature = "tasks")]
-    pub fn task_per_call(
-        mut self,
-        choose: impl Fn(&Map<String, Value>) -> crate::tasks::TaskMode + Send + Sync + 'static,
-    ) -> Self {
-        self.task = crate::tasks::TaskPolicy::PerCall(Arc::new(choose));
-        self
+    /// The values extensions attached to this tool.
+    pub fn extension_data(&self) -> &super::ExtensionData {
+        &self.extension_data
     }
 
     /// Declares that the handler needs shared state; the server refuses to build without
@@ -422,11 +424,11 @@ impl Tool {
     /// is implied: the glue sets it).
     pub(crate) fn parts_handler<F, Fut>(mut self, f: F) -> Self
     where
-        F: Fn(crate::__private::CallParts) -> Fut + Send + Sync + 'static,
+        F: Fn(CallParts) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<ToolOutput, Error>> + Send + 'static,
     {
         self.handler = Some(Arc::new(move |_, arguments, ctx| {
-            Box::pin(f(crate::__private::CallParts { arguments, ctx }))
+            Box::pin(f(CallParts { arguments, ctx }))
         }));
         self
     }

@@ -90,6 +90,21 @@ impl TaskPolicy {
     }
 }
 
+impl crate::Tool {
+    /// Sets how the tool relates to the Tasks extension (default: always synchronous).
+    pub fn task(self, mode: TaskMode) -> Self {
+        self.with_extension_data(TaskPolicy::Fixed(mode))
+    }
+
+    /// Chooses the tool's task mode per call, from the call's params.
+    pub fn task_per_call(
+        self,
+        choose: impl Fn(&Map<String, Value>) -> TaskMode + Send + Sync + 'static,
+    ) -> Self {
+        self.with_extension_data(TaskPolicy::PerCall(Arc::new(choose)))
+    }
+}
+
 impl std::fmt::Debug for TaskPolicy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -157,7 +172,7 @@ impl Default for TasksBuilder {
 /// A duration as the schema's `ttlMs` and `pollIntervalMs` hold it: whole
 /// milliseconds from 1 to 2^53 − 1 (longer durations are clamped rather than wrapped).
 fn wire_ms(d: Duration) -> u64 {
-    const MAX: u128 = crate::registry::schema::MAX_HEADER_INTEGER as u128;
+    const MAX: u128 = crate::schema::MAX_HEADER_INTEGER as u128;
     d.as_millis().clamp(1, MAX) as u64
 }
 
@@ -767,7 +782,11 @@ impl Extension for Tasks {
     }
 
     fn intercept_tool_call(&self, call: ToolInvocation) -> Result<Intercepted, Error> {
-        let mode = call.tool().task.mode(call.params());
+        let mode = call
+            .tool()
+            .extension_data()
+            .get::<TaskPolicy>()
+            .map_or(TaskMode::Sync, |policy| policy.mode(call.params()));
         match (mode, declared(call.ctx(), ID)) {
             (TaskMode::Sync, _) | (TaskMode::Optional, false) => Ok(Intercepted::Continue(call)),
             (TaskMode::Required, false) => Err(missing(ID)),

@@ -564,9 +564,9 @@ enum Method {
 /// The methods whose names are kept static: those presa serves, and the notification
 /// it acts on.
 fn known_method(name: &str) -> Option<&'static str> {
-    crate::pipeline::METHODS
+    super::methods::SERVED
         .iter()
-        .chain(&["notifications/cancelled"])
+        .chain(&[super::methods::CANCELLED])
         .find(|m| **m == name)
         .copied()
 }
@@ -599,7 +599,7 @@ impl<'a> Scan<'a> for Method {
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         // The served methods by a look at their bytes; any other string (the
         // cancellation notification among them) read and looked up as serde_json's is.
-        const SERVED: Expected<10> = Expected::new(crate::pipeline::METHODS);
+        const SERVED: Expected<10> = Expected::new(super::methods::SERVED);
         if let Some(((), name)) = c.known(&SERVED) {
             return Ok(Method::Name(Cow::Borrowed(name)));
         }

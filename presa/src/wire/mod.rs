@@ -370,8 +370,10 @@ fn read_object<'de, M: scan::Members<'de>>(m: &mut M) -> Result<serde_json::Valu
 pub(crate) mod client_info;
 pub mod jsonrpc;
 pub mod meta;
+pub(crate) mod methods;
 pub(crate) mod scan;
 pub mod types;
+pub(crate) mod uri;
 pub(crate) mod write;
 
 /// The length of `value` as compact JSON, counted without building the text.

@@ -107,7 +107,7 @@ impl Icon {
                 self.src
             ));
         }
-        crate::registry::uri_characters(&self.src).map_err(|e| format!("icon src: {e}"))?;
+        crate::wire::uri::uri_characters(&self.src).map_err(|e| format!("icon src: {e}"))?;
         match self.theme.as_deref() {
             None | Some("light" | "dark") => Ok(()),
             Some(other) => Err(format!(

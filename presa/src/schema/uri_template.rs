@@ -1,6 +1,8 @@
 //! RFC 6570 level 1 URI templates (`test://template/{id}/data`): parsing, and matching a
 //! concrete URI to extract the variables.
 
+use crate::wire::uri::{escape_at, percent_decode};
+
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Part {
@@ -140,43 +142,10 @@ impl UriTemplate {
     }
 }
 
-/// Decodes `%XX` escapes (two hex digits each); `None` for a malformed escape or bytes
-/// that are not UTF-8. Shared with the schema validator's `$ref` fragments.
-pub(crate) fn percent_decode(s: &str) -> Option<String> {
-    if !s.contains('%') {
-        return Some(s.to_owned());
-    }
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%' {
-            // escape_at first: from_str_radix alone would take a sign ("%+1").
-            if !escape_at(bytes, i) {
-                return None;
-            }
-            out.push(u8::from_str_radix(s.get(i + 1..i + 3)?, 16).ok()?);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// Whether the `%` at `i` of `bytes` starts an escape: two hex digits follow it. The one
-/// test of a percent-escape for URIs, templates and their variable names.
-pub(crate) fn escape_at(bytes: &[u8], i: usize) -> bool {
-    matches!(
-        (bytes.get(i + 1), bytes.get(i + 2)),
-        (Some(h), Some(l)) if h.is_ascii_hexdigit() && l.is_ascii_hexdigit()
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::wire::uri::percent_decode;
 
     #[test]
     fn matches_level_one_templates() {

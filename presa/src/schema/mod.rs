@@ -3,8 +3,11 @@
 //! presa's own 2020-12 validator, or by the `jsonschema` crate for what it leaves out when
 //! the `jsonschema` feature is on), and the `x-mcp-header` table of a tool's input schema.
 
-use super::validator::{CompileError, Validator};
+pub mod uri_template;
+pub(crate) mod validator;
+
 use serde_json::{Map, Value};
+use validator::{CompileError, Validator};
 
 /// Deepest nesting of a schema presa accepts.
 pub const MAX_SCHEMA_DEPTH: usize = 32;

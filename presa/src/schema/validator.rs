@@ -1318,7 +1318,7 @@ impl<'s> Compiler<'s> {
                 "$ref {r:?} is not a same-document reference"
             )));
         };
-        let fragment = super::uri_template::percent_decode(fragment)
+        let fragment = crate::wire::uri::percent_decode(fragment)
             .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} is not a valid URI")))?;
         if fragment.is_empty() {
             return Ok(self.root);
