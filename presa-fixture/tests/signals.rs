@@ -1,7 +1,9 @@
 //! The fixture binary stops as a server should: SIGINT and SIGTERM stop it within a second
-//! with exit code 0 whether its stdin is `/dev/null`, a pipe held open or a terminal; over
-//! HTTP it never reads stdin unless `--exit-on-stdin-close` asks it to stop at stdin's end;
-//! over stdio, stdin's end stops it too.
+//! with exit code 0 whether its stdin is `/dev/null`, a pipe held open, a terminal or a
+//! socket (what Node's `child_process` gives a child, so what the TypeScript SDK's stdio
+//! client spawns a server with); over HTTP it never reads stdin unless
+//! `--exit-on-stdin-close` asks it to stop at stdin's end; over stdio, stdin's end stops it
+//! too.
 //!
 //! Each test starts the real binary, waits for it to be serving by reading what it
 //! writes (the ready line over HTTP, an answer over stdio), signals it by pid, and waits
@@ -13,6 +15,8 @@ use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
 use serde_json::{Value, json};
 use std::io::Write;
+use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, Lines};
@@ -39,6 +43,8 @@ enum Input {
     /// A pseudo-terminal whose master end the test holds open; reads of it block until a
     /// line is typed.
     Terminal,
+    /// One end of a Unix socket pair, the test holding the other.
+    Socket,
 }
 
 /// A running fixture, killed if a test ends (or fails) before it exits.
@@ -47,8 +53,8 @@ struct Fixture {
     stdout: Lines<BufReader<ChildStdout>>,
     /// The write end of the stdin pipe, held open until dropped.
     stdin: Option<ChildStdin>,
-    /// The terminal's master end, held open for as long as the fixture runs.
-    terminal: Option<std::fs::File>,
+    /// The terminal's master end or the socket's other end, held open until dropped.
+    other_end: Option<Box<dyn Write + Send>>,
 }
 
 impl Fixture {
@@ -62,7 +68,7 @@ impl Fixture {
             .env("RUST_LOG", "error")
             .env_remove("MCP_PORT")
             .kill_on_drop(true);
-        let mut terminal = None;
+        let mut other_end: Option<Box<dyn Write + Send>> = None;
         match input {
             Input::Null => {
                 command.stdin(Stdio::null());
@@ -73,7 +79,12 @@ impl Fixture {
             Input::Terminal => {
                 let pty = nix::pty::openpty(None, None).expect("a pseudo-terminal opens");
                 command.stdin(Stdio::from(pty.slave));
-                terminal = Some(std::fs::File::from(pty.master));
+                other_end = Some(Box::new(std::fs::File::from(pty.master)));
+            }
+            Input::Socket => {
+                let (ours, theirs) = UnixStream::pair().expect("a socket pair opens");
+                command.stdin(Stdio::from(OwnedFd::from(theirs)));
+                other_end = Some(Box::new(ours));
             }
         }
         let mut child = command.spawn().expect("the fixture starts");
@@ -83,7 +94,7 @@ impl Fixture {
             child,
             stdout: BufReader::new(stdout).lines(),
             stdin,
-            terminal,
+            other_end,
         }
     }
 
@@ -127,12 +138,15 @@ impl Fixture {
             .expect("a line before stdout ends")
     }
 
-    /// Writes one line to stdin (the pipe or the terminal).
+    /// Writes one line to stdin (the pipe, the terminal or the socket).
     async fn send(&mut self, message: &Value) {
         let line = format!("{message}\n");
-        if let Some(terminal) = &mut self.terminal {
-            // A line well under the terminal's buffer: the write does not wait.
-            terminal.write_all(line.as_bytes()).expect("types the line");
+        if let Some(other_end) = &mut self.other_end {
+            // A line well under the terminal's or the socket's buffer: the write does not
+            // wait for the reader.
+            other_end
+                .write_all(line.as_bytes())
+                .expect("writes the line");
         } else {
             let stdin = self.stdin.as_mut().expect("stdin is a pipe");
             stdin
@@ -314,6 +328,11 @@ async fn http_with_stdin_a_terminal_stops_on_sigint() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn http_with_stdin_a_socket_stops_on_sigterm() {
+    http_stops_on(Input::Socket, Signal::SIGTERM).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn http_with_exit_on_stdin_close_stops_when_the_pipe_closes() {
     let (mut fixture, addr) = Fixture::http(&["--exit-on-stdin-close"], Input::Pipe).await;
     serves(&addr).await;
@@ -412,6 +431,14 @@ async fn stdio_stops_at_the_end_of_stdin() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn stdio_stops_at_the_end_of_a_socket_stdin() {
+    let mut fixture = Fixture::stdio(Input::Socket).await;
+    drop(fixture.other_end.take());
+    let status = fixture.exit_within(DEADLINE, "stdio, socket closed").await;
+    assert_eq!(status.code(), Some(0), "exit status {status}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn stdio_with_stdin_a_pipe_held_open_stops_on_sigterm() {
     let mut fixture = Fixture::stdio(Input::Pipe).await;
     fixture
@@ -440,6 +467,14 @@ async fn stdio_with_stdin_a_terminal_stops_on_sigint() {
     let mut fixture = Fixture::stdio(Input::Terminal).await;
     fixture
         .stops_on(Signal::SIGINT, "stdio, stdin a terminal")
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdio_with_stdin_a_socket_held_open_stops_on_sigterm() {
+    let mut fixture = Fixture::stdio(Input::Socket).await;
+    fixture
+        .stops_on(Signal::SIGTERM, "stdio, stdin a socket")
         .await;
 }
 
