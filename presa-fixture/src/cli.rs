@@ -9,7 +9,8 @@
 //!   asks for stdin's end to stop it as well. After the signal, requests still open get
 //!   [`DRAIN`] to finish; then serving stops without them.
 //! - over stdio, stdin's end stops it (that is the transport), and so does a signal, which
-//!   stops serving at once.
+//!   stops serving at once: requests in flight then go unanswered (presa's stdio transport
+//!   drains them only at stdin's end).
 //!
 //! Whatever still runs then (a read of stdin that only input would end, on tokio's
 //! blocking pool: what `serve_stdio` uses over a terminal) is left behind after
