@@ -1,28 +1,83 @@
-//! The command line of the fixture binary.
+//! The command line of the fixture binary: its arguments, its runtime, and when it stops.
+//!
+//! It stops as a server should. SIGINT (Ctrl-C) and SIGTERM stop either transport, and the
+//! process then exits 0 within a second, whatever its stdin is (a terminal, a pipe held
+//! open, `/dev/null`):
+//!
+//! - over HTTP, stdin is not read at all (so a fixture under systemd, `docker run` without
+//!   `-i` or `nohup … &` serves until it is signalled), unless `--exit-on-stdin-close`
+//!   asks for stdin's end to stop it as well. After the signal, requests still open get
+//!   [`DRAIN`] to finish; then serving stops without them.
+//! - over stdio, stdin's end stops it (that is the transport), and so does a signal, which
+//!   stops serving at once: requests in flight then go unanswered (presa's stdio transport
+//!   drains them only at stdin's end).
+//!
+//! Whatever still runs then (a read of stdin that only input would end, on tokio's
+//! blocking pool: what `serve_stdio` uses over a terminal) is left behind after
+//! [`LEFT_BEHIND_AFTER`] rather than waited for, so nothing keeps the process alive.
 
 use crate::build;
 use presa::{HttpConfig, Server};
+use std::future::Future;
 use std::process::ExitCode;
+use std::time::Duration;
 
+/// How long requests still open over HTTP get to finish once a stop signal arrived.
+pub const DRAIN: Duration = Duration::from_millis(500);
+
+/// How long the runtime waits at the end for work still running (a blocked read of
+/// stdin) before it leaves it behind. With [`DRAIN`], well under a second.
+pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
+
+const USAGE: &str = "\
+usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close]
+
+Serves presa's conformance fixture: every tool, resource and prompt the official MCP
+conformance runner calls.
+
+  --transport http       Streamable HTTP on 127.0.0.1 (the default). Prints
+                         {\"conformanceReady\":true,\"url\":\"http://127.0.0.1:<port>/mcp\"}
+                         on one stdout line once listening. Does not read stdin.
+  --transport stdio      newline-delimited JSON-RPC on stdin and stdout; stops when stdin
+                         reaches its end.
+  --port N               the HTTP port (also from MCP_PORT); 0, the default, picks a free one.
+  --exit-on-stdin-close  over HTTP, also stop when stdin reaches its end.
+  -h, --help             this text.
+
+SIGINT (Ctrl-C) and SIGTERM stop either transport within a second, with exit code 0.
+";
+
+#[derive(Debug, PartialEq)]
 enum Transport {
     Http,
     Stdio,
 }
 
+#[derive(Debug)]
 struct Args {
     transport: Transport,
     port: u16,
+    exit_on_stdin_close: bool,
 }
 
-fn parse_args() -> Result<Args, String> {
+/// What the command line asks for.
+enum Command {
+    Serve(Args),
+    Help,
+}
+
+fn parse_args(
+    mut args: impl Iterator<Item = String>,
+    mcp_port: Option<String>,
+) -> Result<Command, String> {
     let mut transport = Transport::Http;
-    let mut port = match std::env::var("MCP_PORT") {
-        Ok(p) => p
+    let mut exit_on_stdin_close = false;
+    let mut port = match mcp_port {
+        Some(p) => p
             .parse()
             .map_err(|_| format!("MCP_PORT={p:?} is not a port number"))?,
-        Err(_) => 0,
+        None => 0,
     };
-    let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--transport" => match args.next().as_deref() {
@@ -36,29 +91,32 @@ fn parse_args() -> Result<Args, String> {
                     .parse()
                     .map_err(|_| format!("--port {p:?} is not a port number"))?;
             }
-            "--help" | "-h" => {
-                return Err("usage: presa-fixture [--transport http|stdio] [--port N]".into());
-            }
+            "--exit-on-stdin-close" => exit_on_stdin_close = true,
+            "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
     }
-    Ok(Args { transport, port })
+    Ok(Command::Serve(Args {
+        transport,
+        port,
+        exit_on_stdin_close,
+    }))
 }
 
-/// The `presa-fixture` command line: parses the arguments, serves, and returns the exit
-/// code.
+/// The `presa-fixture` command line: parses the arguments, serves until stopped (see the
+/// module docs), and returns the exit code.
 pub fn main() -> ExitCode {
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(r) => r,
+    let args = match parse_args(std::env::args().skip(1), std::env::var("MCP_PORT").ok()) {
+        Ok(Command::Serve(args)) => args,
+        Ok(Command::Help) => {
+            print!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
         Err(e) => {
             eprintln!("presa-fixture: {e}");
-            return ExitCode::FAILURE;
+            return ExitCode::from(2);
         }
     };
-    runtime.block_on(run())
-}
-
-async fn run() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(
@@ -66,11 +124,29 @@ async fn run() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
         )
         .init();
-    let args = match parse_args() {
-        Ok(a) => a,
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(r) => r,
         Err(e) => {
             eprintln!("presa-fixture: {e}");
-            return ExitCode::from(2);
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(run(args));
+    // Dropping the runtime would wait for every blocking-pool thread, and one reading a
+    // terminal returns only once a line is typed: leave such work behind instead. The
+    // process exits right after, which ends the threads left behind.
+    runtime.shutdown_timeout(LEFT_BEHIND_AFTER);
+    code
+}
+
+async fn run(args: Args) -> ExitCode {
+    // Listening starts before anything is served or announced, so a signal sent as soon
+    // as the ready line (or a first answer) is seen is already handled, never fatal.
+    let stop = match StopSignal::listen() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("presa-fixture: cannot listen for SIGINT and SIGTERM: {e}");
+            return ExitCode::FAILURE;
         }
     };
     let server = match build() {
@@ -81,8 +157,27 @@ async fn run() -> ExitCode {
         }
     };
     let result = match args.transport {
-        Transport::Stdio => server.serve_stdio().await,
-        Transport::Http => serve_http(server, args.port).await,
+        Transport::Stdio => {
+            // A signal drops the serving future, which stops serving at once (presa
+            // aborts its read loop and the requests in flight).
+            tokio::select! {
+                served = server.serve_stdio() => served,
+                () = stop.received() => Ok(()),
+            }
+        }
+        Transport::Http if args.exit_on_stdin_close => match stdin_closed() {
+            Ok(closed) => {
+                let stop = async move {
+                    tokio::select! {
+                        () = stop.received() => {}
+                        () = closed => {}
+                    }
+                };
+                serve_http(server, args.port, stop).await
+            }
+            Err(e) => Err(e),
+        },
+        Transport::Http => serve_http(server, args.port, stop.received()).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -93,45 +188,159 @@ async fn run() -> ExitCode {
     }
 }
 
-async fn serve_http(server: Server, port: u16) -> std::io::Result<()> {
+/// Serves over Streamable HTTP on 127.0.0.1 until `stop` completes, then gives the
+/// requests still open [`DRAIN`] to finish.
+async fn serve_http(
+    server: Server,
+    port: u16,
+    stop: impl Future<Output = ()>,
+) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     println!(
         "{}",
         serde_json::json!({"conformanceReady": true, "url": format!("http://{addr}/mcp")})
     );
-    server
-        .serve_http_on(listener, HttpConfig::default(), shutdown_signal())
-        .await
+    let (shut_down, shutting_down) = tokio::sync::oneshot::channel::<()>();
+    let serving = server.serve_http_on(listener, HttpConfig::default(), async move {
+        // Also when the sender is dropped: nothing is left to wait for then.
+        let _ = shutting_down.await;
+    });
+    let mut serving = std::pin::pin!(serving);
+    tokio::select! {
+        served = &mut serving => return served,
+        () = stop => {}
+    }
+    // Graceful from here: no new connections, subscription streams ended, open requests
+    // answered, all within the drain.
+    let _ = shut_down.send(());
+    match tokio::time::timeout(DRAIN, serving).await {
+        Ok(served) => served,
+        Err(_) => {
+            tracing::warn!(
+                "requests still open {} ms after the stop signal were dropped",
+                DRAIN.as_millis()
+            );
+            Ok(())
+        }
+    }
 }
 
-/// Completes when stdin reaches its end, or on SIGINT or SIGTERM.
-async fn shutdown_signal() {
-    let stdin_closed = async {
-        use tokio::io::AsyncReadExt;
-        let mut stdin = tokio::io::stdin();
-        let mut buf = [0u8; 1024];
-        loop {
-            match stdin.read(&mut buf).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {}
-            }
-        }
-    };
-    let terminate = async {
+/// SIGINT and SIGTERM (Ctrl-C only off Unix), listened for from creation on.
+struct StopSignal {
+    #[cfg(unix)]
+    interrupt: tokio::signal::unix::Signal,
+    #[cfg(unix)]
+    terminate: tokio::signal::unix::Signal,
+}
+
+impl StopSignal {
+    /// Starts listening: from here on neither signal ends the process by itself.
+    fn listen() -> std::io::Result<StopSignal> {
         #[cfg(unix)]
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut s) => {
-                s.recv().await;
-            }
-            Err(_) => std::future::pending::<()>().await,
+        {
+            use tokio::signal::unix::{SignalKind, signal};
+            Ok(StopSignal {
+                interrupt: signal(SignalKind::interrupt())?,
+                terminate: signal(SignalKind::terminate())?,
+            })
         }
         #[cfg(not(unix))]
-        std::future::pending::<()>().await
-    };
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = tokio::signal::ctrl_c() => {}
-        _ = terminate => {}
+        Ok(StopSignal {})
+    }
+
+    /// Completes when either signal arrives.
+    async fn received(mut self) {
+        #[cfg(unix)]
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+        #[cfg(not(unix))]
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Completes when stdin reaches its end (or cannot be read).
+///
+/// The read runs on a thread of its own that nothing joins or waits for: a read of stdin
+/// cannot be cancelled, and on the runtime's blocking pool it would hold the runtime's
+/// shutdown until input arrived.
+fn stdin_closed() -> std::io::Result<impl Future<Output = ()>> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::Builder::new()
+        .name("stdin-watch".into())
+        .spawn(move || {
+            // Reads (and discards) to the end; an error ends the watch like the end does.
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            let _ = tx.send(());
+        })?;
+    Ok(async move {
+        // An error means the thread ended without sending: it did stop watching.
+        let _ = rx.await;
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str], mcp_port: Option<&str>) -> Result<Command, String> {
+        parse_args(
+            args.iter().map(|a| a.to_string()),
+            mcp_port.map(str::to_owned),
+        )
+    }
+
+    fn serve(args: &[&str], mcp_port: Option<&str>) -> Args {
+        match parse(args, mcp_port) {
+            Ok(Command::Serve(args)) => args,
+            Ok(Command::Help) => panic!("{args:?} asked for help"),
+            Err(e) => panic!("{args:?}: {e}"),
+        }
+    }
+
+    #[test]
+    fn defaults_serve_http_on_any_port_without_reading_stdin() {
+        let args = serve(&[], None);
+        assert_eq!(args.transport, Transport::Http);
+        assert_eq!(args.port, 0);
+        assert!(!args.exit_on_stdin_close);
+    }
+
+    #[test]
+    fn every_flag_is_read() {
+        let args = serve(
+            &[
+                "--transport",
+                "stdio",
+                "--port",
+                "3001",
+                "--exit-on-stdin-close",
+            ],
+            None,
+        );
+        assert_eq!(args.transport, Transport::Stdio);
+        assert_eq!(args.port, 3001);
+        assert!(args.exit_on_stdin_close);
+    }
+
+    #[test]
+    fn port_comes_from_mcp_port_unless_given() {
+        assert_eq!(serve(&[], Some("4000")).port, 4000);
+        assert_eq!(serve(&["--port", "4001"], Some("4000")).port, 4001);
+        assert!(parse(&[], Some("x")).is_err());
+        assert!(parse(&["--port", "65536"], None).is_err());
+        assert!(parse(&["--port"], None).is_err());
+    }
+
+    #[test]
+    fn help_is_asked_for_and_unknown_arguments_refused() {
+        assert!(matches!(parse(&["--help"], None), Ok(Command::Help)));
+        assert!(matches!(parse(&["-h"], None), Ok(Command::Help)));
+        assert!(parse(&["--exit-on-stdin"], None).is_err());
+        assert!(parse(&["--transport", "ws"], None).is_err());
     }
 }

@@ -2,10 +2,13 @@
 //! tool, resource and prompt the official conformance runner calls (wire reference section
 //! 16).
 //!
-//! `presa-fixture [--transport http|stdio] [--port N]` (the port also from `MCP_PORT`; 0
-//! means any free port). Over HTTP it prints
+//! `presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close]` (the port
+//! also from `MCP_PORT`; 0 means any free port). Over HTTP it prints
 //! `{"conformanceReady":true,"url":"http://127.0.0.1:<port>/mcp"}` on one stdout line once
-//! listening, and serves until stdin closes or it gets SIGINT or SIGTERM, then exits 0.
+//! listening and serves until SIGINT (Ctrl-C) or SIGTERM, without reading stdin unless
+//! `--exit-on-stdin-close` makes stdin's end stop it too. Over stdio it serves until stdin
+//! ends or either signal. A signal stops it within a second with exit code 0, whatever
+//! stdin is (see [`presa_fixture::cli`]).
 
 fn main() -> std::process::ExitCode {
     presa_fixture::cli::main()
