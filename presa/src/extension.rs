@@ -7,8 +7,8 @@
 use crate::context::RequestContext;
 use crate::error::Error;
 use crate::registry::BoxFuture;
-use crate::registry::tool::{Tool, ToolEntry, ToolOutput};
-use crate::server::Server;
+use crate::registry::tool::{Tool, ToolEntry};
+use crate::shape::Shaper;
 use serde_json::{Map, Value, json};
 use std::sync::Arc;
 
@@ -78,7 +78,7 @@ pub struct ToolInvocation {
     pub(crate) arguments: Map<String, Value>,
     pub(crate) params: Map<String, Value>,
     pub(crate) ctx: RequestContext,
-    pub(crate) server: Server,
+    pub(crate) shaper: Shaper,
 }
 
 impl ToolInvocation {
@@ -102,74 +102,20 @@ impl ToolInvocation {
         &self.ctx
     }
 
-    /// The server.
-    pub fn server(&self) -> &Server {
-        &self.server
-    }
-
     /// Runs the tool with `ctx` (the request's own context, or a detached one), checking
-    /// its structured result against its output schema, and returns the shaped result.
+    /// its result as a call in the request is checked, and returns the shaped result.
     pub fn run_with(&self, ctx: RequestContext) -> BoxFuture<Result<Map<String, Value>, Error>> {
         let entry = Arc::clone(&self.entry);
         let arguments = self.arguments.clone();
-        let server = self.server.clone();
-        Box::pin(async move { run_tool(&server, &entry, arguments, ctx).await })
+        let shaper = self.shaper.clone();
+        Box::pin(async move {
+            let result = entry.check(entry.start(arguments, ctx).await)?;
+            match serde_json::to_value(result.into_result()) {
+                Ok(Value::Object(m)) => Ok(shaper.complete_map(m)),
+                _ => Err(Error::internal()),
+            }
+        })
     }
-}
-
-/// Runs a tool and shapes its result (detached runs keep it as an object).
-pub(crate) async fn run_tool(
-    server: &Server,
-    entry: &ToolEntry,
-    arguments: Map<String, Value>,
-    ctx: RequestContext,
-) -> Result<Map<String, Value>, Error> {
-    let result = check_result(entry, start_handler(entry, arguments, ctx).await)?;
-    match serde_json::to_value(result.into_result()) {
-        Ok(Value::Object(m)) => Ok(server.shape_map(m)),
-        _ => Err(Error::internal()),
-    }
-}
-
-/// A tool's handler called with its arguments: the future that runs it.
-pub(crate) fn start_handler(
-    entry: &ToolEntry,
-    arguments: Map<String, Value>,
-    ctx: RequestContext,
-) -> BoxFuture<Result<ToolOutput, Error>> {
-    (entry.handler)(&entry.name, arguments, ctx)
-}
-
-/// A handler's outcome checked where the handler could break the schema: its content's
-/// annotations (a `priority` from 0 to 1) and its structured result against the tool's
-/// output schema. A result that breaks either is -32603, logged (the model never sees it).
-#[inline]
-pub(crate) fn check_result(
-    entry: &ToolEntry,
-    result: Result<ToolOutput, Error>,
-) -> Result<ToolOutput, Error> {
-    let result = match result? {
-        // One text block without annotations breaks nothing, unless an outputSchema asks
-        // for structured content.
-        ToolOutput::Text(text) if entry.output.is_none() => return Ok(ToolOutput::Text(text)),
-        output => output.into_result(),
-    };
-    let name = entry.tool.name.as_str();
-    if let Some(problem) = result.content.iter().find_map(|c| c.check().err()) {
-        tracing::error!(tool = %name, %problem, "tool result content breaks the schema");
-        return Err(Error::internal());
-    }
-    if let (Some(output), false) = (&entry.output, result.is_error) {
-        let structured = result.structured_content.as_ref().ok_or_else(|| {
-            tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");
-            Error::internal()
-        })?;
-        if let Err(problems) = output.validate(structured) {
-            tracing::error!(tool = %name, %problems, "structured result does not match the tool's outputSchema");
-            return Err(Error::internal());
-        }
-    }
-    Ok(ToolOutput::Result(result))
 }
 
 /// Whether the request declared extension `id` in its client capabilities.

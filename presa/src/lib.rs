@@ -40,6 +40,7 @@ mod pipeline;
 pub mod registry;
 mod schema;
 mod server;
+mod shape;
 pub mod subscriptions;
 #[cfg(feature = "tasks")]
 pub mod tasks;
@@ -49,6 +50,7 @@ pub mod wire;
 
 pub use context::RequestContext;
 pub use error::{BuildError, Error, ReservedCode, code};
+pub use pipeline::config::{Cacheable, Config};
 /// Derives [`mrtr::ElicitForm`] for a struct of flat primitive fields (checked at compile
 /// time), or [`mrtr::FormEnum`] for a unit-only enum.
 pub use presa_macros::ElicitForm;
@@ -64,7 +66,7 @@ pub use registry::resource::{
     IntoReadResourceResult, Resource, ResourceError, ResourceRead, ResourceTemplate,
 };
 pub use registry::tool::{IntoCallToolResult, Json, Tool, ToolCall, ToolError};
-pub use server::{Cacheable, Config, Item, Server, ServerBuilder};
+pub use server::{Item, Server, ServerBuilder};
 pub use transport::http::HttpConfig;
 pub use transport::stdio::StdioConfig;
 pub use wire::meta::{LogLevel, PROTOCOL_VERSION, RequestMeta};

@@ -1,9 +1,15 @@
-//! The server: built once from a builder, then shared by every transport and request.
-//! Holds the identity, the configuration, the catalog snapshot and the application state.
+//! The server: the cheap handle users hold ([`Server`], a shared [`Core`]) and the
+//! builder that checks every registration and makes the core. The transports serve a
+//! `Server`; handlers reach it through their context.
 
+use crate::context::RequestContext;
 use crate::context::state::StateMap;
 use crate::error::BuildError;
+use crate::extension::{Extension, ToolInvocation};
 use crate::extract::StateRequirement;
+use crate::mrtr::round::Seals;
+use crate::pipeline::config::{Cacheable, Config};
+use crate::pipeline::{Core, Parts, PrincipalFn};
 use crate::registry::Catalog;
 use crate::registry::linked::Registered;
 use crate::registry::prompt::Prompt;
@@ -11,9 +17,8 @@ use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
 use crate::subscriptions::Event;
 use crate::wire::types::{CachePolicy, Implementation};
-use serde_json::Value;
 use std::any::Any;
-use std::sync::{Arc, RwLock};
+use std::sync::Arc;
 
 /// An item declared with `#[tool]`, `#[prompt]` or `#[resource]`: the attribute
 /// implements this on a type named like the function, so `.add::<my_tool>()` adds it.
@@ -22,108 +27,19 @@ pub trait Item {
     fn add_to(builder: ServerBuilder) -> ServerBuilder;
 }
 
-/// The lists whose caching hints can be set with [`ServerBuilder::cache`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Cacheable {
-    /// `server/discover`.
-    Discover,
-    /// `tools/list`.
-    Tools,
-    /// `prompts/list`.
-    Prompts,
-    /// `resources/list`.
-    Resources,
-    /// `resources/templates/list`.
-    ResourceTemplates,
-    /// `resources/read`, for resources that set no policy of their own.
-    ResourceRead,
-}
-
-/// Server-wide settings. Every field has a documented default.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Config {
-    /// Items per page of every list (default 100).
-    pub page_size: usize,
-    /// Caching hints of `server/discover` (default: ttl 0, private).
-    pub discover_cache: CachePolicy,
-    /// Caching hints of `tools/list` (default: ttl 0, private).
-    pub tools_cache: CachePolicy,
-    /// Caching hints of `prompts/list` (default: ttl 0, private).
-    pub prompts_cache: CachePolicy,
-    /// Caching hints of `resources/list` (default: ttl 0, private).
-    pub resources_cache: CachePolicy,
-    /// Caching hints of `resources/templates/list` (default: ttl 0, private).
-    pub templates_cache: CachePolicy,
-    /// Caching hints of `resources/read` for resources without their own (default: ttl
-    /// 0, private).
-    pub read_cache: CachePolicy,
-    /// Whether results carry `_meta.io.modelcontextprotocol/serverInfo` (default true).
-    pub server_info_in_results: bool,
-    /// Whether the server offers logging (`notifications/message`, deprecated in
-    /// 2026-07-28) and advertises the `logging` capability (default true).
-    pub logging: bool,
-    /// Natural-language instructions for `server/discover`.
-    pub instructions: Option<String>,
-    /// Whether the application publishes resource events
-    /// ([`Server::notify_resource_updated`], [`Server::notify_resources_list_changed`]),
-    /// so `resources.listChanged` and `resources.subscribe` are advertised (default
-    /// false).
-    pub resource_notifications: bool,
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            page_size: 100,
-            discover_cache: CachePolicy::NONE,
-            tools_cache: CachePolicy::NONE,
-            prompts_cache: CachePolicy::NONE,
-            resources_cache: CachePolicy::NONE,
-            templates_cache: CachePolicy::NONE,
-            read_cache: CachePolicy::NONE,
-            server_info_in_results: true,
-            logging: true,
-            instructions: None,
-            resource_notifications: false,
-        }
-    }
-}
-
 /// An MCP server. Cheap to clone: clones share the catalog and state.
 ///
 /// Build one with [`Server::builder`] or, to name it after the calling crate, with the
 /// [`server!`](crate::server!) macro.
 #[derive(Clone)]
 pub struct Server {
-    pub(crate) inner: Arc<Inner>,
-}
-
-/// Derives a request's principal (who is asking) from its HTTP headers; `None` on stdio
-/// and in process. Request state is bound to it.
-pub type PrincipalFn = dyn Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync;
-
-pub(crate) struct Inner {
-    pub(crate) extensions: Vec<Arc<dyn crate::extension::Extension>>,
-    pub(crate) keys: crate::mrtr::Keyring,
-    pub(crate) replay: Arc<dyn crate::mrtr::ReplayStore>,
-    pub(crate) state_ttl: std::time::Duration,
-    pub(crate) principal: Option<Arc<PrincipalFn>>,
-    pub(crate) info: Implementation,
-    pub(crate) server_info: Value,
-    /// The same, serialized once, for results written without a `Value` tree.
-    pub(crate) server_info_raw: Box<serde_json::value::RawValue>,
-    pub(crate) config: Config,
-    pub(crate) catalog: RwLock<Arc<Catalog>>,
-    pub(crate) state: Arc<StateMap>,
-    pub(crate) hub: crate::subscriptions::Hub,
+    pub(crate) core: Arc<Core>,
 }
 
 /// Builds a [`Server`].
 #[must_use]
 pub struct ServerBuilder {
-    extensions: Vec<Arc<dyn crate::extension::Extension>>,
+    extensions: Vec<Arc<dyn Extension>>,
     keys: Option<crate::mrtr::Keyring>,
     replay: Option<Arc<dyn crate::mrtr::ReplayStore>>,
     state_ttl: std::time::Duration,
@@ -181,41 +97,20 @@ impl Server {
 
     /// The server's identity.
     pub fn info(&self) -> &Implementation {
-        &self.inner.info
+        &self.core.info
     }
 
     /// The server's configuration.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        &self.core.config
     }
 
-    pub(crate) fn catalog(&self) -> Arc<Catalog> {
-        Arc::clone(&self.read_catalog())
-    }
-
-    /// The catalog under its read lock, for a look without taking a count of it. Hold it
-    /// only where no user code runs: a handler may change the catalog.
-    pub(crate) fn read_catalog(&self) -> std::sync::RwLockReadGuard<'_, Arc<Catalog>> {
-        self.inner
-            .catalog
-            .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
+    /// Applies a change to the catalog (see [`Core::update_catalog`]).
     fn update(
         &self,
         f: impl FnOnce(&mut Catalog) -> Result<bool, BuildError>,
     ) -> Result<bool, BuildError> {
-        let mut guard = match self.inner.catalog.write() {
-            Ok(g) => g,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        let mut next = Catalog::clone(&guard);
-        let changed = f(&mut next)?;
-        if changed {
-            *guard = Arc::new(next);
-        }
-        Ok(changed)
+        self.core.update_catalog(f)
     }
 
     /// Adds a tool while the server runs (listeners get `tools/list_changed`). A tool
@@ -306,36 +201,27 @@ impl Server {
     /// Ends every open subscription stream gracefully (the transports do this when they
     /// shut down).
     pub fn close_streams(&self) {
-        self.inner.hub.close();
+        self.core.hub.close();
     }
 
     /// The number of open subscription streams.
     pub fn open_streams(&self) -> usize {
-        self.inner.hub.open_streams()
+        self.core.hub.open_streams()
     }
 
     pub(crate) fn publish(&self, event: Event) {
-        self.inner.hub.publish(&event);
+        self.core.publish(&event);
     }
 
     /// The installed extensions.
-    pub fn extensions(&self) -> impl Iterator<Item = &dyn crate::extension::Extension> {
-        self.inner.extensions.iter().map(|e| &**e)
-    }
-
-    pub(crate) fn extension_for(
-        &self,
-        method: &str,
-    ) -> Option<&Arc<dyn crate::extension::Extension>> {
-        self.inner
-            .extensions
-            .iter()
-            .find(|e| e.methods().contains(&method))
+    pub fn extensions(&self) -> impl Iterator<Item = &dyn Extension> {
+        self.core.extensions.iter().map(|e| &**e)
     }
 
     /// The names of the tools offered now, sorted.
     pub fn tool_names(&self) -> Vec<String> {
-        self.catalog()
+        self.core
+            .catalog()
             .tools
             .iter()
             .map(|t| t.tool.name.clone())
@@ -360,7 +246,7 @@ impl Registered {
 /// (`vendor.example/name`), each once, and settings that are a JSON object (the schema's
 /// `ServerCapabilities.extensions`). A client declares the extension by that identifier,
 /// so one that breaks the syntax could never be declared.
-fn check_extensions(extensions: &[Arc<dyn crate::extension::Extension>]) -> Result<(), BuildError> {
+fn check_extensions(extensions: &[Arc<dyn Extension>]) -> Result<(), BuildError> {
     let mut seen = std::collections::HashSet::new();
     for e in extensions {
         let id = e.id();
@@ -450,7 +336,7 @@ impl ServerBuilder {
 
     /// Installs an extension (such as [`crate::tasks::Tasks`]); it is advertised in
     /// `server/discover` under `capabilities.extensions`.
-    pub fn extension(mut self, extension: impl crate::extension::Extension) -> Self {
+    pub fn extension(mut self, extension: impl Extension) -> Self {
         self.extensions.push(Arc::new(extension));
         self
     }
@@ -578,8 +464,6 @@ impl ServerBuilder {
                 .insert(t.compile()?, "resource template")
                 .map_err(BuildError::new)?;
         }
-        let server_info =
-            serde_json::to_value(&self.info).map_err(|e| BuildError::new(e.to_string()))?;
         let keys = match self.keys {
             Some(k) => k,
             None => match crate::mrtr::Keyring::from_env() {
@@ -597,24 +481,47 @@ impl ServerBuilder {
                 }
             },
         };
-        Ok(Server {
-            inner: Arc::new(Inner {
-                extensions: self.extensions,
+        let audience = self.info.name.clone();
+        let core = Core::new(Parts {
+            info: self.info,
+            config: self.config,
+            catalog,
+            extensions: self.extensions,
+            seals: Seals {
                 keys,
                 replay: self
                     .replay
                     .unwrap_or_else(|| Arc::new(crate::mrtr::MemoryReplayStore::default())),
-                state_ttl: self.state_ttl,
-                principal: self.principal,
-                info: self.info,
-                server_info_raw: serde_json::value::to_raw_value(&server_info)
-                    .map_err(|e| BuildError::new(e.to_string()))?,
-                server_info,
-                config: self.config,
-                catalog: RwLock::new(Arc::new(catalog)),
-                state: Arc::new(self.state),
-                hub: crate::subscriptions::Hub::default(),
-            }),
+                ttl: self.state_ttl,
+                audience,
+            },
+            principal: self.principal,
+            state: self.state,
         })
+        .map_err(BuildError::new)?;
+        Ok(Server {
+            core: Arc::new(core),
+        })
+    }
+}
+
+impl RequestContext {
+    /// The server serving this request (to add or remove tools and prompts, or publish
+    /// resource events, from a handler).
+    pub fn server(&self) -> Server {
+        let host: Arc<dyn std::any::Any + Send + Sync> = Arc::clone(self.host()) as _;
+        match host.downcast::<Core>() {
+            Ok(core) => Server { core },
+            // Every context is made by the pipeline (or by an extension, from the
+            // context it was handed), whose host is its core.
+            Err(_) => unreachable!("a request context's host is the serving core"),
+        }
+    }
+}
+
+impl ToolInvocation {
+    /// The server serving the call.
+    pub fn server(&self) -> Server {
+        self.ctx().server()
     }
 }

@@ -20,7 +20,7 @@
 
 use crate::LogLevel;
 use crate::context::{Cancellation, Outbound};
-use crate::pipeline::{Exchange, Reply};
+use crate::pipeline::{Exchange, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound};
 use crate::wire::meta::{
@@ -238,16 +238,23 @@ impl TestClient {
             Ok(Inbound::Response) => None,
             Ok(Inbound::Notification(n)) => {
                 // In process there is nothing in flight to cancel; the check still runs.
-                let _ = self.server.accept_notification(&n, None);
+                let _ = self
+                    .server
+                    .core
+                    .accept_notification(&n, &Transport::InProcess);
                 None
             }
             Ok(Inbound::Request(request)) => {
                 let exchange = Exchange {
-                    headers: None,
+                    transport: Transport::InProcess,
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
                     buffer: String::new(),
                 };
-                match self.server.clone().answer(request, exchange).await {
+                let reply = match self.server.core.serve(request, exchange) {
+                    Served::Now(reply) => reply,
+                    Served::Later(rest) => rest.await,
+                };
+                match reply {
                     Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => Some(body),
                     Reply::Cancelled => None,
                 }

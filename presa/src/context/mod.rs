@@ -32,6 +32,14 @@ pub const MAX_LOG_DATA_BYTES: usize = 64 * 1024;
 /// Burst and per-second refill of the notification rate bound, per request.
 pub const NOTIFICATION_RATE_PER_SECOND: f64 = 200.0;
 
+/// What serves a request, as its context sees it: the application state handlers ask for
+/// by type. The pipeline's serving core is the one host; `RequestContext::server` (in the
+/// `server` module, above this one) hands it back as a `Server`.
+pub(crate) trait Host: std::any::Any + Send + Sync {
+    /// The application state given to the builder.
+    fn state(&self) -> &state::StateMap;
+}
+
 /// The context of one request. Cheap to clone.
 #[derive(Clone)]
 pub struct RequestContext {
@@ -47,7 +55,7 @@ struct Inner {
     limits: Mutex<Limits>,
     inputs: InputsState,
     principal: Option<String>,
-    server: crate::Server,
+    host: Arc<dyn Host>,
     /// Notifications held until the outcome is known (see [`ContextInit::hold`]).
     held: Option<Mutex<Vec<String>>>,
 }
@@ -61,7 +69,8 @@ pub(crate) struct ContextInit {
     pub(crate) outbound: Arc<dyn Outbound>,
     pub(crate) logging_enabled: bool,
     pub(crate) principal: Option<String>,
-    pub(crate) server: crate::Server,
+    /// What serves the request.
+    pub(crate) host: Arc<dyn Host>,
     /// The answers given so far in this call (from the request state and this round),
     /// when there are any.
     pub(crate) answers: Option<Map<String, Value>>,
@@ -174,11 +183,6 @@ struct Limits {
 }
 
 impl RequestContext {
-    /// The request's sink: where its notifications go, and its cancellation.
-    pub(crate) fn outbound(&self) -> &Arc<dyn Outbound> {
-        &self.inner.outbound
-    }
-
     #[inline]
     pub(crate) fn new(init: ContextInit) -> Self {
         RequestContext {
@@ -206,7 +210,7 @@ impl RequestContext {
                     asked: std::sync::atomic::AtomicBool::new(false),
                 },
                 principal: init.principal,
-                server: init.server,
+                host: init.host,
                 held: init.hold.then(|| Mutex::new(Vec::new())),
             }),
         }
@@ -280,10 +284,9 @@ impl RequestContext {
             .store(true, std::sync::atomic::Ordering::SeqCst);
     }
 
-    /// The server serving this request (to add or remove tools and prompts, or publish
-    /// resource events, from a handler).
-    pub fn server(&self) -> &crate::Server {
-        &self.inner.server
+    /// What serves this request ([`RequestContext::server`] gives it as a `Server`).
+    pub(crate) fn host(&self) -> &Arc<dyn Host> {
+        &self.inner.host
     }
 
     /// The principal the server's principal function gave this request, if any.
@@ -337,7 +340,7 @@ impl RequestContext {
 
     /// Shared application state of type `T` given to the server builder, if any.
     pub fn state<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
-        self.inner.server.inner.state.get::<T>()
+        self.inner.host.state().get::<T>()
     }
 
     /// Whether the request asked for progress (carries a `progressToken`).

@@ -6,6 +6,7 @@
 //! Only `tools/call`, `resources/read` and `prompts/get` may answer `input_required`.
 
 pub mod inputs;
+pub(crate) mod round;
 pub mod token;
 
 pub use inputs::{

@@ -525,6 +525,47 @@ impl std::fmt::Debug for Tool {
     }
 }
 
+impl ToolEntry {
+    /// The handler called with the checked arguments: the future that runs it.
+    pub(crate) fn start(
+        &self,
+        arguments: Map<String, Value>,
+        ctx: RequestContext,
+    ) -> BoxFuture<Result<ToolOutput, Error>> {
+        (self.handler)(&self.name, arguments, ctx)
+    }
+
+    /// A handler's outcome checked where the handler could break the schema: its
+    /// content's annotations (a `priority` from 0 to 1) and its structured result against
+    /// the tool's output schema. A result that breaks either is -32603, logged (the model
+    /// never sees it).
+    #[inline]
+    pub(crate) fn check(&self, result: Result<ToolOutput, Error>) -> Result<ToolOutput, Error> {
+        let result = match result? {
+            // One text block without annotations breaks nothing, unless an outputSchema
+            // asks for structured content.
+            ToolOutput::Text(text) if self.output.is_none() => return Ok(ToolOutput::Text(text)),
+            output => output.into_result(),
+        };
+        let name = self.tool.name.as_str();
+        if let Some(problem) = result.content.iter().find_map(|c| c.check().err()) {
+            tracing::error!(tool = %name, %problem, "tool result content breaks the schema");
+            return Err(Error::internal());
+        }
+        if let (Some(output), false) = (&self.output, result.is_error) {
+            let structured = result.structured_content.as_ref().ok_or_else(|| {
+                tracing::error!(tool = %name, "tool declares an outputSchema but returned no structuredContent");
+                Error::internal()
+            })?;
+            if let Err(problems) = output.validate(structured) {
+                tracing::error!(tool = %name, %problems, "structured result does not match the tool's outputSchema");
+                return Err(Error::internal());
+            }
+        }
+        Ok(ToolOutput::Result(result))
+    }
+}
+
 /// A compiled tool, as the catalog keeps it.
 pub(crate) struct ToolEntry {
     /// The tool's name, handed to each call without a copy.

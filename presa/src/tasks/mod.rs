@@ -444,7 +444,7 @@ impl Tasks {
             w.insert(record.id.clone(), worker.clone());
         }
         self.start_reaper();
-        publish(invocation.server(), &record);
+        publish(&invocation.server(), &record);
         // The worker keeps none of the request's transport: its context is detached now,
         // so the request's outbound (a stdio writer, an HTTP body) is released when the
         // response is written. It shares the worker's cancellation, as each round's does.
@@ -665,7 +665,7 @@ impl Tasks {
         // a key must never name two requests over a task's lifetime.
         let (mut took, mut complete) = (false, false);
         let mut too_large = None;
-        let stored = self.update(ctx.server(), &record.id, |r| {
+        let stored = self.update(&ctx.server(), &record.id, |r| {
             (took, complete) = (false, false);
             // Only answers to pending requests are taken; others are ignored.
             let taken: Vec<(&String, &Value)> = responses
@@ -729,7 +729,7 @@ impl Tasks {
         let record = self.lookup(&id, ctx)?;
         // Record the status first, then stop the work: a worker finishing at the same
         // moment cannot overwrite a terminal status. The acknowledgement does not wait.
-        let stored = self.update(ctx.server(), &record.id, |r| {
+        let stored = self.update(&ctx.server(), &record.id, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Cancelled;
             next.status_message = Some("Cancellation requested".into());
@@ -849,7 +849,7 @@ fn detached(
         outbound: Arc::new(Nowhere(Cancellation::seeded(cancel))),
         logging_enabled: false,
         principal: origin.principal().map(str::to_owned),
-        server: invocation.server().clone(),
+        host: Arc::clone(origin.host()),
         answers: Some(record.answers.clone()),
         carried: None,
         hold: false,

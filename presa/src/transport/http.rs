@@ -8,7 +8,7 @@
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::error::Error;
-use crate::pipeline::{Begun, Exchange, Reply};
+use crate::pipeline::{Exchange, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, encode_error};
 use axum::Router;
@@ -457,7 +457,8 @@ fn route(
         Ok(Inbound::Notification(n)) => {
             // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
             // request is cancelled by closing its connection.
-            return Routed::Done(match server.accept_notification(&n, Some(&headers)) {
+            let transport = Transport::Http(headers);
+            return Routed::Done(match server.core.accept_notification(&n, &transport) {
                 Ok(_) => StatusCode::ACCEPTED.into_response(),
                 Err(e) => json_response(status(e.http_status()), encode_error(None, &e)),
             });
@@ -483,7 +484,7 @@ fn route(
     let outbound = Arc::new(ChannelOutbound::default());
     let rx = Notifications(Arc::clone(&outbound));
     let exchange = Exchange {
-        headers: Some(headers),
+        transport: Transport::Http(headers),
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
         // The body leaves with the response: nothing to reuse.
         buffer: String::new(),
@@ -491,9 +492,9 @@ fn route(
     // The request's first poll is here, as on stdio: one answered at it (most are) is
     // written at once, with no future kept for it and, unless its notifications make it
     // a stream, no token made to cancel it.
-    let rest = match server.begin(request, exchange) {
-        Begun::Done(reply) => return Routed::Done(concluded(reply, rx, None, slot, keepalive)),
-        Begun::Waiting(rest) => rest,
+    let rest = match server.core.serve(request, exchange) {
+        Served::Now(reply) => return Routed::Done(concluded(reply, rx, None, slot, keepalive)),
+        Served::Later(rest) => rest,
     };
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself. The token is the

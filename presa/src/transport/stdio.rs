@@ -19,7 +19,7 @@
 //! bound, when clients pipeline more than it.
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
-use crate::pipeline::{Begun, Exchange, NotificationEffect, Reply};
+use crate::pipeline::{Exchange, NotificationEffect, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use std::collections::HashMap;
@@ -639,7 +639,8 @@ impl Server {
             Err(rejection) if !rejection.notification => Some(Next::Reply(rejection.to_response())),
             Err(_) | Ok(Inbound::Response) => None,
             Ok(Inbound::Notification(n)) => {
-                if let Ok(NotificationEffect::Cancel(id)) = self.accept_notification(&n, None)
+                if let Ok(NotificationEffect::Cancel(id)) =
+                    self.core.accept_notification(&n, &Transport::Stdio)
                     && let Some(gate) = in_flight.get(&id)
                 {
                     gate.close_and_cancel();
@@ -672,12 +673,12 @@ impl Server {
         }
         let mut gate = gates.take(request.method == "subscriptions/listen");
         let exchange = Exchange {
-            headers: None,
+            transport: Transport::Stdio,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
             buffer: std::mem::take(&mut answers.spare),
         };
-        let fut = match self.begin(request, exchange) {
-            Begun::Done(reply) => {
+        let fut = match self.core.serve(request, exchange) {
+            Served::Now(reply) => {
                 // Unanswered only when cancelled before it started, with nothing queued:
                 // its slot is free at once. The gate goes to the next request when no one
                 // else holds it; otherwise it is closed for whoever does.
@@ -698,7 +699,7 @@ impl Server {
                 return;
             }
             // It waits: it registers its task's own waker at its next poll, in the task.
-            Begun::Waiting(rest) => rest,
+            Served::Later(rest) => rest,
         };
         // It holds its slot until its answer is written.
         let permit = slot.take();

@@ -295,45 +295,6 @@ impl ResourceContents {
         }
     }
 
-    /// Appends this item as JSON, byte for byte what its derived `Serialize` writes
-    /// (members in field order, absent options left out), by hand: serde's writer
-    /// through a `String` checked every chunk as UTF-8 and cost a `resources/read` about
-    /// 3,000 instructions for one short text. Only a `_meta` goes through serde.
-    pub(crate) fn push_json(&self, out: &mut String) -> Result<(), serde_json::Error> {
-        // Taken apart whole, so that a field added to either struct fails to compile here
-        // rather than go missing from the wire.
-        let (uri, mime_type, (key, body), meta) = match self {
-            ResourceContents::Text(TextResourceContents {
-                uri,
-                mime_type,
-                text,
-                meta,
-            }) => (uri, mime_type, ("text", text), meta),
-            ResourceContents::Blob(BlobResourceContents {
-                uri,
-                mime_type,
-                blob,
-                meta,
-            }) => (uri, mime_type, ("blob", blob), meta),
-        };
-        out.push_str("{\"uri\":");
-        super::write::push_str(out, uri);
-        if let Some(mime) = mime_type {
-            out.push_str(",\"mimeType\":");
-            super::write::push_str(out, mime);
-        }
-        out.push_str(",\"");
-        out.push_str(key);
-        out.push_str("\":");
-        super::write::push_str(out, body);
-        if let Some(meta) = meta {
-            out.push_str(",\"_meta\":");
-            super::write::push_json_text(out, meta)?;
-        }
-        out.push('}');
-        Ok(())
-    }
-
     pub(crate) fn has_mime_type(&self) -> bool {
         match self {
             ResourceContents::Text(t) => t.mime_type.is_some(),
@@ -703,49 +664,5 @@ impl CachePolicy {
     /// A policy with a TTL and a scope.
     pub fn new(ttl_ms: u64, scope: CacheScope) -> Self {
         CachePolicy { ttl_ms, scope }
-    }
-
-    /// Its two members (`ttlMs`, `cacheScope`) written into a result being written by
-    /// hand, each after a comma.
-    pub(crate) fn push_members(self, out: &mut String) {
-        out.push_str(",\"ttlMs\":");
-        out.push_str(itoa::Buffer::new().format(self.ttl_ms));
-        out.push_str(",\"cacheScope\":\"");
-        out.push_str(self.scope.as_str());
-        out.push('"');
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    /// The hand-written contents are byte for byte what the derive writes.
-    #[test]
-    fn resource_contents_are_written_as_serde_writes_them() {
-        let meta = |v: Value| v.as_object().cloned();
-        let mut with_meta = ResourceContents::text("a://x", "t");
-        if let ResourceContents::Text(t) = &mut with_meta {
-            t.meta = meta(json!({"k\"": [1, "é"], "z": null}));
-        }
-        let mut blob_meta = ResourceContents::blob("b://y", [0u8, 255, 7]).mime_type("x/y");
-        if let ResourceContents::Blob(b) = &mut blob_meta {
-            b.meta = meta(json!({}));
-        }
-        let items = [
-            ResourceContents::text("notes://42", "note 42"),
-            ResourceContents::text("a://q\"\\", "tab\t \"quoted\" \u{1} \u{7f} é 😀\n")
-                .mime_type("text/plain; charset=\"utf-8\""),
-            ResourceContents::text("", ""),
-            ResourceContents::blob("b://z", b"bytes"),
-            with_meta,
-            blob_meta,
-        ];
-        for item in &items {
-            let mut out = String::new();
-            item.push_json(&mut out).expect("writes");
-            assert_eq!(out, serde_json::to_string(item).expect("serializes"));
-        }
     }
 }

@@ -1,7 +1,11 @@
-//! Writing JSON text by hand on the hot path: strings, with exactly serde_json's
-//! escaping, and integers. serde_json's serializer escapes a string a byte at a time
-//! through its formatter; responses, request-state bindings and error bodies written
-//! for every request are cheaper written here, and byte-for-byte the same.
+//! JSON text primitives for everything presa writes by hand (the envelope, results,
+//! request-state bindings): strings, quoted and escaped exactly as serde_json escapes
+//! them, integers, and any serializable value.
+//!
+//! The string escaper is a fast path: it skips eight bytes at a time while none needs
+//! escaping, where serde_json's serializer looks at each byte through its formatter. Its
+//! twin is serde_json itself, which serves when presa's `fast` feature is off; the tests
+//! below hold the two to each other.
 
 /// Where hand-written JSON goes: a `String` or a byte buffer.
 pub(crate) trait Text {
@@ -25,6 +29,22 @@ impl Text for Vec<u8> {
 /// `"` and `\` escaped, the control characters with their short forms (`\b`, `\t`, `\n`,
 /// `\f`, `\r`) or `\u00XX` (lower-case hex), everything else as is.
 pub(crate) fn push_str(out: &mut impl Text, s: &str) {
+    #[cfg(feature = "fast")]
+    escape_fast(out, s);
+    #[cfg(not(feature = "fast"))]
+    escape_reference(out, s);
+}
+
+/// [`push_str`]'s twin: serde_json's own escaping.
+#[cfg(any(test, not(feature = "fast")))]
+fn escape_reference(out: &mut impl Text, s: &str) {
+    // Serializing a `str` cannot fail.
+    out.put(&serde_json::to_string(s).unwrap_or_default());
+}
+
+/// [`push_str`] by hand, a word at a time.
+#[cfg(any(test, feature = "fast"))]
+fn escape_fast(out: &mut impl Text, s: &str) {
     out.put("\"");
     let bytes = s.as_bytes();
     let mut start = 0;
@@ -76,8 +96,10 @@ pub(crate) fn push_str(out: &mut impl Text, s: &str) {
     out.put("\"");
 }
 
+#[cfg(any(test, feature = "fast"))]
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+#[cfg(any(test, feature = "fast"))]
 /// Whether any byte of the word is `"`, `\` or below 0x20 (the classic "has a byte less
 /// than n" and "has a zero byte" bit tricks; exact, no false positives or negatives).
 fn needs_escape(w: u64) -> bool {
@@ -105,77 +127,20 @@ pub(crate) fn push_json(
     serde_json::to_writer(&mut *out, value).inspect_err(|_| out.truncate(mark))
 }
 
-/// Appends compact JSON of anything serializable to text, written straight into `out`.
-/// On an error (only a `Serialize` that fails can cause one) nothing is appended.
-pub(crate) fn push_json_text(
-    out: &mut String,
-    value: &(impl serde::Serialize + ?Sized),
-) -> Result<(), serde_json::Error> {
-    let mark = out.len();
-    serde_json::to_writer(TextWriter(&mut *out), value).inspect_err(|_| out.truncate(mark))
-}
-
-/// serde_json's output into a `String`. serde_json writes whole characters in every
-/// call (punctuation, numbers, and the text of strings cut only at the ASCII characters
-/// it escapes), so each chunk is checked as UTF-8 on its own, with no pass over the
-/// whole at the end; a chunk that is not (never, with serde_json) is an error, not a
-/// panic.
-struct TextWriter<'a>(&'a mut String);
-
-impl std::io::Write for TextWriter<'_> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
-        self.0.push_str(text);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn written(s: &str) -> String {
         let mut bytes = Vec::new();
-        push_str(&mut bytes, s);
+        escape_fast(&mut bytes, s);
         let mut text = String::new();
-        push_str(&mut text, s);
+        escape_fast(&mut text, s);
         assert_eq!(bytes, text.as_bytes());
+        let mut twin = String::new();
+        escape_reference(&mut twin, s);
+        assert_eq!(text, twin, "{s:?}");
         text
-    }
-
-    /// Any value is written into text exactly as serde_json writes it into a string:
-    /// escapes, multibyte characters (also next to escapes), numbers, nesting; and a
-    /// value that fails to serialize appends nothing.
-    #[test]
-    fn values_are_written_into_text_as_serde_json_writes_them() {
-        let values = [
-            serde_json::json!({"a": [1, -2.5, 1e300, null, true], "é\n": "x\u{1F600}\"y\\"}),
-            serde_json::json!("\u{0}\u{1f}é😀\t"),
-            serde_json::json!({"deep": {"deeper": ["\u{7f}", "ü\r", ""]}}),
-            serde_json::json!(u64::MAX),
-        ];
-        for value in values {
-            let mut out = String::from("prefix:");
-            push_json_text(&mut out, &value).expect("serializes");
-            let expected = serde_json::to_string(&value).expect("serializes");
-            assert_eq!(out, format!("prefix:{expected}"));
-        }
-        struct Fails;
-        impl serde::Serialize for Fails {
-            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                use serde::ser::{Error, SerializeMap};
-                let mut map = s.serialize_map(None)?;
-                map.serialize_entry("written", "first")?;
-                Err(S::Error::custom("then fails"))
-            }
-        }
-        let mut out = String::from("kept");
-        assert!(push_json_text(&mut out, &Fails).is_err());
-        assert_eq!(out, "kept", "nothing of a failed value is left");
     }
 
     #[test]
@@ -233,8 +198,23 @@ mod tests {
             String::from_utf8(out).ok().as_deref(),
             Some("-9223372036854775808 0 {\"a\":[1,2.5,null]}")
         );
-        let mut text = String::from("x ");
-        push_json_text(&mut text, &serde_json::json!({"b": "\u{1}é"})).expect("serializes");
-        assert_eq!(text, "x {\"b\":\"\\u0001é\"}");
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(
+            crate::wire::arbitrary::cases(2048)
+        ))]
+
+        /// The escaper and its twin write the same text for any string.
+        #[test]
+        fn the_escaper_writes_as_its_twin(s in crate::wire::arbitrary::json_text(), raw in ".*") {
+            for s in [&s, &raw] {
+                let mut fast = String::new();
+                escape_fast(&mut fast, s);
+                let mut twin = String::new();
+                escape_reference(&mut twin, s);
+                proptest::prop_assert_eq!(fast, twin);
+            }
+        }
     }
 }
