@@ -17,6 +17,7 @@ use presa::{
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::sync::RwLock;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 // ANCHOR: state
 /// One note.
@@ -32,18 +33,20 @@ pub struct Note {
     pub tags: Vec<String>,
 }
 
-/// Every note, shared by all handlers through `State<Notes>`.
+/// Every note by id, shared by all handlers through `State<Notes>`, and the last id
+/// given out.
 #[derive(Default)]
-pub struct Notes(RwLock<BTreeMap<u64, Note>>);
+pub struct Notes(RwLock<BTreeMap<u64, Note>>, AtomicU64);
 
 impl Notes {
-    /// Stores a new note under the next free id.
+    /// Stores a new note under a new id. Ids only grow, so the id of a deleted note never
+    /// names another one.
     fn insert(&self, title: String, body: String, tags: Vec<String>) -> Result<Note, ToolError> {
         let mut map = self
             .0
             .write()
             .map_err(|_| ToolError::new("the notes are unavailable"))?;
-        let id = map.keys().next_back().map_or(1, |last| last + 1);
+        let id = self.1.fetch_add(1, Ordering::Relaxed) + 1;
         let note = Note {
             id,
             title,
@@ -325,6 +328,29 @@ mod tests {
             .assert_tool_error("there is no note 7");
     }
     // ANCHOR_END: tests
+
+    /// A deleted note's id is not given to the next note: a client holding `notes://2`
+    /// must not find another note there.
+    #[tokio::test]
+    async fn ids_are_not_reused() {
+        let client = TestClient::new(&server().unwrap()); // no forms: deletes at once
+        for title in ["one", "two"] {
+            client
+                .call_tool("add_note", json!({"title": title, "body": "…"}))
+                .await;
+        }
+        client
+            .call_tool("delete_note", json!({"id": 2}))
+            .await
+            .assert_text("deleted note 2 (two)");
+        let added = client
+            .call_tool("add_note", json!({"title": "three", "body": "…"}))
+            .await;
+        assert_eq!(added.result()["structuredContent"]["id"], 3);
+        client.read_resource("notes://2").await.assert_error(-32602);
+        let index = client.read_resource("notes://index").await;
+        assert_eq!(index.result()["contents"][0]["text"], "1 one\n3 three\n");
+    }
 
     // ANCHOR: test_completion
     #[tokio::test]

@@ -11,14 +11,17 @@
 //! bench-driver profile --name N --requests COUNT [--server-cpu K] -- SERVER...
 //! bench-driver instructions --iterations N -- INSTRUCTIONS-BINARY
 //! bench-driver size  --name N PATH
-//! bench-driver report [--criterion DIR] RESULTS.jsonl
+//! bench-driver report [--criterion DIR] [--svg CHART.svg] RESULTS.jsonl
+//! bench-driver chart TABLE.md CHART.svg
 //! ```
 //!
 //! `SERVER...` is the server's command line; the driver appends `http 127.0.0.1:PORT` or
 //! `stdio`, pins the server to CPU K when asked (the driver itself is pinned by the
 //! caller, with taskset), and checks every response: a wrong answer ends the run with an
-//! error, never a number.
+//! error, never a number. `report --svg` also draws the chart of the table it prints;
+//! `chart` draws it again from a table printed earlier.
 
+mod chart;
 mod http;
 mod procstat;
 mod proto;
@@ -95,7 +98,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first() else {
         eprintln!(
-            "usage: bench-driver (http|stdio|cold|listen|profile|instructions|size|report) ... (see the source)"
+            "usage: bench-driver (http|stdio|cold|listen|profile|instructions|size|report|chart) ... (see the source)"
         );
         std::process::exit(2);
     };
@@ -108,8 +111,13 @@ fn main() {
         "profile" => profile_cell(&args),
         "instructions" => instructions(&args),
         "size" => size(&args),
-        "report" => report::run(&args.rest, args.flags.get("criterion").map(String::as_str))
-            .map(|()| Value::Null),
+        "report" => report::run(
+            &args.rest,
+            args.flags.get("criterion").map(String::as_str),
+            args.flags.get("svg").map(String::as_str),
+        )
+        .map(|()| Value::Null),
+        "chart" => chart::run(&args.rest).map(|()| Value::Null),
         other => Err(format!("unknown subcommand {other}")),
     };
     match result {

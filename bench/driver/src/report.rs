@@ -1,5 +1,6 @@
 //! The table: medians over the repeats of each cell, ratios to bare (and presa to rmcp),
-//! the targets checked against those ratios, and the criterion results.
+//! the targets checked against those ratios, and the criterion results; and, when
+//! asked, the chart of that table beside it (`chart.rs`).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -255,9 +256,16 @@ fn ratio(a: Option<f64>, b: Option<f64>) -> Option<f64> {
     }
 }
 
+/// The labels of the table's rows, in order.
+#[cfg(test)]
+pub(crate) fn row_labels() -> impl Iterator<Item = &'static str> {
+    ROWS.iter().map(|r| r.label)
+}
+
 /// Prints the table of `files` (JSON lines written by the cells) and, when `criterion` is
-/// given, the micro benchmarks found under it.
-pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
+/// given, the micro benchmarks found under it; when `svg` is given, writes the chart of
+/// the printed table there.
+pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Result<(), String> {
     let mut s = Samples::default();
     let mut meta = Vec::new();
     for f in files {
@@ -533,12 +541,16 @@ pub fn run(files: &[String], criterion: Option<&str>) -> Result<(), String> {
         Goal::AboutOne,
     );
     print!("{out}");
+    if let Some(path) = svg {
+        let chart = crate::chart::from_table(&out)?;
+        std::fs::write(path, chart).map_err(|e| format!("{path}: {e}"))?;
+    }
     Ok(())
 }
 
 /// A target's bound.
 #[derive(Clone, Copy)]
-enum Goal {
+pub(crate) enum Goal {
     AtLeast(f64),
     AtMost(f64),
     Below(f64),
@@ -547,7 +559,8 @@ enum Goal {
 }
 
 impl Goal {
-    fn holds(self, v: f64) -> bool {
+    /// Whether `v` meets the target.
+    pub(crate) fn holds(self, v: f64) -> bool {
         match self {
             Goal::AtLeast(b) => v >= b,
             Goal::AtMost(b) => v <= b,
@@ -556,7 +569,16 @@ impl Goal {
         }
     }
 
-    fn text(self) -> String {
+    /// The bound's value: where a chart marks it.
+    pub(crate) fn bound(self) -> f64 {
+        match self {
+            Goal::AtLeast(b) | Goal::AtMost(b) | Goal::Below(b) => b,
+            Goal::AboutOne => 1.1,
+        }
+    }
+
+    /// The bound as the table prints it (`≥ 0.85`).
+    pub(crate) fn text(self) -> String {
         match self {
             Goal::AtLeast(b) => format!("≥ {b}"),
             Goal::AtMost(b) => format!("≤ {b}"),
