@@ -29,6 +29,14 @@ pub(crate) fn json_text() -> impl Strategy<Value = String> {
     proptest::collection::vec(json_char(), 0..12).prop_map(String::from_iter)
 }
 
+/// An object key: mostly plain (as most keys are), sometimes any text.
+pub(crate) fn json_key() -> impl Strategy<Value = String> {
+    prop_oneof![
+        4 => "[a-zA-Z_][a-zA-Z0-9_./-]{0,10}",
+        1 => json_text(),
+    ]
+}
+
 /// A number as serde_json reads numbers: integers of either sign, and finite floats.
 pub(crate) fn json_number() -> impl Strategy<Value = Value> {
     prop_oneof![
@@ -50,7 +58,7 @@ pub(crate) fn json_value(depth: u32) -> impl Strategy<Value = Value> {
     leaf.prop_recursive(depth, 24, 4, |inner| {
         prop_oneof![
             proptest::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
-            proptest::collection::vec((json_text(), inner), 0..4)
+            proptest::collection::vec((json_key(), inner), 0..4)
                 .prop_map(|m| Value::Object(m.into_iter().collect())),
         ]
     })
@@ -58,6 +66,6 @@ pub(crate) fn json_value(depth: u32) -> impl Strategy<Value = Value> {
 
 /// A JSON object whose values nest at most `depth` deep.
 pub(crate) fn json_map(depth: u32) -> impl Strategy<Value = Map<String, Value>> {
-    proptest::collection::vec((json_text(), json_value(depth)), 0..4)
+    proptest::collection::vec((json_key(), json_value(depth)), 0..4)
         .prop_map(|m| m.into_iter().collect())
 }

@@ -4,14 +4,16 @@
 //! `name` and `version`, string `title`, `description` and `websiteUrl` when present,
 //! `icons` a list of objects with a string `src`.
 //!
-//! Why: building `clientInfo` as a `Map` of `Value`s (its keys and strings allocated, a
-//! tree made and dropped) was 2.5k of the 21.9k instructions of a stdio `tools/call`
-//! (callgrind), for a value most servers never read. It is read in the same pass as the
-//! rest of the message, so it is held to exactly the checks of a parse into a `Value`.
+//! Why: every request carries `clientInfo`, and most servers never read it; building it
+//! as a `Map` of `Value`s would allocate its keys and strings and make a tree for each
+//! request. `name` and `version` are kept as `CompactString`s, inline when short (as
+//! they usually are). It is read in the same pass as the rest of the message, so it is
+//! held to exactly the checks of a parse into a `Value`.
 
 use crate::error::Error;
 use crate::wire::Text;
 use crate::wire::scan::{Cursor, Expected, FromSerde, Members, Next, Scan, Unread};
+use compact_str::CompactString;
 use serde::de::{Deserialize, Deserializer, MapAccess, Visitor};
 use serde_json::{Map, Value};
 use std::fmt;
@@ -33,9 +35,9 @@ pub(crate) struct ReadClientInfo {
     /// Whether it was an object at all.
     object: bool,
     /// `name`, when it was a string.
-    name: Option<Short>,
+    name: Option<CompactString>,
     /// `version`, when it was a string.
-    version: Option<Short>,
+    version: Option<CompactString>,
     /// Every other member (boxed: most clients send none).
     rest: Option<Box<Map<String, Value>>>,
     /// Where `name` and `version` first came among the distinct members, so that
@@ -85,7 +87,7 @@ impl ReadClientInfo {
         };
         for (key, value) in members {
             let text = |value| match value {
-                Value::String(s) => Some(Short::from(s)),
+                Value::String(s) => Some(CompactString::from(s)),
                 _ => None,
             };
             match key.as_str() {
@@ -121,7 +123,7 @@ impl ReadClientInfo {
     /// The members as the client sent them, in the order a `Map` parsed from the same
     /// text has.
     pub(crate) fn to_map(&self) -> Map<String, Value> {
-        let mut own: Vec<(usize, &str, &Short)> = [
+        let mut own: Vec<(usize, &str, &CompactString)> = [
             ("name", &self.name, self.at[Own::Name as usize]),
             ("version", &self.version, self.at[Own::Version as usize]),
         ]
@@ -141,58 +143,6 @@ impl ReadClientInfo {
             map.insert(k.to_owned(), Value::from(v.as_str()));
         }
         map
-    }
-}
-
-/// A short string kept inline: most clients' `name` and `version` fit, so reading them
-/// allocates nothing (two allocations of every request otherwise). Longer ones go on
-/// the heap.
-#[derive(Clone)]
-enum Short {
-    Inline { len: u8, bytes: [u8; SHORT] },
-    Heap(String),
-}
-
-/// The longest string kept inline, in bytes.
-const SHORT: usize = 22;
-
-impl Short {
-    /// Puts `s` (when a string) in `slot`, copied straight into its place: a short string
-    /// built aside and then moved in was read back, at the move, from the narrower
-    /// stores that had just written it (a stall the clock showed at this line).
-    fn set(slot: &mut Option<Short>, s: Option<&str>) {
-        let Some(s) = s else {
-            *slot = None;
-            return;
-        };
-        match u8::try_from(s.len()) {
-            Ok(len) if s.len() <= SHORT => {
-                if let Short::Inline { bytes, .. } = slot.insert(Short::Inline {
-                    len,
-                    bytes: [0; SHORT],
-                }) {
-                    bytes[..s.len()].copy_from_slice(s.as_bytes());
-                }
-            }
-            _ => *slot = Some(Short::Heap(s.to_owned())),
-        }
-    }
-
-    fn as_str(&self) -> &str {
-        match self {
-            // Copied whole from a `str`: always UTF-8, so the fallback is never taken.
-            Short::Inline { len, bytes } => {
-                std::str::from_utf8(&bytes[..usize::from(*len)]).unwrap_or_default()
-            }
-            Short::Heap(s) => s,
-        }
-    }
-}
-
-/// A string already allocated (read from a `Value`) is kept as it is.
-impl From<String> for Short {
-    fn from(s: String) -> Short {
-        Short::Heap(s)
     }
 }
 
@@ -245,11 +195,11 @@ fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M
         match m.next_of(&KEYS)? {
             Next::Known(Own::Name, _) => {
                 info.place(Own::Name);
-                Short::set(&mut info.name, m.value::<Text>()?.0.as_deref());
+                info.name = m.value::<Text>()?.0.as_deref().map(CompactString::new);
             }
             Next::Known(Own::Version, _) => {
                 info.place(Own::Version);
-                Short::set(&mut info.version, m.value::<Text>()?.0.as_deref());
+                info.version = m.value::<Text>()?.0.as_deref().map(CompactString::new);
             }
             Next::Key(key) => {
                 let value = m.value::<crate::wire::Json>()?.0;
@@ -268,24 +218,22 @@ mod tests {
     use super::*;
     use crate::wire::jsonrpc::{Inbound, decode};
 
-    /// Short strings read from the bytes are kept inline and long ones on the heap; all
-    /// read back exactly, multibyte characters at the boundary included.
+    /// `name` and `version` read back exactly, from bytes and from a value, whatever
+    /// their length, multibyte characters included.
     #[test]
-    fn short_strings_read_back_exactly() {
-        for len in 0..40 {
+    fn name_and_version_read_back_exactly() {
+        for len in [0, 1, 23, 24, 25, 60] {
             for tail in ["", "é", "😀"] {
                 let s = format!("{}{tail}", "x".repeat(len));
-                // Over a slot holding a longer string, so every byte is written.
-                let mut slot = Some(Short::Heap("y".repeat(60)));
-                Short::set(&mut slot, Some(&s));
-                let short = slot.expect("set");
-                assert_eq!(short.as_str(), s);
-                assert_eq!(
-                    matches!(short, Short::Inline { .. }),
-                    s.len() <= SHORT,
-                    "{s}"
-                );
-                assert_eq!(Short::from(s.clone()).as_str(), s);
+                let text = serde_json::to_string(&s).expect("a string");
+                let info = format!(r#"{{"name":{text},"version":{text}}}"#);
+                let read: ReadClientInfo = serde_json::from_str(&info).expect("read");
+                let value = ReadClientInfo::from_value(serde_json::from_str(&info).expect("JSON"));
+                for read in [read, value] {
+                    let map = read.to_map();
+                    assert_eq!(map.get("name").and_then(Value::as_str), Some(s.as_str()));
+                    assert_eq!(map.get("version").and_then(Value::as_str), Some(s.as_str()));
+                }
             }
         }
     }

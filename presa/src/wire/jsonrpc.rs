@@ -276,9 +276,14 @@ fn decode_with(bytes: &[u8], lift: bool) -> Result<Inbound, Rejection> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     // Checked whole first: members skipped unread are not checked for UTF-8 otherwise.
     let parsed = std::str::from_utf8(bytes).ok().and_then(|text| {
-        // The common message is read plainly; what the cursor gives up on, serde_json
-        // reads (see scan.rs).
-        scan_frame(text, lift).or_else(|| parse_frame(text, lift))
+        // The common message is read plainly by the cursor; what it gives up on,
+        // serde_json reads (see scan.rs). Without the `fast` feature, serde_json reads
+        // everything.
+        #[cfg(feature = "fast")]
+        let scanned = scan_frame(text, lift);
+        #[cfg(not(feature = "fast"))]
+        let scanned = None;
+        scanned.or_else(|| parse_frame(text, lift))
     });
     answer(parsed)
 }
@@ -526,6 +531,7 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
 }
 
 /// Reads a message with the [`Cursor`]: `None` when it gives up.
+#[cfg(any(test, feature = "fast"))]
 fn scan_frame(text: &str, lift: bool) -> Option<Frame> {
     let mut c = Cursor::new(text)?;
     let frame = c.object(|m| read_frame(m, lift)).ok()?;
@@ -1242,5 +1248,215 @@ mod tests {
             r.to_response(),
             r#"{"jsonrpc":"2.0","error":{"code":-32600,"message":"Invalid Request: batching is not supported in this protocol revision"}}"#
         );
+    }
+
+    /// The envelope reader's differential test: for generated messages, the cursor
+    /// (scan.rs) reads exactly as serde_json does or leaves the message to it, and
+    /// neither panics. The messages are requests, notifications and responses as
+    /// clients write them (every member admission reads, and others), laid out compactly
+    /// or with whitespace, with keys sometimes escaped, and often broken by one changed,
+    /// removed or added byte. `PRESA_DIFF_CASES` sets the count (book/src/performance.md
+    /// records a long run).
+    mod differential {
+        use super::super::{answer, parse_frame, scan_frame};
+        use crate::wire::arbitrary::{cases, json_map, json_text, json_value};
+        use proptest::prelude::*;
+        use serde_json::{Map, Value, json};
+
+        fn method() -> impl Strategy<Value = Value> {
+            prop_oneof![
+                6 => prop::sample::select(vec![
+                    "tools/call", "tools/list", "resources/read", "prompts/get",
+                    "server/discover", "subscriptions/listen", "notifications/cancelled",
+                    "completion/complete", "initialize", "tasks/get",
+                ]).prop_map(Value::from),
+                1 => json_text().prop_map(Value::from),
+                1 => json_value(1),
+            ]
+        }
+
+        fn id() -> impl Strategy<Value = Option<Value>> {
+            prop_oneof![
+                4 => any::<i64>().prop_map(|i| Some(Value::from(i))),
+                2 => json_text().prop_map(|s| Some(Value::from(s))),
+                1 => Just(None),
+                1 => json_value(1).prop_map(Some),
+            ]
+        }
+
+        fn client_info() -> impl Strategy<Value = Value> {
+            (json_text(), json_text(), json_map(1)).prop_map(|(name, version, mut rest)| {
+                rest.insert("name".into(), Value::from(name));
+                rest.insert("version".into(), Value::from(version));
+                Value::Object(rest)
+            })
+        }
+
+        fn meta() -> impl Strategy<Value = Map<String, Value>> {
+            (
+                prop_oneof![Just(json!("2026-07-28")), json_value(1)],
+                prop_oneof![Just(json!({})), json_map(2).prop_map(Value::Object)],
+                proptest::option::of(client_info()),
+                proptest::option::of(prop_oneof![
+                    any::<u32>().prop_map(Value::from),
+                    json_text().prop_map(Value::from)
+                ]),
+                proptest::option::of(prop::sample::select(vec!["debug", "info", "error", "loud"])),
+                json_map(1),
+            )
+                .prop_map(|(version, caps, info, progress, level, extra)| {
+                    let mut m = extra;
+                    m.insert("io.modelcontextprotocol/protocolVersion".into(), version);
+                    m.insert("io.modelcontextprotocol/clientCapabilities".into(), caps);
+                    if let Some(info) = info {
+                        m.insert("io.modelcontextprotocol/clientInfo".into(), info);
+                    }
+                    if let Some(p) = progress {
+                        m.insert("progressToken".into(), p);
+                    }
+                    if let Some(l) = level {
+                        m.insert("io.modelcontextprotocol/logLevel".into(), Value::from(l));
+                    }
+                    m
+                })
+        }
+
+        fn params() -> impl Strategy<Value = Option<Value>> {
+            prop_oneof![
+                6 => (json_text(), json_map(3), meta(), json_map(1)).prop_map(|(name, arguments, meta, extra)| {
+                    let mut p = extra;
+                    p.insert("name".into(), Value::from(name));
+                    p.insert("arguments".into(), Value::Object(arguments));
+                    p.insert("_meta".into(), Value::Object(meta));
+                    Some(Value::Object(p))
+                }),
+                1 => Just(None),
+                1 => json_value(2).prop_map(Some),
+            ]
+        }
+
+        fn message() -> impl Strategy<Value = Value> {
+            (
+                prop_oneof![8 => Just(json!("2.0")), 1 => json_value(1)],
+                id(),
+                method(),
+                params(),
+                json_map(1),
+                0..3u8,
+            )
+                .prop_map(|(jsonrpc, id, method, params, extra, kind)| {
+                    let mut m = extra;
+                    m.insert("jsonrpc".into(), jsonrpc);
+                    if let Some(id) = id {
+                        m.insert("id".into(), id);
+                    }
+                    match kind {
+                        // A response.
+                        0 => {
+                            m.insert("result".into(), json!({"content": []}));
+                        }
+                        _ => {
+                            m.insert("method".into(), method);
+                            if let Some(p) = params {
+                                m.insert("params".into(), p);
+                            }
+                        }
+                    }
+                    Value::Object(m)
+                })
+        }
+
+        /// A message laid out as text, perhaps with whitespace and escaped keys, then
+        /// perhaps changed by one byte.
+        fn text() -> impl Strategy<Value = Vec<u8>> {
+            (
+                message(),
+                prop::bool::weighted(0.2),
+                prop::bool::weighted(0.2),
+                prop::option::weighted(
+                    0.5,
+                    (
+                        any::<prop::sample::Index>(),
+                        0..3u8,
+                        prop::sample::select(b" \"\\{}[],:01-.eE$\ta/".to_vec()),
+                    ),
+                ),
+            )
+                .prop_map(|(message, pretty, escape, change)| {
+                    let mut text = if pretty {
+                        serde_json::to_string_pretty(&message)
+                    } else {
+                        serde_json::to_string(&message)
+                    }
+                    .unwrap_or_default();
+                    if escape {
+                        text = text.replacen("\"name\"", "\"n\\u0061me\"", 1);
+                    }
+                    let mut bytes = text.into_bytes();
+                    if let Some((at, how, byte)) = change
+                        && !bytes.is_empty()
+                    {
+                        let i = at.index(bytes.len());
+                        match how {
+                            0 => {
+                                bytes.remove(i);
+                            }
+                            1 => bytes[i] = byte,
+                            _ => bytes.insert(i, byte),
+                        }
+                    }
+                    bytes
+                })
+        }
+
+        /// Runs the generated messages (each read twice, with and without lifting); a
+        /// fifth or more of the reads must be the cursor's (else the comparison would test
+        /// little: half the messages are broken on purpose, and most of those it leaves).
+        #[test]
+        fn the_envelope_reader_reads_as_serde_json() {
+            let total = cases(2048);
+            let read = std::cell::Cell::new(0u64);
+            let mut runner = proptest::test_runner::TestRunner::new(ProptestConfig {
+                cases: total,
+                failure_persistence: None,
+                ..ProptestConfig::default()
+            });
+            let outcome = runner.run(&text(), |bytes| {
+                let Ok(text) = std::str::from_utf8(&bytes) else {
+                    return Ok(());
+                };
+                for lift in [false, true] {
+                    if let Some(scanned) = scan_frame(text, lift) {
+                        read.set(read.get() + 1);
+                        let parsed = parse_frame(text, lift);
+                        prop_assert!(
+                            parsed.is_some(),
+                            "the cursor read what serde_json refuses: {}",
+                            text
+                        );
+                        prop_assert_eq!(
+                            format!("{:?}", answer(Some(scanned))),
+                            format!("{:?}", answer(parsed)),
+                            "{}",
+                            text
+                        );
+                    }
+                }
+                Ok(())
+            });
+            if let Err(e) = outcome {
+                panic!("{e}");
+            }
+            let read = read.get();
+            println!(
+                "envelope reader: {total} messages, {read} reads by the cursor (of {}), 0 disagreements",
+                2 * u64::from(total)
+            );
+            assert!(
+                read * 5 >= u64::from(total) * 2,
+                "only {read} of {} reads were the cursor's",
+                2 * u64::from(total)
+            );
+        }
     }
 }

@@ -16,6 +16,14 @@
 //! stdio `tools/call`'s instructions (callgrind: 7.85k of 14.4k), most of it for the
 //! dozen keys and short strings of the envelope and `_meta`.
 
+#![cfg_attr(
+    not(feature = "fast"),
+    allow(
+        dead_code,
+        reason = "without the `fast` feature serde_json reads every message; the readers keep their cursor side, and the tests run it"
+    )
+)]
+
 use serde::Deserialize;
 use serde::de::{DeserializeSeed, MapAccess};
 use std::borrow::Cow;
