@@ -1056,12 +1056,19 @@ struct Compiler<'s> {
 }
 
 impl<'s> Compiler<'s> {
-    /// Finds every `$anchor` in the document, and refuses `$id` below the root. Only
-    /// schema positions are walked: a property named `$id` is not an `$id`.
+    /// Finds every `$anchor` in the document, and refuses `$id` below the root and the
+    /// [`UNSUPPORTED`] keywords. Only schema positions are walked: a property named `$id`
+    /// is not an `$id`. Refusing here, before any `$ref` is resolved, makes the refusal
+    /// name the keyword whatever order the schema's keys come in: a `$ref` to a
+    /// `$dynamicAnchor` compiled before the keyword is met would otherwise be refused as
+    /// naming no `$anchor`.
     fn collect_anchors(&mut self, schema: &'s Value, root: bool) -> Compiled<()> {
         let Value::Object(map) = schema else {
             return Ok(());
         };
+        if let Some(key) = map.keys().find(|k| UNSUPPORTED.contains(&k.as_str())) {
+            return Err(CompileError::Unsupported(format!("the keyword {key}")));
+        }
         // Before its `$anchor`: an embedded resource's anchor may reuse a name.
         if !root && map.contains_key("$id") {
             return Err(CompileError::Unsupported(
@@ -2045,6 +2052,31 @@ mod tests {
                 ),
                 "{schema}"
             );
+        }
+    }
+
+    /// A refusal names the keyword refused, whatever order the schema's keys come in
+    /// (sorted by default; as written under serde_json's `preserve_order`): a `$ref` met
+    /// before the `$dynamicAnchor` it names is refused for the `$dynamicAnchor`, not for
+    /// naming no `$anchor`.
+    #[test]
+    fn refusals_name_the_keyword_in_any_key_order() {
+        for holder in ["$defs", "properties"] {
+            let anchored = json!({"foo": {"$dynamicAnchor": "items"}});
+            let mut ref_first = Map::new();
+            ref_first.insert("$ref".to_owned(), json!("#items"));
+            ref_first.insert(holder.to_owned(), anchored.clone());
+            let mut ref_last = Map::new();
+            ref_last.insert(holder.to_owned(), anchored);
+            ref_last.insert("$ref".to_owned(), json!("#items"));
+            for schema in [Value::Object(ref_first), Value::Object(ref_last)] {
+                match Validator::compile(&schema) {
+                    Err(CompileError::Unsupported(why)) => {
+                        assert_eq!(why, "the keyword $dynamicAnchor", "{schema}")
+                    }
+                    other => panic!("{schema}: {other:?}"),
+                }
+            }
         }
     }
 

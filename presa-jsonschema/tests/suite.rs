@@ -55,8 +55,11 @@ use Why::*;
 const REFUSED_FILES: &[(&str, &[Why])] = &[
     ("dynamicRef.json", &[Dynamic, EmbeddedId, OtherDocument]),
     ("refRemote.json", &[OtherDocument, EmbeddedId]),
-    ("unevaluatedItems.json", &[Unevaluated, EmbeddedId]),
-    ("unevaluatedProperties.json", &[Unevaluated, EmbeddedId]),
+    ("unevaluatedItems.json", &[Unevaluated, Dynamic, EmbeddedId]),
+    (
+        "unevaluatedProperties.json",
+        &[Unevaluated, Dynamic, EmbeddedId],
+    ),
     ("vocabulary.json", &[Dialect]),
     ("optional/cross-draft.json", &[OtherDocument]),
     ("optional/dependencies-compatibility.json", &[Dependencies]),
