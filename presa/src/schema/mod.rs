@@ -4,10 +4,9 @@
 //! the `jsonschema` feature is on), and the `x-mcp-header` table of a tool's input schema.
 
 pub mod uri_template;
-pub(crate) mod validator;
 
+use presa_jsonschema::{CompileError, Validator};
 use serde_json::{Map, Value};
-use validator::{CompileError, Validator};
 
 /// Deepest nesting of a schema presa accepts.
 pub const MAX_SCHEMA_DEPTH: usize = 32;
@@ -18,7 +17,7 @@ pub const MAX_HEADER_INTEGER: i64 = 9_007_199_254_740_991;
 
 /// A compiled schema.
 pub(crate) enum CompiledSchema {
-    /// Checked by presa's own validator (see [`super::validator`]).
+    /// Checked by presa's own validator (the `presa-jsonschema` crate).
     Own(Validator),
     /// A schema using what presa's validator leaves out, compiled by the `jsonschema`
     /// crate (the `jsonschema` feature).

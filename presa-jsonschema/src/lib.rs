@@ -1,32 +1,11 @@
-//! presa's own JSON Schema 2020-12 validator: compiles a schema once into a tree of
-//! keyword checks, then answers "valid or not" for each instance and, for an invalid one,
-//! words the first few problems with their instance paths.
+//! presa's JSON Schema 2020-12 validator: [`Validator::compile`] compiles a schema once
+//! into a tree of keyword checks, then [`Validator::is_valid`] answers "valid or not" for
+//! each instance and [`Validator::validate`] words the first few problems of an invalid
+//! one, each with its instance path. What it leaves out is refused by name as
+//! [`CompileError::Unsupported`], never skipped. The crate's README follows: what it
+//! implements, every refusal, and its bounds.
 //!
-//! It covers the 2020-12 assertion and applicator keywords a tool schema uses: `type`,
-//! `enum`, `const`, the numeric bounds and `multipleOf`, `minLength`/`maxLength`,
-//! `pattern`, the array keywords (`items`, `prefixItems`, `contains` with
-//! `minContains`/`maxContains`, `minItems`/`maxItems`, `uniqueItems`), the object keywords
-//! (`properties`, `patternProperties`, `additionalProperties`, `propertyNames`,
-//! `required`, `dependentRequired`, `dependentSchemas`, `minProperties`/`maxProperties`),
-//! `allOf`/`anyOf`/`oneOf`/`not`, `if`/`then`/`else`, boolean schemas, and same-document
-//! `$ref` (`#`, a JSON pointer, or an `$anchor`). `format` is an annotation, as the
-//! 2020-12 default says. Unknown keywords are annotations and ignored, as the
-//! specification says, after the keywords above are checked for well-formed values.
-//!
-//! What it leaves out is refused by name rather than skipped: `unevaluatedProperties`,
-//! `unevaluatedItems`, `$dynamicRef`/`$dynamicAnchor`, `$id` below the root, another
-//! `$schema` dialect, draft 7's `dependencies` (which the `jsonschema` crate still
-//! applies), and a `pattern` the `regex-lite` engine cannot run as ECMA-262 means it
-//! (lookaround, backreferences, Unicode classes; `\s`, `.` and class literals are
-//! rewritten to ECMA's meaning first). Evaluation is linear in the instance: alternatives
-//! (`anyOf`, `oneOf`, `not`, `if`, `contains`) evaluate each schema and value pair once. With presa's `jsonschema` feature such a schema is
-//! handed to the `jsonschema` crate whole; without it, building the server fails and
-//! says which keyword needs the feature (see `registry::schema`).
-//!
-//! Why presa has its own: the `jsonschema` crate (with its regex engines, big-number and
-//! URI crates) was 70 % of a presa server binary and 83 % of its start-up relocations.
-//! `tests` below checks this validator against `jsonschema` on every schema and instance
-//! pair it tries.
+#![doc = include_str!("../README.md")]
 
 use serde_json::{Map, Number, Value};
 use std::cmp::Ordering;
@@ -55,14 +34,16 @@ const MAX_EVAL_DEPTH: u32 = 128;
 const MAX_EVAL_FRAMES: u32 = 512;
 
 /// Why a schema could not be compiled.
-#[derive(Debug)]
-pub(crate) enum CompileError {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CompileError {
     /// The schema is malformed: no validator accepts it.
     Invalid(String),
     /// The schema is well formed, but uses something this validator does not implement
     /// (the keyword or feature is named).
     Unsupported(String),
 }
+
+impl std::error::Error for CompileError {}
 
 impl std::fmt::Display for CompileError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -113,9 +94,10 @@ impl Memo {
 /// Steps in place after which a scalar's evaluations are memoised too (see [`Memo`]).
 const MEMO_SCALARS_FROM: u32 = 4;
 
-/// A compiled schema.
+/// A compiled schema: built once by [`Validator::compile`], then used for any number of
+/// instances (it is `Send` and `Sync`; evaluation keeps its state on the caller's stack).
 #[derive(Debug)]
-pub(crate) struct Validator {
+pub struct Validator {
     nodes: Vec<Node>,
     /// The root's checks, when they have the flat shape (see [`Flat`]).
     flat: Option<Flat>,
@@ -320,8 +302,8 @@ impl Pattern {
     fn compile(source: &str) -> Compiled<Pattern> {
         let Some(lite) = ecma_to_lite(source) else {
             return Err(CompileError::Unsupported(format!(
-                "pattern {source:?} is not one presa's regex engine runs (`\\S` in a class, `[]` \
-                 or `[^]`); it needs the `jsonschema` feature"
+                "pattern {source:?}, which the regex-lite engine cannot run as ECMA-262 means \
+                 it (`\\S` in a class, `[]` or `[^]`)"
             )));
         };
         match regex_lite::Regex::new(&lite) {
@@ -330,8 +312,8 @@ impl Pattern {
                 regex,
             }),
             Err(e) => Err(CompileError::Unsupported(format!(
-                "pattern {source:?} is not one presa's regex engine runs ({e}); lookaround, \
-                 backreferences and Unicode classes need the `jsonschema` feature"
+                "pattern {source:?}, which the regex-lite engine cannot run (lookaround, \
+                 backreferences and Unicode classes are beyond it): {e}"
             ))),
         }
     }
@@ -412,15 +394,22 @@ const UNSUPPORTED: [&str; 8] = [
 ];
 
 impl Validator {
-    /// Compiles `schema` (a schema object or boolean).
-    pub(crate) fn compile(schema: &Value) -> Compiled<Validator> {
+    /// Compiles `schema` (a schema object or boolean), a whole document: `$ref`s are
+    /// resolved within it, once, here.
+    ///
+    /// # Errors
+    ///
+    /// [`CompileError::Invalid`] for a schema no validator accepts (a keyword with a value
+    /// of the wrong form, a `$ref` naming nothing); [`CompileError::Unsupported`] for a
+    /// well-formed one that uses what this validator leaves out (see the crate's doc).
+    pub fn compile(schema: &Value) -> Compiled<Validator> {
         if let Value::Object(root) = schema {
             if let Some(dialect) = root.get("$schema") {
                 match dialect.as_str() {
                     Some(DRAFT_2020_12) => {}
                     Some(other) => {
                         return Err(CompileError::Unsupported(format!(
-                            "$schema {other:?}: presa's validator speaks only draft 2020-12"
+                            "$schema {other:?} (only draft 2020-12 is implemented)"
                         )));
                     }
                     None => return invalid("$schema must be a string"),
@@ -449,17 +438,22 @@ impl Validator {
 
     /// Whether `instance` is valid.
     #[inline]
-    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+    pub fn is_valid(&self, instance: &Value) -> bool {
         if self.flat.as_ref().is_some_and(|flat| flat.passes(instance)) {
             return true;
         }
         self.eval(0, instance, &mut None, &mut Memo::default(), 0)
     }
 
-    /// Validates `instance`; on failure, its first few problems, each with the instance
-    /// path it is at, separated by `; `.
+    /// Validates `instance`.
+    ///
+    /// # Errors
+    ///
+    /// The instance's first few problems (at most five), each after the JSON Pointer of
+    /// the instance location it is at, separated by `; `, for example
+    /// `/tags/1: 7 is not of type "string"; "n" is a required property`.
     #[inline]
-    pub(crate) fn validate(&self, instance: &Value) -> Result<(), String> {
+    pub fn validate(&self, instance: &Value) -> Result<(), String> {
         if self.is_valid(instance) {
             return Ok(());
         }
@@ -1062,12 +1056,19 @@ struct Compiler<'s> {
 }
 
 impl<'s> Compiler<'s> {
-    /// Finds every `$anchor` in the document, and refuses `$id` below the root. Only
-    /// schema positions are walked: a property named `$id` is not an `$id`.
+    /// Finds every `$anchor` in the document, and refuses `$id` below the root and the
+    /// [`UNSUPPORTED`] keywords. Only schema positions are walked: a property named `$id`
+    /// is not an `$id`. Refusing here, before any `$ref` is resolved, makes the refusal
+    /// name the keyword whatever order the schema's keys come in: a `$ref` to a
+    /// `$dynamicAnchor` compiled before the keyword is met would otherwise be refused as
+    /// naming no `$anchor`.
     fn collect_anchors(&mut self, schema: &'s Value, root: bool) -> Compiled<()> {
         let Value::Object(map) = schema else {
             return Ok(());
         };
+        if let Some(key) = map.keys().find(|k| UNSUPPORTED.contains(&k.as_str())) {
+            return Err(CompileError::Unsupported(format!("the keyword {key}")));
+        }
         // Before its `$anchor`: an embedded resource's anchor may reuse a name.
         if !root && map.contains_key("$id") {
             return Err(CompileError::Unsupported(
@@ -1318,7 +1319,7 @@ impl<'s> Compiler<'s> {
                 "$ref {r:?} is not a same-document reference"
             )));
         };
-        let fragment = crate::wire::uri::percent_decode(fragment)
+        let fragment = percent_decode(fragment)
             .ok_or_else(|| CompileError::Invalid(format!("$ref {r:?} is not a valid URI")))?;
         if fragment.is_empty() {
             return Ok(self.root);
@@ -1338,9 +1339,41 @@ impl<'s> Compiler<'s> {
             // an unknown keyword), where the `jsonschema` crate may still find one.
             .ok_or_else(|| {
                 CompileError::Unsupported(format!(
-                    "$ref {r:?}, which names no $anchor in a schema position presa reads"
+                    "$ref {r:?}, which names no $anchor in a schema position this validator reads"
                 ))
             })
+    }
+}
+
+/// A `$ref` fragment with its percent-escapes decoded (RFC 3986, section 2.1: `%` then
+/// exactly two hex digits), giving the JSON Pointer (RFC 6901, section 6) or anchor name
+/// it spells. `None` for a `%` not followed by two hex digits (a sign is no digit: `%+1`
+/// is malformed) and for escapes whose bytes are not UTF-8.
+fn percent_decode(fragment: &str) -> Option<String> {
+    if !fragment.contains('%') {
+        return Some(fragment.to_owned());
+    }
+    let mut bytes = fragment.bytes();
+    let mut out = Vec::with_capacity(fragment.len());
+    while let Some(b) = bytes.next() {
+        if b == b'%' {
+            let high = hex_digit(bytes.next()?)?;
+            let low = hex_digit(bytes.next()?)?;
+            out.push(high << 4 | low);
+        } else {
+            out.push(b);
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The value of one hex digit.
+fn hex_digit(b: u8) -> Option<u8> {
+    match b {
+        b'0'..=b'9' => Some(b - b'0'),
+        b'a'..=b'f' => Some(b - b'a' + 10),
+        b'A'..=b'F' => Some(b - b'A' + 10),
+        _ => None,
     }
 }
 
@@ -2022,6 +2055,31 @@ mod tests {
         }
     }
 
+    /// A refusal names the keyword refused, whatever order the schema's keys come in
+    /// (sorted by default; as written under serde_json's `preserve_order`): a `$ref` met
+    /// before the `$dynamicAnchor` it names is refused for the `$dynamicAnchor`, not for
+    /// naming no `$anchor`.
+    #[test]
+    fn refusals_name_the_keyword_in_any_key_order() {
+        for holder in ["$defs", "properties"] {
+            let anchored = json!({"foo": {"$dynamicAnchor": "items"}});
+            let mut ref_first = Map::new();
+            ref_first.insert("$ref".to_owned(), json!("#items"));
+            ref_first.insert(holder.to_owned(), anchored.clone());
+            let mut ref_last = Map::new();
+            ref_last.insert(holder.to_owned(), anchored);
+            ref_last.insert("$ref".to_owned(), json!("#items"));
+            for schema in [Value::Object(ref_first), Value::Object(ref_last)] {
+                match Validator::compile(&schema) {
+                    Err(CompileError::Unsupported(why)) => {
+                        assert_eq!(why, "the keyword $dynamicAnchor", "{schema}")
+                    }
+                    other => panic!("{schema}: {other:?}"),
+                }
+            }
+        }
+    }
+
     /// A value in a message is its JSON text, cut after 60 bytes at a character boundary,
     /// written only as far as needed.
     #[test]
@@ -2358,6 +2416,53 @@ mod tests {
         for bad in ["00", "+0", "-0", "1"] {
             assert!(matches!(tuple(bad), Err(CompileError::Invalid(_))), "{bad}");
         }
+    }
+
+    /// `$ref` fragments are percent-decoded before they are read as a pointer or an
+    /// anchor: `%` takes exactly two hex digits, of either case, and the bytes must be
+    /// UTF-8; anything else is malformed, and so is the `$ref`.
+    #[test]
+    fn ref_fragments_are_percent_decoded() {
+        for (fragment, decoded) in [
+            ("", ""),
+            ("/$defs/a", "/$defs/a"),
+            ("/$defs/c%25d", "/$defs/c%d"),
+            ("/a%2Fb%7e", "/a/b~"),
+            ("%C3%A9", "é"),
+            ("%c3%a9x", "éx"),
+        ] {
+            assert_eq!(
+                percent_decode(fragment).as_deref(),
+                Some(decoded),
+                "{fragment}"
+            );
+        }
+        for bad in [
+            "%", "%2", "a%2", "%zz", "%+1", "%-1", "% 1", "%1g", "%FF", "%C3",
+        ] {
+            assert_eq!(percent_decode(bad), None, "{bad}");
+        }
+        let schema = |r: &str| json!({"$defs": {"é": {"type": "string"}}, "$ref": r});
+        let v = Validator::compile(&schema("#/$defs/%C3%A9")).expect("compiles");
+        assert!(v.is_valid(&json!("s")));
+        assert!(!v.is_valid(&json!(1)));
+        for bad in ["#/$defs/%C3", "#/$defs/%+1"] {
+            assert!(
+                matches!(
+                    Validator::compile(&schema(bad)),
+                    Err(CompileError::Invalid(_))
+                ),
+                "{bad}"
+            );
+        }
+    }
+
+    /// A compiled schema can be shared between threads.
+    #[test]
+    fn validators_are_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Validator>();
+        shared::<CompileError>();
     }
 
     /// A reference cycle that reads no instance ends, as invalid.
