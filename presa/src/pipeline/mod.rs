@@ -177,7 +177,7 @@ pub(crate) enum NotificationEffect {
 }
 
 /// The most of a cancellation's `reason` logged, in bytes.
-const MAX_LOGGED_REASON: usize = 4096;
+pub(crate) const MAX_LOGGED_REASON: usize = 4096;
 
 impl Core {
     /// The serving state made from its checked parts.
@@ -486,6 +486,3 @@ pub(crate) fn error_reply(id: Option<&RequestId>, error: &Error) -> Reply {
         status: error.http_status(),
     }
 }
-
-#[cfg(test)]
-mod tests;

@@ -378,6 +378,9 @@ impl TestResponse {
 }
 
 #[cfg(test)]
+mod pipeline;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::transport::stdio::StdioConfig;

@@ -1,5 +1,5 @@
-//! The pipeline's own tests: the request span, cancellation logging, and the first poll
-//! in place.
+//! Tests of the pipeline driven in process: the request span, cancellation logging, and
+//! the first poll in place.
 
 use crate::wire::types::Implementation;
 use serde_json::{Value, json};
@@ -116,7 +116,7 @@ async fn cancellation_reasons_are_logged() {
     let logged = line.matches('é').count();
     assert_eq!(
         logged,
-        super::MAX_LOGGED_REASON / 2,
+        crate::pipeline::MAX_LOGGED_REASON / 2,
         "{logged} chars logged"
     );
 }
@@ -217,7 +217,8 @@ async fn a_level_lowered_mid_request_loses_no_field() {
 /// polled once in place. The span records the outcome either way.
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_completing_at_once_is_answered_without_a_future() {
-    use super::{Exchange, Outbound, Reply, Served, Transport};
+    use crate::context::Outbound;
+    use crate::pipeline::{Exchange, Reply, Served, Transport};
     use crate::testing::Collect as Sink;
     use crate::wire::jsonrpc::{Inbound, decode_value};
     use std::sync::Arc;
