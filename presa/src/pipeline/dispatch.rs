@@ -150,8 +150,7 @@ fn list<T: Listed>(
 ) -> Result<String, Error> {
     let page = listing.page(key, cursor(params)?, core.config.page_size)?;
     let items = page.items.iter().map(|i| i.listing());
-    core.shaper
-        .page(key, items, page.next_cursor.as_deref(), cache)
+    core.shaper.page(key, items, page.next_after, cache)
 }
 
 /// A member that must be a non-empty string.

@@ -17,8 +17,8 @@ pub use crate::schema::uri_template;
 pub use data::ExtensionData;
 
 use crate::error::Error;
+use crate::wire::cursor;
 use crate::wire::types::Icon;
-use base64::Engine;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
@@ -106,8 +106,9 @@ impl Listed for resource::TemplateEntry {
 /// One kind of item, sorted by key, with O(1) lookup.
 pub(crate) struct Listing<T> {
     sorted: Vec<Arc<T>>,
-    /// Hashed with aHash (randomly keyed, like std's): every tools/call looks its tool
-    /// up here, and std's SipHash cost ~300 instructions a lookup.
+    /// Hashed with aHash (randomly keyed, like std's, so a client cannot choose
+    /// colliding names): every tools/call looks its tool up here, and aHash is much
+    /// cheaper than SipHash on short keys.
     by_key: HashMap<String, Arc<T>, ahash::RandomState>,
     /// The longest key this listing has ever held, in bytes: it bounds the cursors presa
     /// may have issued for it (never lowered, so a cursor issued after a key since
@@ -138,8 +139,9 @@ impl<T> Default for Listing<T> {
 /// A page of a listing.
 pub(crate) struct Page<'a, T> {
     pub(crate) items: &'a [Arc<T>],
-    /// The cursor of the next page, when more items follow.
-    pub(crate) next_cursor: Option<String>,
+    /// The key of the page's last item when more follow: the next page's cursor names
+    /// it (`wire::cursor`).
+    pub(crate) next_after: Option<&'a str>,
 }
 
 impl<T: Listed> Listing<T> {
@@ -196,57 +198,20 @@ impl<T: Listed> Listing<T> {
             Some(c) => {
                 // Past the usual bound, a cursor is still one of ours when the catalog
                 // has held a key that long.
-                let limit = MAX_CURSOR_BYTES.max(cursor_len(kind, self.longest_key));
-                let after = decode_cursor(kind, c, limit)?;
+                let limit = MAX_CURSOR_BYTES.max(cursor::len(kind, self.longest_key));
+                let after = cursor::decode(kind, c, limit)
+                    .ok_or_else(|| Error::invalid_params("Invalid pagination cursor"))?;
                 self.sorted.partition_point(|e| e.key() <= after.as_str())
             }
         };
         let end = start.saturating_add(size.max(1)).min(self.sorted.len());
         let items = &self.sorted[start..end];
-        let next_cursor = if end < self.sorted.len() {
-            items.last().map(|last| encode_cursor(kind, last.key()))
+        let next_after = if end < self.sorted.len() {
+            items.last().map(|last| last.key())
         } else {
             None
         };
-        Ok(Page { items, next_cursor })
-    }
-}
-
-const CURSOR_VERSION: &str = "presa1";
-
-/// The cursor of the page after `last_key`: the format's version, the listing's kind and
-/// the key, one per line, as unpadded base64url (RFC 4648, section 5), which needs no
-/// escaping inside a JSON string.
-pub(crate) fn encode_cursor(kind: &str, last_key: &str) -> String {
-    let raw = [CURSOR_VERSION, kind, last_key].join("\n");
-    let mut cursor = String::with_capacity(cursor_len(kind, last_key.len()));
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode_string(raw, &mut cursor);
-    cursor
-}
-
-/// The length of a cursor's raw bytes (before base64) for a key of `key_len` bytes.
-fn raw_len(kind: &str, key_len: usize) -> usize {
-    CURSOR_VERSION.len() + kind.len() + key_len + 2
-}
-
-/// The length of the cursor [`encode_cursor`] writes for a key of `key_len` bytes.
-pub(crate) fn cursor_len(kind: &str, key_len: usize) -> usize {
-    (raw_len(kind, key_len) * 4).div_ceil(3)
-}
-
-fn decode_cursor(kind: &str, cursor: &str, limit: usize) -> Result<String, Error> {
-    let invalid = || Error::invalid_params("Invalid pagination cursor");
-    if cursor.len() > limit {
-        return Err(invalid());
-    }
-    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
-        .decode(cursor)
-        .map_err(|_| invalid())?;
-    let text = String::from_utf8(bytes).map_err(|_| invalid())?;
-    let mut parts = text.splitn(3, '\n');
-    match (parts.next(), parts.next(), parts.next()) {
-        (Some(CURSOR_VERSION), Some(k), Some(last)) if k == kind => Ok(last.to_owned()),
-        _ => Err(invalid()),
+        Ok(Page { items, next_after })
     }
 }
 
@@ -269,34 +234,5 @@ impl Catalog {
                 .templates
                 .iter()
                 .any(|t| !t.template.completions.is_empty())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The bound for long keys is the length of the cursor presa issues for them.
-    #[test]
-    fn cursor_len_is_the_issued_cursors_length() {
-        for kind in ["tools", "resources", "resourceTemplates", "prompts"] {
-            // Short and long keys; every remainder of three.
-            for len in (0..40).chain(60..100).chain(160..200) {
-                let key = "k".repeat(len);
-                assert_eq!(cursor_len(kind, len), encode_cursor(kind, &key).len());
-                // The format cursors have always had, so cursors issued before still read.
-                let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(encode_cursor(kind, &key))
-                    .ok();
-                assert_eq!(raw, Some(format!("presa1\n{kind}\n{key}").into_bytes()));
-                let long = "é".repeat(len * 100);
-                let cursor = encode_cursor(kind, &long);
-                assert_eq!(cursor_len(kind, long.len()), cursor.len());
-                assert_eq!(
-                    decode_cursor(kind, &cursor, cursor.len()).ok().as_deref(),
-                    Some(long.as_str())
-                );
-            }
-        }
     }
 }

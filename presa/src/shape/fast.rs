@@ -8,7 +8,7 @@ use crate::wire::types::{
     BlobResourceContents, CachePolicy, CallToolResult, Content, ResourceContents,
     TextResourceContents,
 };
-use crate::wire::write;
+use crate::wire::{cursor, write};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -90,11 +90,12 @@ pub(super) fn page<'a>(
     info: Option<&ServerInfo>,
     key: &str,
     items: impl ExactSizeIterator<Item = &'a RawValue> + Clone,
-    next_cursor: Option<&str>,
+    next_after: Option<&str>,
     cache: CachePolicy,
 ) -> Result<String, serde_json::Error> {
     let items_len: usize = items.clone().map(|i| i.get().len() + 1).sum();
-    let tail = next_cursor.map_or(0, str::len) + info.map_or(0, |i| i.raw.get().len());
+    let cursor_len = next_after.map_or(0, |last| cursor::len(key, last.len()) + 16);
+    let tail = cursor_len + info.map_or(0, |i| i.raw.get().len());
     let mut out = String::with_capacity(items_len + key.len() + tail + 192);
     out.push('{');
     write::push_str(&mut out, key);
@@ -106,9 +107,11 @@ pub(super) fn page<'a>(
         out.push_str(item.get());
     }
     out.push(']');
-    if let Some(cursor) = next_cursor {
-        out.push_str(",\"nextCursor\":");
-        write::push_str(&mut out, cursor);
+    if let Some(last) = next_after {
+        // A cursor is base64url: nothing in it needs escaping.
+        out.push_str(",\"nextCursor\":\"");
+        cursor::push(&mut out, key, last);
+        out.push('"');
     }
     end_cached(info, out, cache)
 }

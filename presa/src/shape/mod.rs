@@ -78,15 +78,16 @@ impl Shaper {
     }
 
     /// One page of a listing: the prepared JSON of each item under `key`, the cursor of
-    /// the next page when there is one, and the caching hints.
+    /// the next page when more follow (naming `next_after`, the page's last key), and the
+    /// caching hints.
     pub(crate) fn page<'a>(
         &self,
         key: &str,
         items: impl ExactSizeIterator<Item = &'a RawValue> + Clone,
-        next_cursor: Option<&str>,
+        next_after: Option<&str>,
         cache: CachePolicy,
     ) -> Result<String, Error> {
-        imp::page(self.info(), key, items, next_cursor, cache).map_err(failed("a listing"))
+        imp::page(self.info(), key, items, next_after, cache).map_err(failed("a listing"))
     }
 
     /// A `resources/read` result.

@@ -96,7 +96,7 @@ pub(super) fn page<'a>(
     info: Option<&ServerInfo>,
     key: &str,
     items: impl ExactSizeIterator<Item = &'a RawValue> + Clone,
-    next_cursor: Option<&str>,
+    next_after: Option<&str>,
     cache: CachePolicy,
 ) -> Result<String, serde_json::Error> {
     let items: Vec<&RawValue> = items.collect();
@@ -104,8 +104,8 @@ pub(super) fn page<'a>(
     let mut s = serde_json::Serializer::new(&mut out);
     let mut map = s.serialize_map(None)?;
     map.serialize_entry(key, &items)?;
-    if let Some(cursor) = next_cursor {
-        map.serialize_entry("nextCursor", cursor)?;
+    if let Some(last) = next_after {
+        map.serialize_entry("nextCursor", &crate::wire::cursor::encode(key, last))?;
     }
     end_cached(&mut map, info, cache)?;
     map.end()?;

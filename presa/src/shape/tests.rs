@@ -144,7 +144,7 @@ proptest! {
     fn pages_are_written_as_their_serde_form(
         key in json_text(),
         items in proptest::collection::vec(json_map(2), 0..5),
-        cursor in proptest::option::of(json_text()),
+        next_after in proptest::option::of(json_text()),
         cache in cache(),
     ) {
         let raw: Vec<Box<RawValue>> = items
@@ -154,8 +154,8 @@ proptest! {
         for shaper in shapers() {
             let info = shaper.info();
             let iter = raw.iter().map(|r| &**r);
-            let fast = fast::page(info, &key, iter.clone(), cursor.as_deref(), cache);
-            let twin = reference::page(info, &key, iter, cursor.as_deref(), cache);
+            let fast = fast::page(info, &key, iter.clone(), next_after.as_deref(), cache);
+            let twin = reference::page(info, &key, iter, next_after.as_deref(), cache);
             prop_assert_eq!(fast.expect("writes"), twin.expect("writes"));
         }
     }
@@ -189,7 +189,10 @@ proptest! {
             let fast: Value = serde_json::from_str(&fast::object(info, result.clone()).expect("writes")).expect("JSON");
             let twin: Value = serde_json::from_str(&reference::object(info, result.clone()).expect("writes")).expect("JSON");
             prop_assert_eq!(&fast, &twin);
-            prop_assert_eq!(fast, Value::Object(shaper.complete_map(result.clone())));
+            // Through text as the others are (a float may not read back as the one written).
+            let map = serde_json::to_string(&Value::Object(shaper.complete_map(result.clone())));
+            let map: Value = serde_json::from_str(&map.expect("writes")).expect("JSON");
+            prop_assert_eq!(fast, map);
         }
     }
 }
@@ -211,13 +214,13 @@ fn results_end_with_the_server_info() {
         .page(
             "tools",
             std::iter::empty(),
-            Some("abc"),
+            Some("t"),
             CachePolicy::new(5, CacheScope::Public),
         )
         .expect("writes");
     assert_eq!(
         listing,
-        r#"{"tools":[],"nextCursor":"abc","ttlMs":5,"cacheScope":"public","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"shape \"s\" é","version":"1.0"}}}"#
+        r#"{"tools":[],"nextCursor":"cHJlc2ExCnRvb2xzCnQ","ttlMs":5,"cacheScope":"public","resultType":"complete","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"shape \"s\" é","version":"1.0"}}}"#
     );
     let listing = off
         .page("tools", std::iter::empty(), None, CachePolicy::NONE)

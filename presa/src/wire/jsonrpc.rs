@@ -93,8 +93,8 @@ pub struct Request {
 /// (as every client writes them); [`RequestParams`] reads both places as one.
 ///
 /// Boxed, and only when a member is lifted: the request is moved through every layer
-/// between the bytes and the handler, and two values held inline made each move a
-/// `memcpy` call (callgrind: nine per request in the decoder alone).
+/// between the bytes and the handler, and the fewer bytes it holds inline, the cheaper
+/// each move.
 #[derive(Debug, Default)]
 pub(crate) struct Lifted(Option<Box<LiftedMembers>>);
 

@@ -370,6 +370,7 @@ fn read_object<'de, M: scan::Members<'de>>(m: &mut M) -> Result<serde_json::Valu
 #[cfg(test)]
 pub(crate) mod arbitrary;
 pub(crate) mod client_info;
+pub(crate) mod cursor;
 pub mod jsonrpc;
 pub mod meta;
 pub(crate) mod methods;
