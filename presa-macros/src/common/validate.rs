@@ -88,16 +88,22 @@ pub(crate) fn check_common(
     if let Some(meta) = &keys.meta
         && let Some(object) = check_json_object(meta, "`meta`", errors)
     {
-        for key in object.keys() {
-            if !presa_rules::meta::is_valid_key(key) {
-                errors.push(syn::Error::new(
-                    meta.span,
-                    format!(
-                        "`meta` key `{key}` does not follow the `_meta` key syntax\nhelp: {}",
-                        presa_rules::meta::KEY_RULE
-                    ),
-                ));
-            }
+        // Sorted: the map's order depends on serde_json's features.
+        let mut bad: Vec<String> = object
+            .keys()
+            .filter(|k| !presa_rules::meta::is_valid_key(k))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        bad.sort();
+        if !bad.is_empty() {
+            errors.push(syn::Error::new(
+                meta.span,
+                format!(
+                    "`meta` has keys that do not follow the `_meta` key syntax: {}\nhelp: {}",
+                    bad.join(", "),
+                    presa_rules::meta::KEY_RULE
+                ),
+            ));
         }
     }
 }
