@@ -109,7 +109,9 @@ impl fmt::Display for TemplateError {
                 f,
                 "`{c}` outside a variable, which RFC 6570 does not allow (escape it as %XX)"
             ),
-            TemplateProblem::StrayPercent => f.write_str("a `%` that starts no escape"),
+            TemplateProblem::StrayPercent => {
+                f.write_str("a `%` that starts no escape (RFC 6570: write it as %25)")
+            }
         }
     }
 }
@@ -323,6 +325,10 @@ mod tests {
         );
         assert_eq!(message("n://{id}/{id}"), "variable `{id}` appears twice");
         assert!(message("n://{+p}").starts_with("`{+p}` is not a level 1 variable ("));
+        assert_eq!(
+            message("n://100%/{id}"),
+            "a `%` that starts no escape (RFC 6570: write it as %25)"
+        );
         assert_eq!(
             message("n://a|"),
             "`|` outside a variable, which RFC 6570 does not allow (escape it as %XX)"
