@@ -27,6 +27,7 @@ pub fn has_prefix(key: &str) -> bool {
 
 /// Whether `prefix` (without its `/`) is dot-separated labels, each a letter, then
 /// letters, digits and hyphens, ending in a letter or digit.
+#[inline]
 pub fn is_valid_prefix(prefix: &[u8]) -> bool {
     let mut at_label_start = true;
     let mut prev = 0u8;
@@ -51,6 +52,7 @@ pub fn is_valid_prefix(prefix: &[u8]) -> bool {
 
 /// Whether `name` (after the prefix) is empty, or a letter or digit, then letters,
 /// digits, `.`, `_` and `-`, ending in a letter or digit.
+#[inline]
 pub fn is_valid_name(name: &[u8]) -> bool {
     match (name.first(), name.last()) {
         (None, _) => true,
