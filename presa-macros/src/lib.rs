@@ -6,8 +6,10 @@
 //! mistake in an attribute is reported at once. On error the user's function is still
 //! emitted unchanged, so the only messages are the real ones.
 //!
-//! Generated code names nothing but `::presa::__private::…` and `::presa` itself. Use
-//! these attributes through `presa` (`presa::tool` and so on), never directly.
+//! Generated code names nothing but `::presa::__private::…` and `::presa` itself, through
+//! one value (`common::crate_path::CratePath`) that `crate = "…"` can change, for a
+//! crate that renames presa or reaches it through a re-export. Use these attributes
+//! through `presa` (`presa::tool` and so on), never directly.
 
 mod common;
 mod form;
@@ -36,8 +38,9 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Checks at compile time that a struct is a flat elicitation form, or makes a unit-only
-/// enum a form field. See `presa::mrtr::ElicitForm`.
-#[proc_macro_derive(ElicitForm)]
+/// enum a form field. See `presa::mrtr::ElicitForm`. `#[presa(crate = "…")]` names presa
+/// when it is not `::presa`.
+#[proc_macro_derive(ElicitForm, attributes(presa))]
 pub fn elicit_form(input: TokenStream) -> TokenStream {
     form::derive(input.into()).into()
 }

@@ -89,3 +89,8 @@ pub mod prelude {
 #[doc(hidden)]
 #[path = "macro_support.rs"]
 pub mod __private;
+// rustc names a trait in an error by a visible path, never one through a
+// `#[doc(hidden)]` module: re-exported here, the traits of the macros' errors read
+// `HeaderArg`, not `presa::__private::HeaderArg`. Not public API either.
+#[doc(hidden)]
+pub use __private::{HeaderArg, ToolArgument, ToolParameter, ViaHeaderArg};

@@ -7,7 +7,9 @@
 //! resolution picks the most specific trait that type implements (autoref
 //! specialization): [`Args<T>`](crate::extract::Args) first, then any
 //! [`FromContext`](crate::extract::FromContext) type (injected), then an argument
-//! (`Deserialize + JsonSchema`).
+//! (`Deserialize + JsonSchema`), and last a rung that fits every type and requires a
+//! trait nothing implements, so a type that is none of these gets one error, in presa's
+//! words, at its parameter. Header kinds are chosen the same way.
 
 pub use linkme;
 pub use schemars;
@@ -251,6 +253,8 @@ pub trait ViaArgs {
     fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>;
 }
 
+// The rungs, most specific first, as the glue's `(&&&&Probe::<T>::new())` reaches them:
+// `&&&Probe` (Args<T>), `&&Probe` (injected), `&Probe` (an argument), `Probe` (none).
 impl<T: DeserializeOwned + JsonSchema + Send> ViaArgs for &&&Probe<Args<T>> {
     type Out = Args<T>;
     fn describe(&self, schema: &mut ToolSchema, _: &ArgMeta) {
@@ -307,50 +311,73 @@ impl<T: FromContext> ViaInject for &&Probe<T> {
     }
 }
 
-/// Types a tool argument may have: anything deserializable with a JSON schema.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a tool argument",
-    label = "not an argument type, and not a framework parameter presa can inject",
-    note = "a tool argument's type derives (or implements) `serde::Deserialize` and `schemars::JsonSchema`; an injected parameter's type implements `presa::extract::FromContext`"
-)]
-pub trait ToolArgument: DeserializeOwned + JsonSchema + Send {}
-
-impl<T: DeserializeOwned + JsonSchema + Send> ToolArgument for T {}
-
-/// Argument parameters: [`ToolArgument`] types. The impl applies to every type so that a
-/// type fitting no kind gets the `ToolArgument` message at its parameter.
+/// Argument parameters: types that deserialize from JSON and have a JSON schema.
 pub trait ViaArg {
     /// The parameter's type.
     type Out;
     /// Adds the argument's property to the schema.
-    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta)
-    where
-        Self::Out: ToolArgument;
+    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta);
     /// Deserializes the argument.
-    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>
-    where
-        Self::Out: ToolArgument;
+    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>;
 }
 
-impl<T> ViaArg for &Probe<T> {
+impl<T: DeserializeOwned + JsonSchema + Send> ViaArg for &Probe<T> {
     type Out = T;
-    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta)
-    where
-        T: ToolArgument,
-    {
+    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta) {
         schema.arg::<T>(meta);
     }
     #[inline]
-    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<T, Refusal>
-    where
-        T: ToolArgument,
-    {
+    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<T, Refusal> {
         let value = match (call.arguments.remove(meta.name), meta.default) {
             (Some(v), _) => v,
             (None, Some(default)) => default(),
             (None, None) => Value::Null,
         };
         crate::extract::from_checked_value(value).map_err(|e| bad_argument(meta.name, e))
+    }
+}
+
+mod sealed {
+    /// Implemented by nothing: the traits bounded by it have no implementations.
+    pub trait Never {}
+}
+
+/// What a tool parameter's type is when it is neither an argument nor injected: nothing
+/// implements it (it is sealed), so the last rung's bound on it is the one error a
+/// parameter of another type gets. Its message lists what the type could be instead.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a tool argument",
+    label = "not an argument type, and not a framework parameter presa can inject",
+    note = "a tool argument's type derives (or implements) `serde::Deserialize` and `schemars::JsonSchema`, and is `Send`; an injected parameter's type implements `presa::extract::FromContext`"
+)]
+pub trait ToolArgument: sealed::Never {}
+
+/// The last rung: every type reaches it, and its bound ([`ToolArgument`]) holds for none.
+pub trait ToolParameter {
+    /// The parameter's type.
+    type Out;
+    /// Never runs: the bound cannot hold.
+    fn describe(&self, schema: &mut ToolSchema, meta: &ArgMeta)
+    where
+        Self::Out: ToolArgument;
+    /// Never runs: the bound cannot hold.
+    fn extract(&self, call: &mut CallParts, meta: &ArgMeta) -> Result<Self::Out, Refusal>
+    where
+        Self::Out: ToolArgument;
+}
+
+impl<T> ToolParameter for Probe<T> {
+    type Out = T;
+    fn describe(&self, _: &mut ToolSchema, _: &ArgMeta)
+    where
+        T: ToolArgument,
+    {
+    }
+    fn extract(&self, _: &mut CallParts, _: &ArgMeta) -> Result<T, Refusal>
+    where
+        T: ToolArgument,
+    {
+        Err(Err(Error::internal()))
     }
 }
 
@@ -365,38 +392,114 @@ pub enum HeaderKind {
     Boolean,
 }
 
-/// Types a `#[header]` parameter may have: those that map to a JSON string, integer or
-/// boolean (floating point is refused: `number` is not permitted). Implement it for a
-/// newtype to use it as a header parameter.
+/// The header types presa knows: those that map to a JSON string, integer or boolean
+/// (floating point is refused: `number` is not permitted), and `Option`s of them.
+pub trait BuiltinHeader {
+    /// The JSON type.
+    const KIND: HeaderKind;
+}
+
+macro_rules! builtin_headers {
+    ($kind:ident: $($t:ty),*) => {$(
+        impl BuiltinHeader for $t {
+            const KIND: HeaderKind = HeaderKind::$kind;
+        }
+    )*};
+}
+// Keep in step with the list in `HeaderArg`'s note.
+builtin_headers!(String: String, Box<str>, std::sync::Arc<str>);
+builtin_headers!(Integer: i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
+builtin_headers!(Boolean: bool);
+
+impl<T: BuiltinHeader> BuiltinHeader for Option<T> {
+    const KIND: HeaderKind = T::KIND;
+}
+
+/// A header type of your own (a newtype over a string, an integer or a boolean), or the
+/// error for a type that is no header type. presa implements it for nothing, so its
+/// message lists every type it knows rather than rustc picking a few to show.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be mirrored into an HTTP header",
     label = "`#[header]` needs a string, integer or boolean type",
-    note = "`x-mcp-header` parameters must map to a JSON string, integer or boolean; floating-point numbers, arrays and objects are not allowed"
+    note = "an `x-mcp-header` parameter maps to a JSON string, integer or boolean: `String`, `Box<str>`, `Arc<str>`, `bool`, `i8`, `i16`, `i32`, `i64`, `isize`, `u8`, `u16`, `u32`, `u64`, `usize`, or an `Option` of one of these; floating-point numbers, arrays and objects are not allowed"
 )]
 pub trait HeaderArg {
     /// The JSON type.
     const KIND: HeaderKind;
 }
 
-macro_rules! header_args {
-    ($kind:ident: $($t:ty),*) => {$(
-        impl HeaderArg for $t {
-            const KIND: HeaderKind = HeaderKind::$kind;
-        }
-    )*};
-}
-header_args!(String: String, Box<str>, std::sync::Arc<str>);
-header_args!(Integer: i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);
-header_args!(Boolean: bool);
+// The header rungs, as the glue's `(&&&Probe::<T>::new()).header_kind()` reaches them:
+// `&&Probe` (a type presa knows), `&Probe` (an `Option` of your own), `Probe` (your own,
+// or the error).
 
-impl<T: HeaderArg> HeaderArg for Option<T> {
-    const KIND: HeaderKind = T::KIND;
+/// A header type presa knows.
+pub trait ViaBuiltinHeader {
+    /// The JSON type the header maps to.
+    fn header_kind(&self) -> HeaderKind;
 }
 
-/// The header kind of `T`; the bound is checked at the parameter's span.
-pub const fn header_kind<T: HeaderArg>() -> HeaderKind {
-    T::KIND
+impl<T: BuiltinHeader> ViaBuiltinHeader for &&Probe<T> {
+    fn header_kind(&self) -> HeaderKind {
+        T::KIND
+    }
 }
+
+/// An `Option` of a header type of your own.
+pub trait ViaOptionalHeader {
+    /// The JSON type the header maps to.
+    fn header_kind(&self) -> HeaderKind;
+}
+
+impl<T: HeaderArg> ViaOptionalHeader for &Probe<Option<T>> {
+    fn header_kind(&self) -> HeaderKind {
+        T::KIND
+    }
+}
+
+/// A header type of your own; any other type fails the bound, at the parameter.
+pub trait ViaHeaderArg {
+    /// The parameter's type.
+    type Out;
+    /// The JSON type the header maps to.
+    fn header_kind(&self) -> HeaderKind
+    where
+        Self::Out: HeaderArg;
+}
+
+impl<T> ViaHeaderArg for Probe<T> {
+    type Out = T;
+    fn header_kind(&self) -> HeaderKind
+    where
+        T: HeaderArg,
+    {
+        T::KIND
+    }
+}
+
+/// `#[tool(task = …)]`: sets the tool's task mode.
+#[cfg(feature = "tasks")]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __presa_private_task {
+    ($tool:ident, $mode:ident) => {
+        $tool = $tool.task($crate::tasks::TaskMode::$mode)
+    };
+}
+
+/// `#[tool(task = …)]` without the `tasks` feature: there is no task mode to set, and the
+/// error says so at the `task` argument (the glue names this macro at its span).
+#[cfg(not(feature = "tasks"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __presa_private_task {
+    ($tool:ident, $mode:ident) => {
+        ::core::compile_error!(
+            "`task = …` needs presa's `tasks` feature\nhelp: turn it on (`presa = { version = \"…\", features = [\"tasks\"] }`), or remove `task = …`"
+        )
+    };
+}
+
+pub use crate::__presa_private_task as task;
 
 /// Futures of handlers must be `Send`: they run on a multi-threaded runtime.
 #[diagnostic::on_unimplemented(

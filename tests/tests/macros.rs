@@ -376,3 +376,52 @@ async fn raw_value_keys_in_text_arguments_are_refused() {
     // A variable that does not parse names no resource.
     c.read_resource(&uri).await.assert_error(-32602);
 }
+
+/// A region code: a header type of your own, mirrored as a string.
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Region(String);
+
+impl presa::HeaderArg for Region {
+    const KIND: presa::__private::HeaderKind = presa::__private::HeaderKind::String;
+}
+
+/// Headers of each kind of type: presa's own, an `Option` of one, a type of your own,
+/// and an `Option` of that.
+#[presa::tool]
+async fn headers(
+    #[header("Region")] region: Region,
+    #[header("Backup")] backup: Option<Region>,
+    #[header("Days")] days: Option<u16>,
+    #[header("Fresh")] fresh: bool,
+) -> String {
+    format!("{} {:?} {days:?} {fresh}", region.0, backup.map(|r| r.0))
+}
+
+/// The type decides a header's JSON type, by the traits it implements: the schema says
+/// it, and the values arrive.
+#[tokio::test]
+async fn header_parameters_of_each_kind_of_type() {
+    let server = presa::server!().add::<headers>().build().expect("builds");
+    let c = TestClient::new(&server);
+    let list = c.list_tools().await;
+    let properties = &list.result()["tools"][0]["inputSchema"]["properties"];
+    for (name, header, ty) in [
+        ("region", "Region", "string"),
+        ("backup", "Backup", "string"),
+        ("days", "Days", "integer"),
+        ("fresh", "Fresh", "boolean"),
+    ] {
+        assert_eq!(properties[name]["x-mcp-header"], header, "{name}");
+        assert_eq!(properties[name]["type"], ty, "{name}");
+    }
+    assert_eq!(properties["days"]["maximum"], 65535);
+    c.call_tool(
+        "headers",
+        json!({"region": "eu", "backup": "us", "days": 3, "fresh": true}),
+    )
+    .await
+    .assert_text("eu Some(\"us\") Some(3) true");
+    c.call_tool("headers", json!({"region": "eu", "fresh": false}))
+        .await
+        .assert_text("eu None None false");
+}

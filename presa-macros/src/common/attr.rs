@@ -2,6 +2,7 @@
 //! errors for unknown keys (which list the accepted ones).
 
 use super::Errors;
+use super::crate_path::CratePath;
 use proc_macro2::{Span, TokenStream};
 use syn::meta::ParseNestedMeta;
 use syn::parse::Parser;
@@ -21,6 +22,11 @@ pub(crate) fn string(meta: &ParseNestedMeta) -> syn::Result<Spanned<String>> {
         value: lit.value(),
         span: lit.span(),
     })
+}
+
+/// `key = "string"`, keeping the literal (for spans inside it).
+pub(crate) fn lit(meta: &ParseNestedMeta) -> syn::Result<LitStr> {
+    meta.value()?.parse()
 }
 
 /// `key = <expr>`.
@@ -128,7 +134,8 @@ pub(crate) fn parse_nested(
     })
 }
 
-/// The keys every attribute shares: `name`, `title`, `description`, `icons`, `meta`.
+/// The keys every attribute shares: `name`, `title`, `description`, `icons`, `meta`,
+/// and `crate`.
 #[derive(Default)]
 pub(crate) struct CommonKeys {
     pub(crate) name: Option<Spanned<String>>,
@@ -136,6 +143,8 @@ pub(crate) struct CommonKeys {
     pub(crate) description: Option<String>,
     pub(crate) icons: Vec<Spanned<String>>,
     pub(crate) meta: Option<Spanned<String>>,
+    /// `crate = "path"`: where generated code finds presa (default `::presa`).
+    pub(crate) krate: CratePath,
 }
 
 impl CommonKeys {
@@ -162,6 +171,7 @@ impl CommonKeys {
             "description" => self.description = Some(string(meta)?.value),
             "icons" => self.icons = strings(meta)?,
             "meta" => self.meta = Some(string(meta)?),
+            "crate" => self.krate = CratePath::parse(&lit(meta)?)?,
             _ => return Ok(false),
         }
         Ok(true)
@@ -193,4 +203,19 @@ pub(crate) fn key_of(meta: &ParseNestedMeta) -> String {
         .get_ident()
         .map(ToString::to_string)
         .unwrap_or_default()
+}
+
+/// The span of the bytes `range` of a string literal's value, where the compiler can give
+/// one: only a plain `"…"` literal without escapes maps value bytes to source bytes one to
+/// one. Stable Rust gives no span inside a literal (`Literal::subspan` is `None`), so
+/// there the literal's own span: messages name the piece in words either way.
+pub(crate) fn span_within(lit: &LitStr, range: std::ops::Range<usize>) -> Span {
+    let token = lit.token();
+    let source = token.to_string();
+    let plain =
+        source.len() == lit.value().len() + 2 && source.starts_with('"') && !source.contains('\\');
+    plain
+        .then(|| token.subspan(range.start + 1..range.end + 1))
+        .flatten()
+        .unwrap_or_else(|| lit.span())
 }

@@ -1,5 +1,9 @@
-//! Expansion pieces shared by the attributes.
+//! Expansion pieces shared by the attributes. Every path to presa comes from the
+//! model's [`CratePath`].
 
+use super::attr::CommonKeys;
+use super::crate_path::CratePath;
+use super::func::Func;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote, quote_spanned};
 
@@ -11,34 +15,33 @@ pub(crate) fn opt_str(s: Option<&str>) -> TokenStream {
     }
 }
 
-/// `var = var.method("…");` when there is a value, nothing otherwise.
-pub(crate) fn set_str(var: &str, method: &str, value: Option<&str>) -> TokenStream {
-    match value {
-        Some(v) => {
-            let var = quote::format_ident!("{}", var);
-            let method = quote::format_ident!("{}", method);
-            quote!(#var = #var.#method(#v);)
-        }
+/// `item = item.description("…");` when there is a description.
+pub(crate) fn set_description(item: &syn::Ident, description: Option<&str>) -> TokenStream {
+    match description {
+        Some(d) => quote!(#item = #item.description(#d);),
         None => TokenStream::new(),
     }
 }
 
 /// The builder calls for the keys every attribute shares that map straight to setters:
 /// `title`, `icons`, `meta` (the JSON was checked at compile time).
-pub(crate) fn common_setters(var: &str, keys: &super::attr::CommonKeys) -> TokenStream {
-    let v = quote::format_ident!("{}", var);
-    let title = set_str(var, "title", keys.title.as_deref());
+pub(crate) fn common_setters(item: &syn::Ident, keys: &CommonKeys) -> TokenStream {
+    let krate = &keys.krate;
+    let title = keys
+        .title
+        .as_deref()
+        .map(|t| quote!(#item = #item.title(#t);));
     let icons = keys.icons.iter().map(|i| {
         let src = &i.value;
-        quote! { #v = #v.icon(::presa::Icon::new(#src)); }
+        quote! { #item = #item.icon(#krate::Icon::new(#src)); }
     });
     let meta = keys.meta.as_ref().map(|s| {
         let text = &s.value;
         quote! {
-            if let ::core::result::Result::Ok(::presa::__private::serde_json::Value::Object(m)) =
-                ::presa::__private::serde_json::from_str::<::presa::__private::serde_json::Value>(#text)
+            if let ::core::result::Result::Ok(#krate::__private::serde_json::Value::Object(m)) =
+                #krate::__private::serde_json::from_str::<#krate::__private::serde_json::Value>(#text)
             {
-                #v = #v.meta(m);
+                #item = #item.meta(m);
             }
         }
     });
@@ -53,11 +56,13 @@ pub(crate) fn common_setters(var: &str, keys: &super::attr::CommonKeys) -> Token
 /// value namespace), carrying the glue and implementing `presa::Item`, so
 /// `.add::<name>()` adds the item to a builder.
 pub(crate) fn item_type(
-    name: &syn::Ident,
-    vis: &syn::Visibility,
+    krate: &CratePath,
+    func: &Func,
     glue: &TokenStream,
     add: TokenStream,
 ) -> TokenStream {
+    let name = func.name();
+    let vis = &func.item.vis;
     let doc = format!(
         "The presa item declared by the function `{name}`; add it with `.add::<{name}>()`."
     );
@@ -71,8 +76,8 @@ pub(crate) fn item_type(
                 #[doc(hidden)]
                 #glue
             }
-            impl ::presa::Item for #name {
-                fn add_to(builder: ::presa::ServerBuilder) -> ::presa::ServerBuilder {
+            impl #krate::Item for #name {
+                fn add_to(builder: #krate::ServerBuilder) -> #krate::ServerBuilder {
                     #add
                 }
             }
@@ -81,12 +86,12 @@ pub(crate) fn item_type(
 }
 
 /// A registration of the item in presa's distributed slice.
-pub(crate) fn registration(make: TokenStream) -> TokenStream {
+pub(crate) fn registration(krate: &CratePath, make: TokenStream) -> TokenStream {
     quote! {
-        #[::presa::__private::linkme::distributed_slice(::presa::__private::REGISTRY)]
-        #[linkme(crate = ::presa::__private::linkme)]
-        static __PRESA_REGISTRATION: ::presa::__private::Registration =
-            ::presa::__private::Registration {
+        #[#krate::__private::linkme::distributed_slice(#krate::__private::REGISTRY)]
+        #[linkme(crate = #krate::__private::linkme)]
+        static __PRESA_REGISTRATION: #krate::__private::Registration =
+            #krate::__private::Registration {
                 make: || #make,
             };
     }
@@ -99,12 +104,12 @@ pub(crate) fn bindings(count: usize) -> Vec<syn::Ident> {
 
 /// Calls the user's function with `bindings`, as a `Result<output, presa::Error>`: an
 /// `async fn` is awaited (its future checked for `Send` at the function's span), a plain
-/// `fn` runs on the blocking pool.
-pub(crate) fn call_user_fn(func: &super::func::Func, bindings: &[syn::Ident]) -> TokenStream {
+/// `fn` runs on the blocking pool. `__p` is presa's `__private`.
+pub(crate) fn call_user_fn(krate: &CratePath, func: &Func, bindings: &[syn::Ident]) -> TokenStream {
     let fn_name = func.name();
     if func.is_async() {
         quote_spanned! {fn_name.span()=>
-            ::core::result::Result::<_, ::presa::Error>::Ok(
+            ::core::result::Result::<_, #krate::Error>::Ok(
                 __p::require_send(#fn_name(#(#bindings),*)).await,
             )
         }

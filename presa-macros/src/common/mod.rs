@@ -1,10 +1,11 @@
-//! What the three attributes share: error collection, the parsed function, doc comments,
-//! parameter attributes, and the fallback expansion used when there are errors.
+//! What the three attributes share: error collection, the crate path, the parsed
+//! function, doc comments, parameter attributes, and the fallback expansion used when
+//! there are errors.
 
 pub(crate) mod attr;
+pub(crate) mod crate_path;
 pub(crate) mod expand;
 pub(crate) mod func;
-pub(crate) mod uri_template;
 pub(crate) mod validate;
 
 use proc_macro2::TokenStream;

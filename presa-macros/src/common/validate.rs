@@ -1,24 +1,22 @@
-//! Checks shared by the attributes: HTTP tokens, icon URIs, JSON given as strings.
+//! Checks shared by the attributes: icon URIs, JSON given as strings, `_meta` keys,
+//! argument names, and the nearest name for a "did you mean". The rules themselves are
+//! presa-rules', the ones the runtime applies.
 
 use super::Errors;
 use super::attr::Spanned;
 
-/// Whether `name` is a non-empty RFC 9110 token.
-pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
-}
-
-/// Icons must be `https:` or `data:` URIs.
+/// Icons must be `https:` or `data:` URIs that RFC 3986 allows.
 pub(crate) fn check_icons(icons: &[Spanned<String>], errors: &mut Errors) {
     for icon in icons {
-        let lower = icon.value.to_ascii_lowercase();
-        if !(lower.starts_with("https://") || lower.starts_with("data:")) {
+        if !presa_rules::uri::is_icon_scheme(&icon.value) {
             errors.push(syn::Error::new(
                 icon.span,
                 "an icon must be an `https:` or `data:` URI",
+            ));
+        } else if let Err(e) = presa_rules::uri::check_uri_characters(&icon.value) {
+            errors.push(syn::Error::new(
+                icon.span,
+                format!("icon `{}` has {e}", icon.value),
             ));
         }
     }
@@ -71,8 +69,8 @@ pub(crate) fn check_arg_names<'a>(
     }
 }
 
-/// Checks the keys every attribute shares: icon schemes and the `meta` JSON; and, when
-/// the description comes from the doc comments, that presa can read them.
+/// Checks the keys every attribute shares: icon URIs, the `meta` JSON and its keys; and,
+/// when the description comes from the doc comments, that presa can read them.
 pub(crate) fn check_common(
     keys: &super::attr::CommonKeys,
     func: &super::func::Func,
@@ -87,7 +85,67 @@ pub(crate) fn check_common(
         );
     }
     check_icons(&keys.icons, errors);
-    if let Some(meta) = &keys.meta {
-        check_json_object(meta, "`meta`", errors);
+    if let Some(meta) = &keys.meta
+        && let Some(object) = check_json_object(meta, "`meta`", errors)
+    {
+        // Sorted: the map's order depends on serde_json's features.
+        let mut bad: Vec<String> = object
+            .keys()
+            .filter(|k| !presa_rules::meta::is_valid_key(k))
+            .map(|k| format!("`{k}`"))
+            .collect();
+        bad.sort();
+        if !bad.is_empty() {
+            errors.push(syn::Error::new(
+                meta.span,
+                format!(
+                    "`meta` has keys that do not follow the `_meta` key syntax: {}\nhelp: {}",
+                    bad.join(", "),
+                    presa_rules::meta::KEY_RULE
+                ),
+            ));
+        }
     }
+}
+
+/// The candidate nearest to `name` by edit distance, if one is near enough to be a typo
+/// of it (a third of the longer name's characters, at least one).
+pub(crate) fn closest<'a>(
+    name: &str,
+    candidates: impl IntoIterator<Item = &'a str>,
+) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (edit_distance(name, c), c))
+        .filter(|&(d, c)| d <= name.chars().count().max(c.chars().count()).max(3) / 3)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, c)| c)
+}
+
+/// Edit distance in characters, counting a swap of two neighbours as one edit (the
+/// optimal string alignment distance): `nmae` is one edit from `name`.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    // rows[i][j]: the distance between the first i characters of a and the first j of b.
+    let mut rows = vec![vec![0; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut d = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                d = d.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = d;
+        }
+    }
+    rows[a.len()][b.len()]
 }

@@ -6,13 +6,21 @@
 //! The field checks are trait bounds placed at each field's type, so a nested struct or
 //! a map is refused where it is written, in presa's words.
 
+use crate::common::attr;
+use crate::common::crate_path::CratePath;
 use proc_macro2::TokenStream;
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
 
+const KEYS: &[&str] = &["crate"];
+
 pub(crate) fn derive(input: TokenStream) -> TokenStream {
     let item: syn::DeriveInput = match syn::parse2(input) {
         Ok(i) => i,
+        Err(e) => return e.to_compile_error(),
+    };
+    let krate = match crate_path(&item.attrs) {
+        Ok(k) => k,
         Err(e) => return e.to_compile_error(),
     };
     if !item.generics.params.is_empty() {
@@ -31,11 +39,11 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
             };
             let checks = fields.named.iter().map(|f| {
                 let ty = &f.ty;
-                quote_spanned! {ty.span()=> ::presa::__private::form_field::<#ty>(); }
+                quote_spanned! {ty.span()=> #krate::__private::form_field::<#ty>(); }
             });
             quote! {
                 const _: () = {
-                    impl ::presa::mrtr::ElicitForm for #name {}
+                    impl #krate::mrtr::ElicitForm for #name {}
                     #[allow(dead_code)]
                     fn __presa_form_fields() {
                         #(#checks)*
@@ -61,7 +69,7 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
                 return e.to_compile_error();
             }
             quote! {
-                impl ::presa::mrtr::FormEnum for #name {}
+                impl #krate::mrtr::FormEnum for #name {}
             }
         }
         syn::Data::Union(u) => {
@@ -69,4 +77,19 @@ pub(crate) fn derive(input: TokenStream) -> TokenStream {
                 .to_compile_error()
         }
     }
+}
+
+/// `#[presa(crate = "path")]`: where generated code finds presa (default `::presa`).
+fn crate_path(attrs: &[syn::Attribute]) -> syn::Result<CratePath> {
+    let mut krate = CratePath::default();
+    for a in attrs.iter().filter(|a| a.path().is_ident("presa")) {
+        a.parse_nested_meta(|meta| match attr::key_of(&meta).as_str() {
+            "crate" => {
+                krate = CratePath::parse(&attr::lit(&meta)?)?;
+                Ok(())
+            }
+            _ => Err(attr::unknown(&meta, "`#[presa]`", KEYS)),
+        })?;
+    }
+    Ok(krate)
 }

@@ -4,7 +4,15 @@ use crate::common::Errors;
 use crate::common::attr::{self, CommonKeys, Spanned};
 use proc_macro2::TokenStream;
 
-pub(crate) const KEYS: &[&str] = &["name", "title", "description", "icons", "meta", "complete"];
+pub(crate) const KEYS: &[&str] = &[
+    "name",
+    "title",
+    "description",
+    "icons",
+    "meta",
+    "complete",
+    "crate",
+];
 pub(crate) const ARG_KEYS: &[&str] = &["description", "title", "rename"];
 
 #[derive(Default)]

@@ -1,8 +1,7 @@
 //! The rules of `#[prompt]` the compiler can check.
 
-use super::model::PromptModel;
+use super::model::{ParamKind, PromptModel};
 use crate::common::Errors;
-use crate::common::func::wire_name;
 use crate::common::validate::{check_arg_names, check_common};
 
 pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
@@ -13,28 +12,24 @@ pub(crate) fn check(m: &PromptModel, errors: &mut Errors) {
         ));
     }
     check_common(&m.args.common, &m.func, errors);
-    for p in &m.params {
-        if let Some(h) = &p.param.header {
-            errors.at(h, "`#[header]` is only for `#[tool]` parameters");
-        }
-        if p.param.ident.is_none()
-            && let Some((_, attr)) = &p.param.arg
-        {
-            errors.at(attr, "`#[arg]` needs a parameter with a plain name");
-        }
+    for h in m.params.iter().filter_map(|p| p.header.as_ref()) {
+        errors.at(h, "`#[header]` is only for `#[tool]` parameters");
     }
-    check_arg_names(m.params.iter().filter_map(|p| p.wire.as_ref()), errors);
-    let names: Vec<&str> = m
+    let wires: Vec<_> = m
         .params
         .iter()
-        .filter_map(|p| p.wire.as_ref())
-        .map(|w| w.value.as_str())
+        .filter_map(|p| match &p.kind {
+            ParamKind::Named { wire, .. } => Some(wire),
+            ParamKind::Pattern => None,
+        })
         .collect();
-    for (arg, _) in &m.args.complete {
-        if !names.contains(&wire_name(arg).as_str()) {
+    check_arg_names(wires.iter().copied(), errors);
+    let names: Vec<&str> = wires.iter().map(|w| w.value.as_str()).collect();
+    for c in &m.completions {
+        if !names.contains(&c.wire.as_str()) {
             errors.at(
-                arg,
-                format!("completion for `{arg}`, which is not an argument of prompt `{}`\nhelp: the arguments are: {}", m.name.value, names.join(", ")),
+                &c.ident,
+                format!("completion for `{}`, which is not an argument of prompt `{}`\nhelp: the arguments are: {}", c.ident, m.name.value, names.join(", ")),
             );
         }
     }

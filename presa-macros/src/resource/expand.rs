@@ -1,39 +1,33 @@
 //! Code for a `#[resource]`: the function unchanged, its item type, the glue building a
 //! `presa::Resource` or `presa::ResourceTemplate`, and the registration.
 
-use super::model::ResourceModel;
+use super::model::{ParamKind, ResourceModel, UriKind};
 use crate::common::expand::{
-    bindings, call_user_fn, common_setters, item_type, registration, set_str,
+    bindings, call_user_fn, common_setters, item_type, registration, set_description,
 };
 use crate::common::func::wire_name;
 use proc_macro2::TokenStream;
-use quote::{quote, quote_spanned};
+use quote::{format_ident, quote, quote_spanned};
 use syn::spanned::Spanned;
 
 pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
-    let func = &m.func.item;
+    let krate = &m.args.common.krate;
     let fn_name = m.func.name();
-    let uri = &m.uri.value;
+    let uri = &m.uri_text;
     let name = &m.name;
-    let variables: Vec<String> = m
-        .template
-        .as_ref()
-        .map(|t| t.variables.clone())
-        .unwrap_or_default();
-    let bindings = bindings(m.func.params.len());
+    let bindings = bindings(m.params.len());
     let mut states = Vec::new();
     let extracts = m
-        .func
         .params
         .iter()
         .zip(&bindings)
         .map(|(p, b)| {
-            let ty = &p.ty;
-            match p.ident.as_ref().map(wire_name) {
-                Some(var) if variables.contains(&var) => quote_spanned! {ty.span()=>
+            let ty = &p.param.ty;
+            match &p.kind {
+                ParamKind::Variable(var) => quote_spanned! {ty.span()=>
                     let #b: #ty = __p::template_var::<#ty>(&mut __parts, #var)?;
                 },
-                _ => {
+                ParamKind::Injected => {
                     states.push(quote_spanned! {ty.span()=>
                         if let ::core::option::Option::Some(s) = __p::state_of::<#ty>() {
                             __item = __item.requires_state(s);
@@ -46,33 +40,37 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             }
         })
         .collect::<Vec<_>>();
-    let call = call_user_fn(&m.func, &bindings);
-    let (ctor, registered) = if m.template.is_some() {
-        (
-            quote!(::presa::ResourceTemplate::new(#uri, #name)),
+    let call = call_user_fn(krate, &m.func, &bindings);
+    let (ctor, registered) = match m.kind {
+        UriKind::Template(_) => (
+            quote!(#krate::ResourceTemplate::new(#uri, #name)),
             quote!(Template),
-        )
-    } else {
-        (
-            quote!(::presa::Resource::new(#uri, #name)),
-            quote!(Resource),
-        )
+        ),
+        // A broken template never reaches expansion (its error stops it).
+        UriKind::Fixed | UriKind::Broken => {
+            (quote!(#krate::Resource::new(#uri, #name)), quote!(Resource))
+        }
     };
-    let description = set_str("__item", "description", m.description.as_deref());
-    let common = common_setters("__item", &m.args.common);
-    let mime = set_str("__item", "mime_type", m.args.mime_type.as_deref());
+    let item = format_ident!("__item");
+    let description = set_description(&item, m.description.as_deref());
+    let common = common_setters(&item, &m.args.common);
+    let mime = m
+        .args
+        .mime_type
+        .as_deref()
+        .map(|t| quote!(__item = __item.mime_type(#t);));
     let size = m
         .args
         .size
         .as_ref()
         .map(|s| quote!(__item = __item.size(#s);));
     let completes = m.args.complete.iter().map(|(var, provider)| {
-        let var = crate::common::func::wire_name(var);
+        let var = wire_name(var);
         quote! { __item = __item.complete(#var, #provider); }
     });
     let glue = quote! {
-        fn __presa_resource() -> ::presa::__private::Registered {
-            use ::presa::__private as __p;
+        fn __presa_resource() -> #krate::__private::Registered {
+            use #krate::__private as __p;
             let mut __item = #ctor.location(::core::concat!(::core::file!(), ":", ::core::line!()));
             #description
             #common
@@ -80,7 +78,7 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             #size
             #(#states)*
             #(#completes)*
-            let __item = __item.handler(move |__read: ::presa::ResourceRead| async move {
+            let __item = __item.handler(move |__read: #krate::ResourceRead| async move {
                 let mut __parts = __p::ReadParts::from(__read);
                 #(#extracts)*
                 #call
@@ -88,13 +86,14 @@ pub(crate) fn expand(m: &ResourceModel) -> TokenStream {
             __p::Registered::#registered(__item)
         }
     };
+    let func = &m.func.item;
     let item = item_type(
-        fn_name,
-        &func.vis,
+        krate,
+        &m.func,
         &glue,
         quote!(#fn_name::__presa_resource().add_to(builder)),
     );
-    let reg = registration(quote!(#fn_name::__presa_resource()));
+    let reg = registration(krate, quote!(#fn_name::__presa_resource()));
     quote! {
         #func
         #item

@@ -1,22 +1,59 @@
-//! What a `#[resource]` declares.
+//! What a `#[resource]` declares: a fixed URI or a template (parsed here with the
+//! grammar the runtime uses), and each parameter resolved to a template variable or an
+//! injected value.
 
 use super::parse::ResourceArgs;
 use crate::common::Errors;
-use crate::common::attr::Spanned;
-use crate::common::func::Func;
-use crate::common::uri_template::{self, Template};
+use crate::common::attr::span_within;
+use crate::common::func::{Func, Param, wire_name};
+use presa_rules::template::{Part, Template};
+use std::ops::Range;
 
 pub(crate) struct ResourceModel {
     pub(crate) func: Func,
-    pub(crate) uri: Spanned<String>,
-    /// The parsed template, when the URI has variables.
-    pub(crate) template: Option<Template>,
+    /// The `uri = "…"` literal, and its text.
+    pub(crate) uri: syn::LitStr,
+    pub(crate) uri_text: String,
+    pub(crate) kind: UriKind,
     pub(crate) name: String,
     pub(crate) description: Option<String>,
     pub(crate) args: ResourceArgs,
+    pub(crate) params: Vec<ResourceParam>,
 }
 
-pub(crate) fn build(func: Func, args: ResourceArgs, errors: &mut Errors) -> Option<ResourceModel> {
+pub(crate) enum UriKind {
+    /// A URI without `{` or `}`: one resource.
+    Fixed,
+    /// A template: a family of resources.
+    Template(Vec<Variable>),
+    /// A template that breaks the grammar (already reported).
+    Broken,
+}
+
+/// A variable of the template.
+pub(crate) struct Variable {
+    pub(crate) name: String,
+    /// Where `{name}` is in the template.
+    pub(crate) range: Range<usize>,
+}
+
+pub(crate) struct ResourceParam {
+    pub(crate) param: Param,
+    pub(crate) kind: ParamKind,
+}
+
+pub(crate) enum ParamKind {
+    /// Named like a template variable: its value, parsed with `FromStr`.
+    Variable(String),
+    /// Anything else: injected (its type must implement `FromContext`).
+    Injected,
+}
+
+pub(crate) fn build(
+    mut func: Func,
+    args: ResourceArgs,
+    errors: &mut Errors,
+) -> Option<ResourceModel> {
     let Some(uri) = args.uri.clone() else {
         errors.at(
             func.name(),
@@ -24,28 +61,61 @@ pub(crate) fn build(func: Func, args: ResourceArgs, errors: &mut Errors) -> Opti
         );
         return None;
     };
-    let template = if uri.value.contains(['{', '}']) {
-        match uri_template::parse(&uri.value) {
-            Ok(t) => Some(t),
-            Err(why) => {
+    let uri_text = uri.value();
+    let kind = if uri_text.contains(['{', '}']) {
+        match Template::parse(&uri_text) {
+            Ok(t) => UriKind::Template(
+                t.parts()
+                    .iter()
+                    .filter_map(|p| match p {
+                        Part::Variable { name, range } => Some(Variable {
+                            name: (*name).to_owned(),
+                            range: range.clone(),
+                        }),
+                        Part::Literal(_) => None,
+                    })
+                    .collect(),
+            ),
+            Err(e) => {
                 errors.push(syn::Error::new(
-                    uri.span,
-                    format!("invalid URI template `{}`: {why}", uri.value),
+                    span_within(&uri, e.range.clone()),
+                    format!("invalid URI template `{uri_text}`: {e}"),
                 ));
-                None
+                UriKind::Broken
             }
         }
     } else {
-        None
+        UriKind::Fixed
     };
+    let variables: &[Variable] = match &kind {
+        UriKind::Template(v) => v,
+        UriKind::Fixed | UriKind::Broken => &[],
+    };
+    let params = std::mem::take(&mut func.params)
+        .into_iter()
+        .map(|param| {
+            let var = param
+                .ident
+                .as_ref()
+                .map(wire_name)
+                .filter(|name| variables.iter().any(|v| v.name == *name));
+            let kind = match var {
+                Some(name) => ParamKind::Variable(name),
+                None => ParamKind::Injected,
+            };
+            ResourceParam { param, kind }
+        })
+        .collect();
     let name = args.common.name_or_fn(&func).value;
     let description = args.common.description_or_doc(&func);
     Some(ResourceModel {
         func,
         uri,
-        template,
+        uri_text,
+        kind,
         name,
         description,
         args,
+        params,
     })
 }

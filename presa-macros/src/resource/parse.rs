@@ -1,7 +1,7 @@
 //! Parsing `#[resource(…)]`.
 
 use crate::common::Errors;
-use crate::common::attr::{self, CommonKeys, Spanned};
+use crate::common::attr::{self, CommonKeys};
 use proc_macro2::TokenStream;
 
 pub(crate) const KEYS: &[&str] = &[
@@ -14,11 +14,13 @@ pub(crate) const KEYS: &[&str] = &[
     "icons",
     "meta",
     "complete",
+    "crate",
 ];
 
 #[derive(Default)]
 pub(crate) struct ResourceArgs {
-    pub(crate) uri: Option<Spanned<String>>,
+    /// `uri = "…"`, the literal kept for spans inside it.
+    pub(crate) uri: Option<syn::LitStr>,
     pub(crate) common: CommonKeys,
     pub(crate) mime_type: Option<String>,
     pub(crate) size: Option<syn::LitInt>,
@@ -34,7 +36,7 @@ pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ResourceArg
             return Ok(());
         }
         match key.as_str() {
-            "uri" => args.uri = Some(attr::string(meta)?),
+            "uri" => args.uri = Some(attr::lit(meta)?),
             "mime_type" => args.mime_type = Some(attr::string(meta)?.value),
             "size" => args.size = Some(meta.value()?.parse()?),
             "complete" => attr::completions(meta, errors, "variable", &mut args.complete)?,

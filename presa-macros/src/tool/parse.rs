@@ -1,8 +1,9 @@
-//! Parsing `#[tool(…)]` and the `#[arg(…)]` of its parameters.
+//! Parsing `#[tool(…)]` and the `#[arg(…)]` of its parameters. Values that name a choice
+//! (`task = "…"`) become typed here, with their errors at the string.
 
 use crate::common::Errors;
 use crate::common::attr::{self, CommonKeys, Spanned};
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 
 pub(crate) const KEYS: &[&str] = &[
     "name",
@@ -14,6 +15,7 @@ pub(crate) const KEYS: &[&str] = &[
     "input_schema",
     "live_notifications",
     "task",
+    "crate",
 ];
 const ANNOTATION_KEYS: &[&str] = &[
     "read_only",
@@ -24,18 +26,56 @@ const ANNOTATION_KEYS: &[&str] = &[
 ];
 pub(crate) const ARG_KEYS: &[&str] = &["description", "default", "rename"];
 
-/// The arguments of `#[tool(…)]`.
+/// A tool's relation to the Tasks extension, as `task = "…"` names it.
+#[derive(Clone, Copy)]
+pub(crate) enum TaskMode {
+    Sync,
+    Optional,
+    Required,
+}
+
+impl TaskMode {
+    fn parse(text: &Spanned<String>) -> syn::Result<Self> {
+        match text.value.as_str() {
+            "sync" => Ok(TaskMode::Sync),
+            "optional" => Ok(TaskMode::Optional),
+            "required" => Ok(TaskMode::Required),
+            other => Err(syn::Error::new(
+                text.span,
+                format!(
+                    "unknown task mode `{other}`\nhelp: expected one of `sync`, `optional`, `required`"
+                ),
+            )),
+        }
+    }
+}
+
+/// `task = "…"`: the mode, and the span of the `task` key (where an error about the key as
+/// a whole points).
+#[derive(Clone, Copy)]
+pub(crate) struct Task {
+    pub(crate) mode: TaskMode,
+    pub(crate) key: Span,
+}
+
+/// `annotations(…)`: the behaviour hints.
 #[derive(Default)]
-pub(crate) struct ToolArgs {
-    pub(crate) common: CommonKeys,
+pub(crate) struct Annotations {
     pub(crate) read_only: Option<bool>,
     pub(crate) destructive: Option<bool>,
     pub(crate) idempotent: Option<bool>,
     pub(crate) open_world: Option<bool>,
-    pub(crate) annotation_title: Option<String>,
+    pub(crate) title: Option<String>,
+}
+
+/// The arguments of `#[tool(…)]`.
+#[derive(Default)]
+pub(crate) struct ToolArgs {
+    pub(crate) common: CommonKeys,
+    pub(crate) annotations: Annotations,
     pub(crate) input_schema: Option<Spanned<String>>,
     pub(crate) live_notifications: bool,
-    pub(crate) task: Option<Spanned<String>>,
+    pub(crate) task: Option<Task>,
 }
 
 pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
@@ -48,19 +88,26 @@ pub(crate) fn attribute(tokens: TokenStream, errors: &mut Errors) -> ToolArgs {
         match key.as_str() {
             "input_schema" => args.input_schema = Some(attr::string(meta)?),
             "live_notifications" => args.live_notifications = attr::flag(meta)?,
-            "task" => args.task = Some(attr::string(meta)?),
-            "annotations" => attr::parse_nested(meta, errors, |inner, _| {
-                let k = attr::key_of(inner);
-                match k.as_str() {
-                    "read_only" => args.read_only = Some(attr::flag(inner)?),
-                    "destructive" => args.destructive = Some(attr::flag(inner)?),
-                    "idempotent" => args.idempotent = Some(attr::flag(inner)?),
-                    "open_world" => args.open_world = Some(attr::flag(inner)?),
-                    "title" => args.annotation_title = Some(attr::string(inner)?.value),
-                    _ => return Err(attr::unknown(inner, "`annotations`", ANNOTATION_KEYS)),
-                }
-                Ok(())
-            })?,
+            "task" => {
+                let key = syn::spanned::Spanned::span(&meta.path);
+                let mode = TaskMode::parse(&attr::string(meta)?)?;
+                args.task = Some(Task { mode, key });
+            }
+            "annotations" => {
+                let a = &mut args.annotations;
+                attr::parse_nested(meta, errors, |inner, _| {
+                    let k = attr::key_of(inner);
+                    match k.as_str() {
+                        "read_only" => a.read_only = Some(attr::flag(inner)?),
+                        "destructive" => a.destructive = Some(attr::flag(inner)?),
+                        "idempotent" => a.idempotent = Some(attr::flag(inner)?),
+                        "open_world" => a.open_world = Some(attr::flag(inner)?),
+                        "title" => a.title = Some(attr::string(inner)?.value),
+                        _ => return Err(attr::unknown(inner, "`annotations`", ANNOTATION_KEYS)),
+                    }
+                    Ok(())
+                })?
+            }
             _ => return Err(attr::unknown(meta, "`#[tool]`", KEYS)),
         }
         Ok(())

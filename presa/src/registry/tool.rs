@@ -437,17 +437,8 @@ impl Tool {
     pub(crate) fn compile(self) -> Result<ToolEntry, BuildError> {
         let name = self.name.clone();
         let fail = |why: String| BuildError::new(format!("tool {name:?}: {why}"));
-        if name.is_empty() || name.len() > 128 {
-            return Err(fail("a tool name must have 1 to 128 characters".into()));
-        }
-        if !name
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
-        {
-            return Err(fail(
-                "a tool name may contain only A-Z, a-z, 0-9, '_', '.' and '-'".into(),
-            ));
-        }
+        // The rule `#[tool]` checks at compile time.
+        presa_rules::tool::check_name(&name).map_err(|e| fail(e.to_string()))?;
         if let Some(why) = &self.refused {
             return Err(fail(why.clone()));
         }

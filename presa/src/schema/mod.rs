@@ -133,29 +133,9 @@ pub(crate) struct HeaderParam {
     pub(crate) ty: HeaderType,
 }
 
-/// Whether `name` is an RFC 9110 token.
+/// Whether `name` is an RFC 9110 token (the rule `#[header]` checks at compile time).
 pub(crate) fn is_token(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
+    presa_rules::header::is_token(name)
 }
 
 /// Reads and checks the `x-mcp-header` annotations of an input schema. An annotation is

@@ -1,7 +1,7 @@
 //! RFC 6570 level 1 URI templates (`test://template/{id}/data`): parsing, and matching a
 //! concrete URI to extract the variables.
 
-use crate::wire::uri::{escape_at, percent_decode};
+use crate::wire::uri::percent_decode;
 
 /// One piece of a template.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,74 +18,22 @@ pub struct UriTemplate {
 }
 
 impl UriTemplate {
-    /// Parses a template. Only simple `{name}` expressions are allowed; names are
-    /// `[A-Za-z0-9_]` (with `%XX` escapes and `.` inside), each used once, and two
-    /// expressions may not touch (the match would be ambiguous).
+    /// Parses a template: RFC 6570 level 1, with the grammar of
+    /// [`presa_rules::template`] (the one `#[resource]` checks at compile time). Only
+    /// simple `{name}` expressions; names are letters, digits, `_` and `%XX` escapes with
+    /// single `.`s between them, each used once, and two expressions may not touch (the
+    /// match would be ambiguous).
     pub fn parse(source: &str) -> Result<Self, String> {
-        let mut parts = Vec::new();
-        let mut rest = source;
-        while !rest.is_empty() {
-            match rest.find('{') {
-                Some(0) => {
-                    let end = rest
-                        .find('}')
-                        .ok_or_else(|| format!("unclosed '{{' in URI template {source:?}"))?;
-                    let name = &rest[1..end];
-                    let valid = !name.is_empty()
-                        && name.bytes().all(|b| {
-                            b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'%'
-                        })
-                        && !name.starts_with('.')
-                        && !name.ends_with('.')
-                        // Each `%` starts an escape: two hex digits.
-                        && name.match_indices('%').all(|(i, _)| escape_at(name.as_bytes(), i));
-                    if !valid {
-                        return Err(format!(
-                            "{{{name}}} in URI template {source:?} is not a level 1 variable (use {{name}} with letters, digits and '_')"
-                        ));
-                    }
-                    if matches!(parts.last(), Some(Part::Var(_))) {
-                        return Err(format!(
-                            "URI template {source:?} has two variables with nothing between them"
-                        ));
-                    }
-                    if parts.iter().any(|p| p == &Part::Var(name.to_owned())) {
-                        return Err(format!(
-                            "variable {{{name}}} appears twice in URI template {source:?}"
-                        ));
-                    }
-                    parts.push(Part::Var(name.to_owned()));
-                    rest = &rest[end + 1..];
-                }
-                found => {
-                    let end = found.unwrap_or(rest.len());
-                    let literal = &rest[..end];
-                    if literal.contains('}') {
-                        return Err(format!("unmatched '}}' in URI template {source:?}"));
-                    }
-                    if literal.chars().any(|c| c.is_whitespace() || c.is_control()) {
-                        return Err(format!(
-                            "URI template {source:?} has a space or control character, which no URI holds"
-                        ));
-                    }
-                    // RFC 6570's literals (the schema's `format: "uri-template"`): none of
-                    // `"'<>\^`|`, and `%` only as the start of an escape.
-                    let lb = literal.as_bytes();
-                    let bad = lb.iter().enumerate().any(|(i, &b)| match b {
-                        b'%' => !escape_at(lb, i),
-                        b'"' | b'\'' | b'<' | b'>' | b'\\' | b'^' | b'`' | b'|' => true,
-                        _ => false,
-                    });
-                    if bad {
-                        return Err(format!(
-                            "URI template {source:?} has a character RFC 6570 does not allow in a literal (escape it as %XX)"
-                        ));
-                    }
-                    parts.push(Part::Literal(literal.to_owned()));
-                    rest = &rest[end..];
-                }
-            }
-        }
+        let parsed = presa_rules::template::Template::parse(source)
+            .map_err(|e| format!("URI template {source:?}: {e}"))?;
+        let parts = parsed
+            .parts()
+            .iter()
+            .map(|p| match p {
+                presa_rules::template::Part::Literal(l) => Part::Literal((*l).to_owned()),
+                presa_rules::template::Part::Variable { name, .. } => Part::Var((*name).to_owned()),
+            })
+            .collect();
         Ok(UriTemplate {
             source: source.to_owned(),
             parts,
@@ -223,5 +171,24 @@ mod tests {
             assert!(UriTemplate::parse(bad).is_err(), "{bad:?}");
         }
         assert!(UriTemplate::parse("t://{a%20b}/{c.d}").is_ok());
+    }
+
+    /// Variable names follow RFC 6570's `varname`, the grammar `#[resource]` checks too
+    /// (presa_rules::template): a `.` only between two name characters.
+    #[test]
+    fn variable_names_are_rfc_6570_varnames() {
+        for ok in ["t://{a.b.c}", "t://{_}", "t://{%C3%A9}", "t://{a.%20}"] {
+            let t = UriTemplate::parse(ok).unwrap();
+            assert_eq!(t.variables().count(), 1, "{ok}");
+        }
+        for bad in ["t://{a..b}", "t://{.a}", "t://{a.}", "t://{a-b}", "t://{.}"] {
+            let e = UriTemplate::parse(bad).unwrap_err();
+            assert!(e.contains("is not a level 1 variable"), "{bad}: {e}");
+        }
+        let t = UriTemplate::parse("t://{a.b}/x").unwrap();
+        assert_eq!(
+            t.matches("t://v%2E1/x"),
+            Some(vec![("a.b".into(), "v.1".into())])
+        );
     }
 }

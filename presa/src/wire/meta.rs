@@ -138,56 +138,12 @@ pub fn is_valid_meta_key(key: &str) -> bool {
     ) {
         return true;
     }
-    let key = key.as_bytes();
-    match key.iter().rposition(|&c| c == b'/') {
-        Some(slash) => is_prefix(&key[..slash]) && is_name(&key[slash + 1..]),
-        None => is_name(key),
-    }
+    presa_rules::meta::is_valid_key(key)
 }
 
 /// Whether `key` has a prefix (`something/`), as extension identifiers must.
 pub fn has_prefix(key: &str) -> bool {
-    key.contains('/')
-}
-
-/// Dot-separated labels, each a letter, then letters, digits and hyphens, ending in a
-/// letter or digit.
-fn is_prefix(prefix: &[u8]) -> bool {
-    let mut at_label_start = true;
-    let mut prev = 0u8;
-    for &c in prefix {
-        if at_label_start {
-            if !c.is_ascii_alphabetic() {
-                return false;
-            }
-            at_label_start = false;
-        } else if c == b'.' {
-            if !prev.is_ascii_alphanumeric() {
-                return false;
-            }
-            at_label_start = true;
-        } else if !(c.is_ascii_alphanumeric() || c == b'-') {
-            return false;
-        }
-        prev = c;
-    }
-    !at_label_start && prev.is_ascii_alphanumeric()
-}
-
-/// Empty, or a letter or digit, then letters, digits, `.`, `_` and `-`, ending in a letter
-/// or digit.
-fn is_name(name: &[u8]) -> bool {
-    match (name.first(), name.last()) {
-        (None, _) => true,
-        (Some(f), Some(l)) => {
-            f.is_ascii_alphanumeric()
-                && l.is_ascii_alphanumeric()
-                && name
-                    .iter()
-                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, b'.' | b'_' | b'-'))
-        }
-        _ => false,
-    }
+    presa_rules::meta::has_prefix(key)
 }
 
 /// A check the HTTP transport runs between steps 5 and 7 of admission: the
@@ -684,11 +640,8 @@ mod tests {
             KEY_CLIENT_INFO,
             KEY_LOG_LEVEL,
         ] {
-            let (prefix, name) = key.split_at(key.rfind('/').expect("reserved keys have a prefix"));
-            assert!(
-                is_prefix(prefix.as_bytes()) && is_name(&name.as_bytes()[1..]),
-                "{key}"
-            );
+            assert!(key.contains('/'), "reserved keys have a prefix");
+            assert!(presa_rules::meta::is_valid_key(key), "{key}");
         }
         // Every key `MetaFields::slot` reads skips the scan: each must pass it, and
         // each must be read (so none is skipped unchecked by mistake).
@@ -702,12 +655,7 @@ mod tests {
             "tracestate",
             "baggage",
         ] {
-            let key_bytes = key.as_bytes();
-            let valid = match key_bytes.iter().rposition(|&c| c == b'/') {
-                Some(slash) => is_prefix(&key_bytes[..slash]) && is_name(&key_bytes[slash + 1..]),
-                None => is_name(key_bytes),
-            };
-            assert!(valid, "{key}");
+            assert!(presa_rules::meta::is_valid_key(key), "{key}");
             let mut fields = MetaFields::default();
             if key == KEY_CLIENT_INFO || key == KEY_PROTOCOL_VERSION {
                 // Read before the slots; its syntax passes.

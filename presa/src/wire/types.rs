@@ -100,8 +100,7 @@ impl Icon {
     }
 
     pub(crate) fn check(&self) -> Result<(), String> {
-        let lower = self.src.to_ascii_lowercase();
-        if !(lower.starts_with("https://") || lower.starts_with("data:")) {
+        if !presa_rules::uri::is_icon_scheme(&self.src) {
             return Err(format!(
                 "icon src {:?} must be an https: or data: URI",
                 self.src

@@ -10,4 +10,10 @@ async fn not_object() -> String {
     String::new()
 }
 
+/// `meta` whose keys break the `_meta` key syntax (checked again by `build()`).
+#[presa::tool(meta = r#"{"com.example/ok": 1, "bad key": 2, "-x": 3}"#)]
+async fn bad_keys() -> String {
+    String::new()
+}
+
 fn main() {}
