@@ -1348,33 +1348,10 @@ impl<'s> Compiler<'s> {
 /// A `$ref` fragment with its percent-escapes decoded (RFC 3986, section 2.1: `%` then
 /// exactly two hex digits), giving the JSON Pointer (RFC 6901, section 6) or anchor name
 /// it spells. `None` for a `%` not followed by two hex digits (a sign is no digit: `%+1`
-/// is malformed) and for escapes whose bytes are not UTF-8.
+/// is malformed) and for escapes whose bytes are not UTF-8. The decoding is presa's one
+/// rule for percent-escapes (`presa-rules`).
 fn percent_decode(fragment: &str) -> Option<String> {
-    if !fragment.contains('%') {
-        return Some(fragment.to_owned());
-    }
-    let mut bytes = fragment.bytes();
-    let mut out = Vec::with_capacity(fragment.len());
-    while let Some(b) = bytes.next() {
-        if b == b'%' {
-            let high = hex_digit(bytes.next()?)?;
-            let low = hex_digit(bytes.next()?)?;
-            out.push(high << 4 | low);
-        } else {
-            out.push(b);
-        }
-    }
-    String::from_utf8(out).ok()
-}
-
-/// The value of one hex digit.
-fn hex_digit(b: u8) -> Option<u8> {
-    match b {
-        b'0'..=b'9' => Some(b - b'0'),
-        b'a'..=b'f' => Some(b - b'a' + 10),
-        b'A'..=b'F' => Some(b - b'A' + 10),
-        _ => None,
-    }
+    presa_rules::uri::percent_decode(fragment)
 }
 
 /// An `$anchor` name: a letter or `_`, then letters, digits, `-`, `.` and `_`.

@@ -228,12 +228,33 @@ fn test_files(all: &[PathBuf]) -> Vec<PathBuf> {
     tests
 }
 
+/// Adds the macros a source exports at the crate root (`#[macro_export]`), as defined by
+/// `module`.
+fn exported_macros(source: &str, module: &str, names: &mut BTreeMap<String, String>) {
+    for (at, _) in source.match_indices("#[macro_export]") {
+        let rest = &source[at..];
+        if let Some(start) = rest.find("macro_rules!") {
+            let name: String = rest[start + "macro_rules!".len()..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            names.insert(name, module.to_owned());
+        }
+    }
+}
+
 /// The imports that break the layering, as `file: module -> imported`.
 fn violations(src: &Path) -> Vec<String> {
     let lib = std::fs::read_to_string(src.join("lib.rs")).expect("presa/src/lib.rs");
-    let names = reexports(&lib);
+    let mut names = reexports(&lib);
     let mut all = Vec::new();
     files(src, &mut all);
+    for file in &all {
+        if let (Some(module), Ok(text)) = (module_of(src, file), std::fs::read_to_string(file)) {
+            exported_macros(&text, &module, &mut names);
+        }
+    }
     let tests = test_files(&all);
     let mut bad = Vec::new();
     for file in &all {
