@@ -6,7 +6,10 @@
 //! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
 //! run in the pipeline.
 
-use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
+mod cap;
+mod queue;
+
+use crate::context::Outbound;
 use crate::error::Error;
 use crate::pipeline::{Exchange, Reply, Served, Transport};
 use crate::server::Server;
@@ -17,13 +20,13 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use cap::{Cap, Places, Slot};
 use futures_util::stream;
-use std::collections::VecDeque;
+use queue::{Notifications, Receive};
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
-use std::task::{Poll, Waker};
+use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
@@ -136,8 +139,8 @@ impl HttpConfig {
 }
 
 /// The endpoint's state, behind one reference count: axum clones the state for every
-/// request, and one count is one atomic increment and decrement where an `Arc` per field
-/// made six of each.
+/// request, and one count costs one atomic increment and decrement per request, where an
+/// `Arc` per field would cost one per field.
 #[derive(Clone)]
 struct Endpoint(Arc<Shared>);
 
@@ -158,84 +161,6 @@ impl std::ops::Deref for Endpoint {
 
     fn deref(&self) -> &Shared {
         &self.0
-    }
-}
-
-/// A bound on how many of something the endpoint serves at once. It is only ever tried,
-/// never waited for (past it the answer is 503), so a counter does: a semaphore's
-/// release took its waiters' lock every time, and its size was capped (a bound past
-/// `usize::MAX >> 3`, such as `usize::MAX` for "no bound", panicked).
-struct Cap {
-    max: usize,
-    taken: AtomicUsize,
-}
-
-impl Cap {
-    fn new(max: usize) -> Cap {
-        Cap {
-            max,
-            taken: AtomicUsize::new(0),
-        }
-    }
-
-    /// Takes a place, unless all are taken.
-    fn try_take(&self) -> bool {
-        self.taken
-            .fetch_update(Ordering::Acquire, Ordering::Relaxed, |n| {
-                (n < self.max).then(|| n + 1)
-            })
-            .is_ok()
-    }
-
-    fn give_back(&self) {
-        self.taken.fetch_sub(1, Ordering::Release);
-    }
-
-    /// A place for the span of a borrow, given back when the guard drops. (The guard
-    /// is made only once the place is taken: a guard made and discarded would give back
-    /// a place never taken.)
-    fn try_hold(&self) -> Option<Held<'_>> {
-        self.try_take().then(|| Held(self))
-    }
-}
-
-/// A place under a [`Cap`], given back when dropped.
-struct Held<'a>(&'a Cap);
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.0.give_back();
-    }
-}
-
-/// A request's place under its cap (the streams' for a subscription stream, the
-/// requests' otherwise), held until its reply is ready (for an SSE response, until the
-/// stream ends) and given back when dropped.
-struct Slot {
-    endpoint: Endpoint,
-    listen: bool,
-}
-
-impl Slot {
-    fn try_take(endpoint: &Endpoint, listen: bool) -> Option<Slot> {
-        Slot::cap_of(endpoint, listen).try_take().then(|| Slot {
-            endpoint: endpoint.clone(),
-            listen,
-        })
-    }
-
-    fn cap_of(endpoint: &Endpoint, listen: bool) -> &Cap {
-        if listen {
-            &endpoint.streams
-        } else {
-            &endpoint.requests
-        }
-    }
-}
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        Slot::cap_of(&self.endpoint, self.listen).give_back();
     }
 }
 
@@ -481,8 +406,7 @@ fn route(
         ));
     };
     let keepalive = listen.then_some(endpoint.config.keepalive);
-    let outbound = Arc::new(ChannelOutbound::default());
-    let rx = Notifications(Arc::clone(&outbound));
+    let (outbound, rx) = queue::channel();
     let exchange = Exchange {
         transport: Transport::Http(headers),
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
@@ -499,7 +423,7 @@ fn route(
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself. The token is the
     // request's own (a handler that asked for one already holds a child of it).
-    let guard = outbound.cancel.token().drop_guard();
+    let guard = outbound.cancellation().token().drop_guard();
     let fut: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> = if listen {
         Box::pin(ended_when_closing(
             rest,
@@ -524,7 +448,7 @@ fn route(
 /// where the client may still go away before the body is written.
 fn concluded(
     reply: Reply,
-    rx: Notifications,
+    mut rx: Notifications,
     guard: Option<tokio_util::sync::DropGuard>,
     slot: Slot,
     keepalive: Option<Duration>,
@@ -535,7 +459,7 @@ fn concluded(
         }
         return reply_response(reply);
     };
-    let guard = guard.unwrap_or_else(|| rx.0.cancel.token().drop_guard());
+    let guard = guard.unwrap_or_else(|| rx.cancellation().token().drop_guard());
     let done: std::pin::Pin<Box<dyn Future<Output = Reply> + Send>> =
         Box::pin(std::future::ready(reply));
     sse(first, done, rx, guard, slot, keepalive)
@@ -577,7 +501,7 @@ async fn ended_when_closing(
 async fn respond(serving: Serving) -> Response {
     let Serving {
         mut fut,
-        rx,
+        mut rx,
         guard,
         slot,
         keepalive,
@@ -687,102 +611,6 @@ fn status(code: u16) -> StatusCode {
     StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
 }
 
-/// A request's notifications on their way to the response body, each with its place in
-/// the backlog until the body takes it. One allocation per request, where tokio's
-/// channel took two and a block of slots; the backlog is made when first used.
-#[derive(Default)]
-struct ChannelOutbound {
-    queue: Mutex<Queue>,
-    backlog: LazyBacklog,
-    /// The request's cancellation. Its token is made only for a request still running
-    /// after its first poll or answered as a stream (the response's guard then fires
-    /// it), or when a handler asks for one.
-    cancel: Cancellation,
-}
-
-#[derive(Default)]
-struct Queue {
-    frames: VecDeque<(String, Queued)>,
-    /// The response waiting for the next frame.
-    waker: Option<Waker>,
-    /// The response is gone: nothing more is queued.
-    closed: bool,
-}
-
-impl Outbound for ChannelOutbound {
-    fn cancellation(&self) -> &Cancellation {
-        &self.cancel
-    }
-
-    fn send(&self, frame: String) -> bool {
-        let queued = self.backlog.enqueue();
-        let Ok(mut queue) = self.queue.lock() else {
-            return false;
-        };
-        if queue.closed {
-            return false;
-        }
-        queue.frames.push_back((frame, queued));
-        if let Some(waker) = queue.waker.take() {
-            waker.wake();
-        }
-        true
-    }
-
-    fn backlog(&self) -> Option<Arc<Backlog>> {
-        Some(self.backlog.shared())
-    }
-}
-
-/// The response's end of a [`ChannelOutbound`]. Dropping it (the response is done or the
-/// client went away) closes the queue and frees what was still in it.
-struct Notifications(Arc<ChannelOutbound>);
-
-impl Notifications {
-    fn try_recv(&self) -> Option<(String, Queued)> {
-        self.0.queue.lock().ok()?.frames.pop_front()
-    }
-
-    /// The next frame, whenever one is queued.
-    async fn recv(&self) -> (String, Queued) {
-        std::future::poll_fn(|cx| {
-            let Ok(mut queue) = self.0.queue.lock() else {
-                // Only after a panic while the queue was held: nothing will come.
-                return Poll::Pending;
-            };
-            match queue.frames.pop_front() {
-                Some(frame) => Poll::Ready(frame),
-                None => {
-                    if !queue
-                        .waker
-                        .as_ref()
-                        .is_some_and(|w| w.will_wake(cx.waker()))
-                    {
-                        queue.waker = Some(cx.waker().clone());
-                    }
-                    Poll::Pending
-                }
-            }
-        })
-        .await
-    }
-}
-
-impl Drop for Notifications {
-    fn drop(&mut self) {
-        let frames = match self.0.queue.lock() {
-            Ok(mut queue) => {
-                queue.closed = true;
-                queue.waker = None;
-                std::mem::take(&mut queue.frames)
-            }
-            Err(_) => VecDeque::new(),
-        };
-        // Freed outside the lock: dropping a frame's place wakes backlog waiters.
-        drop(frames);
-    }
-}
-
 /// 403 for a request whose `Origin` is not allowed (or that has more than one).
 #[allow(clippy::result_large_err)]
 fn origin_verdict(
@@ -816,7 +644,7 @@ fn forbidden(message: &'static str) -> Response {
 }
 
 /// Section 13.2 steps 2 to 5: Origin, Host, Content-Type, Accept, read in one pass over
-/// the headers (a lookup each hashed the name every time).
+/// the headers (a lookup per header would hash its name each time).
 #[allow(clippy::result_large_err)]
 fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
     let (mut origin, mut origins) = (None, 0);
@@ -929,29 +757,6 @@ fn is_port(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A cap hands out at most `max` places; a refused hold gives nothing back, and a
-    /// dropped one frees its place.
-    #[test]
-    fn cap_counts_places() {
-        let cap = Cap::new(2);
-        let first = cap.try_hold().expect("a place");
-        let second = cap.try_hold().expect("a second place");
-        for _ in 0..3 {
-            assert!(cap.try_hold().is_none(), "past the cap");
-        }
-        assert_eq!(cap.taken.load(Ordering::Relaxed), 2);
-        drop(first);
-        assert_eq!(cap.taken.load(Ordering::Relaxed), 1);
-        let third = cap.try_hold().expect("the freed place");
-        drop((second, third));
-        assert_eq!(cap.taken.load(Ordering::Relaxed), 0);
-        let none = Cap::new(0);
-        assert!(!none.try_take());
-        assert_eq!(none.taken.load(Ordering::Relaxed), 0);
-        let unbounded = Cap::new(usize::MAX);
-        assert!((0..1000).all(|_| unbounded.try_take()));
-    }
 
     #[test]
     fn loopback_origins() {

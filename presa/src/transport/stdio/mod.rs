@@ -18,16 +18,19 @@
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
 //! bound, when clients pipeline more than it.
 
+mod lines;
+
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Exchange, NotificationEffect, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
+use lines::{Line, Lines, ReadLines};
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 /// Settings of the stdio transport.
@@ -521,8 +524,7 @@ impl Server {
         let permits = Arc::new(Semaphore::new(most));
         let in_flight: InFlight = Arc::default();
         let mut tasks = tokio::task::JoinSet::new();
-        let mut reader = Input::new(reader);
-        let mut line = Vec::with_capacity(1024);
+        let mut lines = Lines::new(reader, config.max_line_bytes);
         let mut answers = Answers::new(tx.clone());
         let mut gates = Gates::new(&tx);
 
@@ -533,15 +535,11 @@ impl Server {
             if tx.is_closed() {
                 break;
             }
-            let read = read_line(&mut reader, &mut line, config.max_line_bytes, || {
-                answers.hand_over()
-            })
-            .await;
+            let read = lines.next_line(&mut || answers.hand_over()).await;
             let next = match read {
                 Ok(Line::Eof) => break,
                 Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
-                Ok(Line::Complete) => self.read_message(&line, &in_flight),
-                Ok(Line::Buffered(range)) => self.read_message(reader.line(range), &in_flight),
+                Ok(Line::Text(line)) => self.read_message(line, &in_flight),
                 Err(e) => return Err(e),
             };
             let Some(next) = next else {
@@ -831,138 +829,6 @@ fn stdio_streams() -> (Reader, Writer) {
     }
 }
 
-/// The input, read in chunks of up to 64 KiB. The buffer is allocated once and never
-/// zero-filled (tokio's `BufReader` zeroes all of it up front, 64 KiB of writes and page
-/// faults before the first request is read): its pages are touched only as input
-/// arrives.
-struct Input<R> {
-    reader: R,
-    buf: Vec<u8>,
-    /// How much of `buf` has been consumed.
-    start: usize,
-}
-
-impl<R: AsyncRead + Unpin> Input<R> {
-    fn new(reader: R) -> Self {
-        Input {
-            reader,
-            buf: Vec::with_capacity(64 * 1024),
-            start: 0,
-        }
-    }
-
-    /// The bytes read and not yet consumed, reading more when there are none (calling
-    /// `before_read` first, as the read may wait); empty at the end of the input.
-    async fn fill_buf(&mut self, before_read: &mut impl FnMut()) -> io::Result<&[u8]> {
-        if self.start == self.buf.len() {
-            before_read();
-            self.buf.clear();
-            self.start = 0;
-            // Reads into the spare capacity, which needs no initializing.
-            self.reader.read_buf(&mut self.buf).await?;
-        }
-        Ok(&self.buf[self.start..])
-    }
-
-    fn consume(&mut self, n: usize) {
-        self.start = (self.start + n).min(self.buf.len());
-    }
-
-    /// A line [`read_line`] left in the buffer (valid until the next read).
-    fn line(&self, range: std::ops::Range<usize>) -> &[u8] {
-        debug_assert!(
-            range.end <= self.buf.len(),
-            "a line read_line left in the buffer"
-        );
-        self.buf.get(range).unwrap_or_default()
-    }
-}
-
-enum Line {
-    /// A line, in `line`.
-    Complete,
-    /// A line that lay whole in the input's buffer, read where it lies
-    /// ([`Input::line`]), without a copy.
-    Buffered(std::ops::Range<usize>),
-    TooLong,
-    Eof,
-}
-
-/// Reads one line (without its `\n` or `\r\n`), never holding more than `max` bytes: an
-/// oversize line is skipped to its end and reported as too long. A line that lies whole
-/// in the input's buffer (most do) is left there; one that spans reads is gathered in
-/// `line`. `before_read` runs before each read of the underlying reader.
-async fn read_line<R: AsyncRead + Unpin>(
-    reader: &mut Input<R>,
-    line: &mut Vec<u8>,
-    max: usize,
-    mut before_read: impl FnMut(),
-) -> io::Result<Line> {
-    line.clear();
-    let mut too_long = false;
-    loop {
-        let buf = reader.fill_buf(&mut before_read).await?;
-        if buf.is_empty() {
-            return Ok(if too_long {
-                Line::TooLong
-            } else if line.is_empty() {
-                Line::Eof
-            } else {
-                Line::Complete
-            });
-        }
-        let newline = memchr_newline(buf);
-        if let Some(i) = newline
-            && line.is_empty()
-            && !too_long
-            && i <= max
-        {
-            let len = if buf[..i].ends_with(b"\r") { i - 1 } else { i };
-            let start = reader.start;
-            reader.consume(i + 1);
-            let end = start + len;
-            return Ok(Line::Buffered(start..end));
-        }
-        let (chunk, consumed, done) = match newline {
-            Some(i) => (&buf[..i], i + 1, true),
-            None => (buf, buf.len(), false),
-        };
-        if !too_long {
-            if line.len() + chunk.len() > max {
-                too_long = true;
-                line.clear();
-            } else {
-                line.extend_from_slice(chunk);
-            }
-        }
-        reader.consume(consumed);
-        if done {
-            if too_long {
-                return Ok(Line::TooLong);
-            }
-            if line.last() == Some(&b'\r') {
-                line.pop();
-            }
-            return Ok(Line::Complete);
-        }
-    }
-}
-
-#[inline]
-fn memchr_newline(buf: &[u8]) -> Option<usize> {
-    // A vector at a time; a byte loop was ~5 instructions per byte of every line. On
-    // x86-64, memchr's SSE2 searcher (part of the baseline, so known at compile time)
-    // rather than `memchr::memchr`, which picks AVX2 or SSE2 by asking the CPU (`cpuid`)
-    // on its first call: a virtual machine traps each `cpuid`, and that first call cost
-    // about 30 µs of every cold start on the development host
-    // (book/src/performance.md). Elsewhere `memchr::memchr` asks nothing at run time.
-    #[cfg(target_arch = "x86_64")]
-    if let Some(sse2) = memchr::arch::x86_64::sse2::memchr::One::new(b'\n') {
-        return sse2.find(buf);
-    }
-    memchr::memchr(b'\n', buf)
-}
-
 /// Writes queued frames, flushing whenever the queue runs dry. Frames queued together
 /// are copied into one buffer and written with one call (a batch of the read loop's
 /// answers alone in the queue is written from where it lies); each frame (and the
@@ -1029,7 +895,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 
 #[cfg(test)]
 mod tests {
-    use super::{Answers, Arc, Gate, Retired, SPARE_BYTES, memchr_newline, mpsc};
+    use super::{Answers, Arc, Gate, Retired, SPARE_BYTES, mpsc};
 
     /// An answer's buffer is kept for the next answer up to `SPARE_BYTES` of capacity;
     /// one that grew past it (a large result) is let go, not held by the loop for good.
@@ -1085,39 +951,5 @@ mod tests {
         };
         assert!(!open && !queued);
         assert!(gate.open.lock().is_ok_and(|open| *open));
-    }
-
-    /// The newline search finds the first newline wherever it stands: before, inside and
-    /// after a 16-byte vector and the 64-byte unrolled loop, in lines that start at
-    /// every offset within a buffer (so unaligned as well as aligned), with a second
-    /// newline after it; and none in a line without one.
-    #[test]
-    fn newline_search_agrees_with_a_plain_scan() {
-        let mut buf: Vec<u8> = (0..200u8).map(|i| b'a' + i % 26).collect();
-        for start in 0..17 {
-            for len in 0..=160 {
-                let end = start + len;
-                assert_eq!(memchr_newline(&buf[start..end]), None, "{start}..{end}");
-                for at in 0..len {
-                    buf[start + at] = b'\n';
-                    let last = end - 1;
-                    let second = at + 1 < len && buf[last] != b'\n';
-                    if second {
-                        buf[last] = b'\n';
-                    }
-                    assert_eq!(
-                        memchr_newline(&buf[start..end]),
-                        Some(at),
-                        "{start}..{end}, newline at {at}"
-                    );
-                    if second {
-                        buf[last] = b'a' + (last % 26) as u8;
-                    }
-                    buf[start + at] = b'a' + ((start + at) % 26) as u8;
-                }
-            }
-        }
-        assert_eq!(memchr_newline(b"\n\n"), Some(0));
-        assert_eq!(memchr_newline(b"{\"a\":1}\r\n{}"), Some(8));
     }
 }
