@@ -1,10 +1,15 @@
-//! Shared support for presa's end-to-end tests: the official schema check, and harnesses
-//! that drive a server over real Streamable HTTP (an ephemeral loopback port) and real
-//! stdio (the fixture binary as a child process, or an in-process pipe).
+//! Shared support for presa's end-to-end tests: the schema checks (the official schema
+//! and the Tasks extension's), harnesses that drive a server over real Streamable HTTP
+//! (an ephemeral loopback port) and real stdio (the fixture binary as a child process,
+//! or an in-process pipe), the one client that runs a rule over both, the one SSE reader,
+//! and waits on conditions.
 
+pub mod client;
 pub mod http;
 pub mod schema;
+pub mod sse;
 pub mod stdio;
+pub mod wait;
 
 use serde_json::{Value, json};
 
@@ -40,6 +45,64 @@ pub fn with_meta(params: Value) -> Value {
 /// A JSON-RPC request with the full `_meta`.
 pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": with_meta(params)})
+}
+
+/// The id and method of a request a test wrote as bytes (`None` for anything else),
+/// read without building a `serde_json::Value`: the bytes may be made to break that
+/// (see [`raw_value_chain`]).
+pub fn request_head(bytes: &[u8]) -> Option<(Value, String)> {
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Id {
+        Int(i64),
+        Str(String),
+        Other(IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Method {
+        Str(String),
+        Other(IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    struct Head {
+        id: Option<Id>,
+        method: Option<Method>,
+    }
+    let head: Head = serde_json::from_slice(bytes).ok()?;
+    let id = match head.id? {
+        Id::Int(n) => Value::from(n),
+        Id::Str(s) => Value::from(s),
+        Id::Other(_) => return None,
+    };
+    match head.method? {
+        Method::Str(m) => Some((id, m)),
+        Method::Other(_) => None,
+    }
+}
+
+/// The method a message written as bytes names, or `""` (see [`request_head`]).
+pub fn method_of_bytes(bytes: &[u8]) -> String {
+    use serde::Deserialize;
+    use serde::de::IgnoredAny;
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Method {
+        Str(String),
+        Other(IgnoredAny),
+    }
+    #[derive(Deserialize)]
+    struct Head {
+        method: Option<Method>,
+    }
+    match serde_json::from_slice::<Head>(bytes) {
+        Ok(Head {
+            method: Some(Method::Str(m)),
+        }) => m,
+        _ => String::new(),
+    }
 }
 
 /// The fixture's server, built in process.

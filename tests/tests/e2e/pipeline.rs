@@ -2011,7 +2011,7 @@ async fn expect_tools_list(c: &TestClient) -> Vec<Value> {
 /// and escapes included, over both transports (RequestMeta::client_info).
 #[tokio::test]
 async fn client_info_reaches_the_handler_as_sent() {
-    use crate::mrtr::{KINDS, Wire};
+    use crate::mrtr::{Client, KINDS};
     let server = builder()
         .tool(Tool::new("who").handler(|call: ToolCall| async move {
             Value::from(call.ctx.meta().client_info()).to_string()
@@ -2026,7 +2026,7 @@ async fn client_info_reaches_the_handler_as_sent() {
         "com.example/extra": {"n": [1, 2.5, null]}
     });
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = w
             .call(
                 1,

@@ -372,7 +372,7 @@ async fn stdout_carries_only_protocol_messages() {
     add(17, "tools/call", json!({"name": "test_image_content"}));
     add(18, "tools/call", json!({"name": "test_audio_content"}));
     add(19, "tools/call", json!({"name": "test_embedded_resource"}));
-    s.write_raw(&sent).await;
+    s.write_raw_unchecked(&sent).await;
     s.close_stdin();
 
     let mut answered = BTreeSet::new();
@@ -408,7 +408,7 @@ async fn large_responses_are_written_whole_on_one_line() {
         let tool = if id % 2 == 0 { "big" } else { "fast" };
         sent.extend(line(&call(id, tool)));
     }
-    s.write_raw(&sent).await;
+    s.write_raw_unchecked(&sent).await;
     let expected = big_text();
     let mut seen = BTreeSet::new();
     for _ in 0..40 {
@@ -430,7 +430,7 @@ async fn large_responses_are_written_whole_on_one_line() {
 #[tokio::test]
 async fn blank_lines_are_ignored() {
     let mut s = fixture().await;
-    s.write_raw(b"\n\n   \n\t\n\r\n \r\n").await;
+    s.write_raw_unchecked(b"\n\n   \n\t\n\r\n \r\n").await;
     next_is_answer_to(&mut s, 1).await;
     assert!(s.finish().await);
 }
@@ -444,7 +444,7 @@ async fn crlf_line_endings_are_accepted() {
     bytes.extend(b"\r\n");
     bytes.extend(request(2, "tools/list", json!({})).to_string().into_bytes());
     bytes.extend(b"\r\n");
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     let first = s.recv().await.expect("a response");
     let second = s.recv().await.expect("a response");
     let mut by_id: HashMap<i64, Value> = HashMap::new();
@@ -463,9 +463,9 @@ async fn a_line_split_across_writes_is_one_message() {
     let mut s = fixture().await;
     let bytes = line(&request(1, "server/discover", json!({})));
     let (a, b) = bytes.split_at(bytes.len() / 2);
-    s.write_raw(a).await;
+    s.write_raw_unchecked(a).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    s.write_raw(b).await;
+    s.write_raw_unchecked(b).await;
     let m = s.recv().await.expect("a response");
     assert_eq!(m["id"], json!(1));
     check_response("server/discover", &m);
@@ -477,7 +477,7 @@ async fn a_line_split_across_writes_is_one_message() {
 #[tokio::test]
 async fn a_final_line_without_newline_is_served() {
     let mut s = fixture().await;
-    s.write_raw(
+    s.write_raw_unchecked(
         request(9, "server/discover", json!({}))
             .to_string()
             .as_bytes(),
@@ -505,12 +505,12 @@ async fn unparsable_json_is_a_parse_error_without_id() {
         b"hello\n",
         b"{\"jsonrpc\":\"2.0\",\"id\":3} trailing\n",
     ] {
-        s.write_raw(junk).await;
+        s.write_raw_unchecked(junk).await;
         let m = expect_error(&mut s, -32700, None).await;
         assert!(m["error"]["message"].is_string());
     }
     // Pretty-printed JSON is split at its line breaks: every line is a parse error.
-    s.write_raw(b"{\n\"jsonrpc\": \"2.0\"\n}\n").await;
+    s.write_raw_unchecked(b"{\n\"jsonrpc\": \"2.0\"\n}\n").await;
     for _ in 0..3 {
         expect_error(&mut s, -32700, None).await;
     }
@@ -528,7 +528,7 @@ async fn deeply_nested_json_is_a_parse_error() {
     m.push_str(&"[".repeat(depth));
     m.push_str(&"]".repeat(depth));
     m.push_str("}}\n");
-    s.write_raw(m.as_bytes()).await;
+    s.write_raw_unchecked(m.as_bytes()).await;
     expect_error(&mut s, -32700, None).await;
     next_is_answer_to(&mut s, 2).await;
     assert!(s.finish().await);
@@ -539,13 +539,13 @@ async fn deeply_nested_json_is_a_parse_error() {
 #[tokio::test]
 async fn non_utf8_bytes_are_a_parse_error_without_id() {
     let mut s = fixture().await;
-    s.write_raw(b"\xff\xfe\xfd\n").await;
+    s.write_raw_unchecked(b"\xff\xfe\xfd\n").await;
     expect_error(&mut s, -32700, None).await;
     let mut bad = br#"{"jsonrpc":"2.0","id":5,"method":"server/discover","params":{"x":""#.to_vec();
     bad.extend(b"\xc3\x28");
     bad.extend(br#""}}"#);
     bad.push(b'\n');
-    s.write_raw(&bad).await;
+    s.write_raw_unchecked(&bad).await;
     expect_error(&mut s, -32700, None).await;
     next_is_answer_to(&mut s, 6).await;
     assert!(s.finish().await);
@@ -568,7 +568,7 @@ async fn arrays_and_scalars_are_invalid_requests_without_id() {
         json!(null),
         json!(true),
     ] {
-        s.send(&message).await;
+        s.send_unchecked(&message).await;
         expect_error(&mut s, -32600, None).await;
     }
     next_is_answer_to(&mut s, 3).await;
@@ -591,7 +591,7 @@ async fn bad_id_kinds() {
     ] {
         let mut m = request(0, "server/discover", json!({}));
         m["id"] = id.clone();
-        s.send(&m).await;
+        s.send_unchecked(&m).await;
         expect_error(&mut s, -32600, None).await;
     }
     for id in [json!("x".repeat(257)), json!(u64::MAX)] {
@@ -661,14 +661,14 @@ async fn envelope_errors_echo_a_readable_id() {
         ),
     ];
     for (message, code) in cases {
-        s.send(&message).await;
+        s.send_unchecked(&message).await;
         let m = expect_error(&mut s, code, Some(message["id"].clone())).await;
         if code == -32602 {
             assert_eq!(m["error"]["message"], "Request params must be an object");
         }
     }
     // No method and no id: nothing can be echoed.
-    s.send(&json!({"jsonrpc": "2.0"})).await;
+    s.send_unchecked(&json!({"jsonrpc": "2.0"})).await;
     expect_error(&mut s, -32600, None).await;
     next_is_answer_to(&mut s, 9).await;
     assert!(s.finish().await);
@@ -684,7 +684,7 @@ async fn unknown_and_removed_methods_are_method_not_found_with_id() {
         (4, "resources/subscribe"),
         (5, "resources/unsubscribe"),
     ] {
-        let m = s.call(id, method, json!({})).await;
+        let m = s.call_unchecked(id, method, json!({})).await;
         assert_eq!(m.len(), 1);
         assert_error(&m[0], -32601, Some(&json!(id)));
         assert_eq!(
@@ -709,7 +709,7 @@ async fn unsupported_version_over_stdio() {
     assert_eq!(m[0]["error"]["data"]["requested"], "v999.0.0");
     assert_eq!(m[0]["error"]["data"]["supported"], json!(["2026-07-28"]));
     // _meta missing entirely.
-    s.send(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}}))
+    s.send_unchecked(&json!({"jsonrpc": "2.0", "id": 5, "method": "tools/list", "params": {}}))
         .await;
     expect_error(&mut s, -32602, Some(json!(5))).await;
     assert!(s.finish().await);
@@ -729,9 +729,9 @@ fn padded(id: i64, len: usize) -> Vec<u8> {
 /// Writes `bytes` in two parts split at `at`, with a pause between, so the server reads
 /// them in two reads.
 async fn write_in_two_reads(s: &mut Session, bytes: &[u8], at: usize) {
-    s.write_raw(&bytes[..at]).await;
+    s.write_raw_unchecked(&bytes[..at]).await;
     tokio::time::sleep(Duration::from_millis(50)).await;
-    s.write_raw(&bytes[at..]).await;
+    s.write_raw_unchecked(&bytes[at..]).await;
 }
 
 /// An oversize line is -32600 without an id (it was never parsed), and the session goes
@@ -744,18 +744,18 @@ async fn oversize_line_is_invalid_request_without_id_and_the_session_continues()
     let mut s = Session::in_process(probe_server(&probe), config);
 
     let padded = |id, len| String::from_utf8(padded(id, len)).expect("text");
-    s.write_raw(format!("{}\n", padded(1, MAX + 1)).as_bytes())
+    s.write_raw_unchecked(format!("{}\n", padded(1, MAX + 1)).as_bytes())
         .await;
     let m = expect_error(&mut s, -32600, None).await;
     assert!(m["error"]["message"].is_string());
     // Far over the limit, and in several writes.
     let huge = padded(2, MAX * 50);
-    s.write_raw(&huge.as_bytes()[..MAX * 10]).await;
-    s.write_raw(&huge.as_bytes()[MAX * 10..]).await;
-    s.write_raw(b"\n").await;
+    s.write_raw_unchecked(&huge.as_bytes()[..MAX * 10]).await;
+    s.write_raw_unchecked(&huge.as_bytes()[MAX * 10..]).await;
+    s.write_raw_unchecked(b"\n").await;
     expect_error(&mut s, -32600, None).await;
 
-    s.write_raw(format!("{}\n", padded(3, MAX)).as_bytes())
+    s.write_raw_unchecked(format!("{}\n", padded(3, MAX)).as_bytes())
         .await;
     let m = s.recv().await.expect("a response");
     assert_eq!(
@@ -798,7 +798,7 @@ async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
         if split {
             write_in_two_reads(&mut s, &text, len + 1).await;
         } else {
-            s.write_raw(&text).await;
+            s.write_raw_unchecked(&text).await;
         }
         let m = s.recv().await.expect("a response");
         assert_eq!(
@@ -813,7 +813,7 @@ async fn the_line_bound_counts_the_same_bytes_whole_or_split() {
         if split {
             write_in_two_reads(&mut s, &text, MAX + 1).await;
         } else {
-            s.write_raw(&text).await;
+            s.write_raw_unchecked(&text).await;
         }
         expect_error(&mut s, -32600, None).await;
     }
@@ -908,7 +908,7 @@ async fn notifications_are_never_answered_even_malformed() {
         json!({"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "test_simple_text"}}),
     ];
     for n in &junk {
-        s.send(n).await;
+        s.send_unchecked(n).await;
     }
     next_is_answer_to(&mut s, 1).await;
     assert!(s.recv_within(QUIET).await.is_none());
@@ -925,7 +925,7 @@ async fn a_posted_response_is_ignored() {
         json!({"jsonrpc": "2.0", "id": 6, "error": {"code": -32603, "message": "x"}}),
         json!({"jsonrpc": "2.0", "error": {"code": -32700, "message": "x"}}),
     ] {
-        s.send(&m).await;
+        s.send_unchecked(&m).await;
     }
     next_is_answer_to(&mut s, 1).await;
     assert!(s.recv_within(QUIET).await.is_none());
@@ -944,7 +944,7 @@ async fn a_fast_request_overtakes_a_slow_one() {
     let mut bytes = line(&call(1, "wait"));
     bytes.extend(line(&call(2, "fast")));
     bytes.extend(line(&request(3, "server/discover", json!({}))));
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     let mut first = Vec::new();
     for _ in 0..2 {
         let m = s.recv().await.expect("a response");
@@ -1378,7 +1378,7 @@ async fn backpressure_bounds_requests_in_flight() {
         bytes.extend(line(&call(id, "wait")));
     }
     bytes.extend(line(&request(6, "server/discover", json!({}))));
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     until("two handlers run", || Probe::get(&probe.running) == 2).await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(Probe::get(&probe.started), 2, "no third handler starts");
@@ -1543,7 +1543,7 @@ async fn answers_made_at_once_never_wait_on_their_own_slots() {
             bytes.extend(line(&call(id, "fast")));
         }
     }
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     let mut ids = BTreeSet::new();
     while ids.len() < 200 {
         let m = s.recv().await.expect("a response");
@@ -1650,7 +1650,7 @@ async fn an_answer_is_written_while_the_next_line_is_still_partial() {
     let (head, tail) = second.split_at(second.len() / 2);
     let mut bytes = line(&call(1, "fast"));
     bytes.extend_from_slice(head);
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     let m = s.recv().await.expect("the first answer");
     assert_eq!(m["id"], json!(1), "{m}");
     check_response("tools/call", &m);
@@ -1658,7 +1658,7 @@ async fn an_answer_is_written_while_the_next_line_is_still_partial() {
         s.recv_within(Duration::from_millis(100)).await.is_none(),
         "the second request is not complete yet"
     );
-    s.write_raw(tail).await;
+    s.write_raw_unchecked(tail).await;
     let m = s.recv().await.expect("the second answer");
     assert_eq!(m["id"], json!(2), "{m}");
     check_response("tools/call", &m);
@@ -1693,7 +1693,7 @@ async fn notifications_of_a_request_answered_at_once_come_before_its_response() 
                 "io.modelcontextprotocol/logLevel": "info"}}),
         )));
     }
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     // Per request: progress seen, log seen, answered.
     let mut seen: HashMap<i64, (bool, bool)> = HashMap::new();
     let mut answered = BTreeSet::new();
@@ -1784,7 +1784,7 @@ async fn log_messages_only_with_log_level_and_filtered() {
         assert_eq!(got, levels[i..].to_vec(), "threshold {level}");
     }
     let m = s
-        .call(
+        .call_unchecked(
             30,
             "tools/call",
             json!({"name": "test_logging_tool", "arguments": {},
@@ -1917,7 +1917,7 @@ async fn a_pipelined_flood_is_answered_before_exit_in_process() {
             bytes.extend(line(&request(id, "server/discover", json!({}))));
         }
     }
-    s.write_raw(&bytes).await;
+    s.write_raw_unchecked(&bytes).await;
     s.close_stdin();
     let mut ids = BTreeSet::new();
     for _ in 0..N {
@@ -2166,7 +2166,7 @@ async fn a_chain_of_raw_value_keys_is_refused_and_serving_goes_on() {
     assert!(message.len() > 100_000, "{}", message.len());
     message.push('\n');
     let mut s = fixture().await;
-    s.write_raw(message.as_bytes()).await;
+    s.write_raw_unchecked(message.as_bytes()).await;
     expect_error(&mut s, -32700, None).await;
     next_is_answer_to(&mut s, 2).await;
 }
