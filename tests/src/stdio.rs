@@ -14,6 +14,8 @@ use presa::{Server, StdioConfig};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, Lines};
 
@@ -25,6 +27,31 @@ pub fn line(message: &Value) -> Vec<u8> {
     let mut l = message.to_string().into_bytes();
     l.push(b'\n');
     l
+}
+
+/// [`line`] of a message checked as a client message first: for a test that writes to a
+/// pipe of its own.
+#[track_caller]
+pub fn checked_line(message: &Value) -> Vec<u8> {
+    check_outgoing(message);
+    line(message)
+}
+
+/// Checks one line a test wrote as a client message: blank lines (stdio skips them) pass;
+/// anything else must be a valid message (a `\r` before the newline is framing).
+#[track_caller]
+fn check_line(bytes: &[u8]) {
+    let text = std::str::from_utf8(bytes).unwrap_or_else(|e| {
+        panic!("a line written is not UTF-8 ({e}): write it with write_raw_unchecked")
+    });
+    let text = text.strip_suffix('\r').unwrap_or(text);
+    if text.trim().is_empty() {
+        return;
+    }
+    let message: Value = serde_json::from_str(text).unwrap_or_else(|e| {
+        panic!("a line written is not JSON ({e}): write it with write_raw_unchecked: {text}")
+    });
+    check_outgoing(&message);
 }
 
 /// Starts `bin` with `args` as a child whose stdin and stdout are pipes (stderr as
@@ -107,6 +134,8 @@ impl Pending {
 /// One stdio session.
 pub struct Session {
     writer: Option<Box<dyn AsyncWrite + Unpin + Send>>,
+    /// What [`Session::write_bytes`] wrote of a line not ended yet.
+    partial: Vec<u8>,
     lines: Lines<BufReader<Box<dyn tokio::io::AsyncRead + Unpin + Send>>>,
     child: Option<tokio::process::Child>,
     task: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
@@ -122,6 +151,7 @@ impl Session {
         let stdout = child.stdout.take().expect("stdout is piped");
         Session {
             writer: Some(Box::new(stdin)),
+            partial: Vec::new(),
             lines: BufReader::new(Box::new(stdout) as Box<dyn tokio::io::AsyncRead + Unpin + Send>)
                 .lines(),
             child: Some(child),
@@ -135,6 +165,22 @@ impl Session {
         let (client_out, server_in) = tokio::io::duplex(1 << 20);
         let (server_out, client_in) = tokio::io::duplex(1 << 20);
         Self::over(server, config, client_out, server_in, server_out, client_in)
+    }
+
+    /// Serves `server` over an in-process pipe with `config`, watching the server's
+    /// reads of its input: the returned [`Reads`] tells how many reads gave bytes and
+    /// whether the server has seen the end of its input, so that a test can wait for
+    /// the server to have read what it wrote (split a line over two reads, say).
+    pub fn in_process_watched(server: Server, config: StdioConfig) -> (Self, Reads) {
+        let (client_out, server_in) = tokio::io::duplex(1 << 20);
+        let (server_out, client_in) = tokio::io::duplex(1 << 20);
+        let reads = Reads::default();
+        let server_in = Watched {
+            inner: server_in,
+            reads: reads.clone(),
+        };
+        let session = Self::over(server, config, client_out, server_in, server_out, client_in);
+        (session, reads)
     }
 
     /// Serves `server` over the pipes given: the session writes `client_out` and reads
@@ -152,6 +198,7 @@ impl Session {
             tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
         Session {
             writer: Some(Box::new(client_out)),
+            partial: Vec::new(),
             lines: BufReader::new(
                 Box::new(client_in) as Box<dyn tokio::io::AsyncRead + Unpin + Send>
             )
@@ -162,8 +209,42 @@ impl Session {
         }
     }
 
-    /// Writes raw bytes a test made on purpose, unchecked (the requests among its whole
-    /// lines are noted, so that their responses are checked against their methods).
+    /// Writes bytes a test framed by hand (several messages in one write, a line split
+    /// over writes, CRLF endings, blank lines, a last line without its newline), every
+    /// message in them checked as a client message once its line is whole (a last line
+    /// without a newline when stdin closes). A line that is not a valid message fails
+    /// the test: such bytes go through [`Session::write_raw_unchecked`].
+    #[track_caller]
+    pub fn write_bytes<'a>(
+        &'a mut self,
+        bytes: &'a [u8],
+    ) -> impl std::future::Future<Output = ()> + 'a {
+        self.partial.extend_from_slice(bytes);
+        while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
+            let whole: Vec<u8> = self.partial.drain(..=end).collect();
+            check_line(&whole[..end]);
+        }
+        self.write_raw_unchecked(bytes)
+    }
+
+    /// Writes every message of `messages` as a line, all in one write (a pipelined
+    /// burst), each checked as a client message first.
+    #[track_caller]
+    pub fn send_all<'a>(
+        &'a mut self,
+        messages: &[Value],
+    ) -> impl std::future::Future<Output = ()> + 'a {
+        let mut bytes = Vec::new();
+        for m in messages {
+            check_outgoing(m);
+            bytes.extend(line(m));
+        }
+        async move { self.write_raw_unchecked(&bytes).await }
+    }
+
+    /// Writes raw bytes a test made invalid on purpose (not JSON, not UTF-8, not a
+    /// message, over a bound), unchecked (the requests among its whole lines are noted,
+    /// so that their responses are checked against their methods).
     pub async fn write_raw_unchecked(&mut self, bytes: &[u8]) {
         self.pending.sent_bytes(bytes);
         let w = self.writer.as_mut().expect("stdin is open");
@@ -241,8 +322,12 @@ impl Session {
         messages
     }
 
-    /// Closes stdin.
+    /// Closes stdin (checking a last line [`Session::write_bytes`] left without its
+    /// newline).
+    #[track_caller]
     pub fn close_stdin(&mut self) {
+        let last = std::mem::take(&mut self.partial);
+        check_line(&last);
         self.writer = None;
     }
 
@@ -273,6 +358,50 @@ impl Session {
             .unwrap_or_else(|e| panic!("stdout line {line:?} is not JSON: {e}"));
         self.pending.check(&message);
         message
+    }
+}
+
+/// What a watched input has given its reader (see [`Session::in_process_watched`]).
+#[derive(Clone, Default)]
+pub struct Reads {
+    count: Arc<AtomicUsize>,
+    eof: Arc<AtomicBool>,
+}
+
+impl Reads {
+    /// How many reads gave bytes.
+    pub fn count(&self) -> usize {
+        self.count.load(Ordering::SeqCst)
+    }
+
+    /// Whether a read found the end of the input.
+    pub fn eof(&self) -> bool {
+        self.eof.load(Ordering::SeqCst)
+    }
+}
+
+/// An input that counts its reads into a [`Reads`].
+struct Watched<R> {
+    inner: R,
+    reads: Reads,
+}
+
+impl<R: tokio::io::AsyncRead + Unpin> tokio::io::AsyncRead for Watched<R> {
+    fn poll_read(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &mut tokio::io::ReadBuf<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        let (before, room) = (buf.filled().len(), buf.remaining());
+        let polled = std::pin::Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let std::task::Poll::Ready(Ok(())) = polled {
+            if buf.filled().len() > before {
+                self.reads.count.fetch_add(1, Ordering::SeqCst);
+            } else if room > 0 {
+                self.reads.eof.store(true, Ordering::SeqCst);
+            }
+        }
+        polled
     }
 }
 

@@ -10,6 +10,7 @@ use crate::mrtr::{
 };
 use presa::mrtr::ReplayStore;
 use presa::{Error, Implementation, Prompt, PromptGet, PromptMessage, Server};
+use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -318,9 +319,11 @@ async fn rotated_keys_keep_tokens_in_flight_valid_and_sign_with_the_new_key() {
 
 // ---- expiry ----
 
+/// A state past its `state_ttl` (1 s; the state's times are whole seconds, so it
+/// expires between 1 and 2 s after it was made) is refused: until then the same state,
+/// which is not single-use, keeps working, retried until the server refuses it.
 #[tokio::test]
 async fn an_expired_state_is_refused() {
-    // The one slow test here: state_ttl of 1 s, then a wait of 2.1 s.
     let probe = Arc::new(Probe::default());
     let server = builder()
         .state_ttl(Duration::from_secs(1))
@@ -330,12 +333,27 @@ async fn an_expired_state_is_refused() {
     let mut wires = Vec::new();
     for kind in KINDS {
         let mut w = Client::start(kind, &server).await;
+        let made = std::time::Instant::now();
         let token = greet_state(&mut w, 1).await;
-        wires.push((w, token));
+        wires.push((w, token, made));
     }
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    for (w, token) in &mut wires {
-        greet_retry(w, 2, token).await.invalid_state();
+    for (w, token, made) in &mut wires {
+        let kind = w.kind;
+        let deadline = Deadline::new(format!("{kind:?}: the state expires"));
+        loop {
+            let got = greet_retry(w, 2, token).await;
+            if got.response().get("error").is_some() {
+                got.invalid_state();
+                break;
+            }
+            completes(&got);
+            deadline.tick(got.response()).await;
+        }
+        assert!(
+            made.elapsed() >= Duration::from_secs(1),
+            "{kind:?}: refused {:?} after it was made, before its TTL",
+            made.elapsed()
+        );
         // A fresh token from the same server works: the refusal was the expiry.
         let fresh = greet_state(w, 3).await;
         completes(&greet_retry(w, 4, &fresh).await);
@@ -540,12 +558,11 @@ async fn a_state_bound_to_a_principal_is_refused_for_another_principal() {
 struct Replica {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    lines: presa_tests::stdio::LineReader<tokio::process::ChildStdout>,
 }
 
 impl Replica {
     fn start(keys: Option<&str>) -> Replica {
-        use tokio::io::AsyncBufReadExt;
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fixture"));
         command
             .args(["--transport", "stdio"])
@@ -563,32 +580,29 @@ impl Replica {
         Replica {
             child,
             stdin,
-            lines: tokio::io::BufReader::new(stdout).lines(),
+            lines: presa_tests::stdio::LineReader::new(stdout),
         }
     }
 
-    /// One request, one response (the fixture's elicitation tool sends nothing else).
+    /// One request (checked), one response (the fixture's elicitation tool sends nothing
+    /// else), checked against tools/call.
     async fn call(&mut self, id: i64, params: Value) -> Value {
         use tokio::io::AsyncWriteExt;
-        let mut line = presa_tests::request(id, "tools/call", params).to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).await.expect("write");
+        let line =
+            presa_tests::stdio::checked_line(&presa_tests::request(id, "tools/call", params));
+        self.lines.sent(&line);
+        self.stdin.write_all(&line).await.expect("write");
         self.stdin.flush().await.expect("flush");
-        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+        self.lines
+            .next(presa_tests::wait::PATIENCE)
             .await
-            .expect("a response in time")
-            .expect("read")
-            .expect("a line");
-        let m: Value = serde_json::from_str(&line).expect("JSON");
-        presa_tests::schema::check_response("tools/call", &m);
-        m
+            .expect("a response")
     }
 
     async fn stop(mut self) {
         drop(self.stdin);
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+        let status = presa_tests::wait::within("the fixture exits", self.child.wait())
             .await
-            .expect("the fixture exits")
             .expect("wait");
         assert!(status.success());
     }

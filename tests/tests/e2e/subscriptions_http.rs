@@ -273,7 +273,9 @@ async fn a_listen_arriving_during_shutdown_ends_and_serving_returns() {
             })
             .await
     });
-    let body = listen(json!("late"), json!({"toolsListChanged": true})).to_string();
+    let message = listen(json!("late"), json!({"toolsListChanged": true}));
+    presa_tests::schema::check_outgoing(&message);
+    let body = message.to_string();
     let (first, rest) = body.split_at(body.len() / 2);
     let mut tcp = tokio::net::TcpStream::connect(addr)
         .await

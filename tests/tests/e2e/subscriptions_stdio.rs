@@ -14,8 +14,8 @@ use crate::subscriptions::{
 use presa::subscriptions::MAX_PENDING_UPDATES;
 use presa::{Server, StdioConfig, Tool, ToolCall};
 use presa_tests::request;
-use presa_tests::schema::{check_notification, check_outgoing};
-use presa_tests::stdio::{LineReader, Session, line};
+use presa_tests::schema::check_notification;
+use presa_tests::stdio::{LineReader, Session, checked_line};
 use presa_tests::wait::until;
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -300,12 +300,15 @@ impl Stalled {
                 .serve_io(server_in, server_out, StdioConfig::default())
                 .await
         });
-        let listen = request(id.clone(), "subscriptions/listen", listen_params(filter));
-        check_outgoing(&listen);
+        let listen = checked_line(&request(
+            id.clone(),
+            "subscriptions/listen",
+            listen_params(filter),
+        ));
         let mut lines = LineReader::new(client_in);
-        lines.sent(&line(&listen));
+        lines.sent(&listen);
         writer
-            .write_all(&line(&listen))
+            .write_all(&listen)
             .await
             .expect("write the listen request");
         until("the stream opens", || server.open_streams() == 1).await;
@@ -351,9 +354,9 @@ impl Stalled {
 
     /// Sends one request line (checked).
     async fn send(&mut self, message: &Value) {
-        check_outgoing(message);
-        self.lines.sent(&line(message));
-        self.writer.write_all(&line(message)).await.expect("write");
+        let line = checked_line(message);
+        self.lines.sent(&line);
+        self.writer.write_all(&line).await.expect("write");
     }
 }
 

@@ -10,6 +10,7 @@ use crate::tasks::{
     declared, fixture, keys, plain_caps, task_id, text, tool, undeclared, with_caps,
 };
 use presa::tasks::Tasks;
+use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
@@ -170,17 +171,13 @@ async fn partial_fulfilment_keeps_the_other_key_pending() {
     for kind in KINDS {
         let mut w = fixture(kind).await;
         let id = w.create("multi_input", json!({})).await;
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Deadline::new(format!("{kind:?}: both keys show"));
         loop {
             let task = w.wait_for(&id, &["input_required"]).await;
             if keys(&task["inputRequests"]) == BTreeSet::from(["first-input", "second-input"]) {
                 break;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{kind:?}: both keys show: {task}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            deadline.tick(&task).await;
         }
         w.update(
             &id,
@@ -257,8 +254,10 @@ async fn update_with_an_answer_off_the_requested_schema_is_not_accepted() {
             json!({"confirm-delete": accept(json!({"confirm": "yes please"}))}),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let task = w.get(&id).await;
+        // The answer completed the pending set: the task is working once the update is
+        // acknowledged, until its tool has run with the answer. It must not complete
+        // (wait_for fails on any other terminal status than those asked for).
+        let task = w.wait_for(&id, &["failed", "input_required"]).await;
         assert!(
             task["status"] != "completed",
             "{kind:?}: an off-schema answer completed the task: {task}"
@@ -374,12 +373,13 @@ async fn cancel_an_input_required_task() {
         w.cancel(&id).await;
         let task = w.get(&id).await;
         assert_eq!(task["status"], "cancelled", "{kind:?}: {task}");
+        // A terminal task has no worker: what the acknowledged update changed shows in
+        // the next read.
         w.update(
             &id,
             json!({"confirm-delete": accept(json!({"confirm": true}))}),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(30)).await;
         assert_eq!(w.get(&id).await, task, "{kind:?}: stays cancelled");
     }
 }
