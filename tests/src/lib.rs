@@ -47,62 +47,42 @@ pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": with_meta(params)})
 }
 
+/// The top-level `id` and `method` of a JSON object, every other member skipped
+/// unparsed.
+#[derive(serde::Deserialize)]
+struct Head {
+    id: Option<Value>,
+    method: Option<Value>,
+}
+
 /// The id and method of a request a test wrote as bytes (`None` for anything else),
-/// read without building a `serde_json::Value`: the bytes may be made to break that
-/// (see [`raw_value_chain`]).
+/// read without building a `serde_json::Value` of the whole message: its other members
+/// may be made to break that (see [`raw_value_chain`]).
 pub fn request_head(bytes: &[u8]) -> Option<(Value, String)> {
-    use serde::Deserialize;
-    use serde::de::IgnoredAny;
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Id {
-        Int(i64),
-        Str(String),
-        Other(IgnoredAny),
-    }
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Method {
-        Str(String),
-        Other(IgnoredAny),
-    }
-    #[derive(Deserialize)]
-    struct Head {
-        id: Option<Id>,
-        method: Option<Method>,
-    }
     let head: Head = serde_json::from_slice(bytes).ok()?;
-    let id = match head.id? {
-        Id::Int(n) => Value::from(n),
-        Id::Str(s) => Value::from(s),
-        Id::Other(_) => return None,
-    };
-    match head.method? {
-        Method::Str(m) => Some((id, m)),
-        Method::Other(_) => None,
+    match (head.id?, head.method?) {
+        (id, Value::String(method)) if id.is_i64() || id.is_string() => Some((id, method)),
+        _ => None,
     }
 }
 
 /// The method a message written as bytes names, or `""` (see [`request_head`]).
 pub fn method_of_bytes(bytes: &[u8]) -> String {
-    use serde::Deserialize;
-    use serde::de::IgnoredAny;
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum Method {
-        Str(String),
-        Other(IgnoredAny),
-    }
-    #[derive(Deserialize)]
-    struct Head {
-        method: Option<Method>,
-    }
     match serde_json::from_slice::<Head>(bytes) {
         Ok(Head {
-            method: Some(Method::Str(m)),
+            method: Some(Value::String(m)),
+            ..
         }) => m,
         _ => String::new(),
     }
+}
+
+/// Asserts a tool error (`isError: true`) whose text is exactly `text`: a stronger
+/// `TestResponse::assert_tool_error`, which passes for any text containing its fragment.
+#[track_caller]
+pub fn assert_tool_error_text(r: &presa::testing::TestResponse, text: &str) {
+    r.assert_tool_error(text);
+    assert_eq!(r.text(), text, "the tool error's text");
 }
 
 /// The fixture's server, built in process.

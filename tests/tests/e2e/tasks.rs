@@ -1186,13 +1186,71 @@ async fn create_task_result_is_flat() {
     }
 }
 
-/// Errata section 4: task ids are unguessable: long random url-safe strings, distinct.
+/// How many task ids the entropy test draws.
+const SAMPLES: usize = 512;
+
+/// The Shannon entropy, in bits, of each character position over `ids` (of one length),
+/// with the Miller-Madow correction for a finite sample.
+fn entropy_by_position(ids: &[String]) -> Vec<f64> {
+    let n = ids.len() as f64;
+    (0..ids[0].len())
+        .map(|at| {
+            let mut counts = std::collections::HashMap::new();
+            for id in ids {
+                *counts.entry(id.as_bytes()[at]).or_insert(0usize) += 1;
+            }
+            let shannon: f64 = counts
+                .values()
+                .map(|&c| {
+                    let p = c as f64 / n;
+                    -p * p.log2()
+                })
+                .sum();
+            shannon + (counts.len() as f64 - 1.0) / (2.0 * n * std::f64::consts::LN_2)
+        })
+        .collect()
+}
+
+/// The entropy measure itself: ids drawn at random over the whole alphabet come out
+/// near their ceiling, and ids of the same length made from a counter or a clock fall
+/// far short of 128 bits, with their fixed positions near zero.
+#[test]
+fn the_entropy_measure_tells_random_ids_from_counters() {
+    use base64::Engine;
+    let random: Vec<String> = (0..SAMPLES)
+        .map(|i| {
+            // A keyed hash stands in for randomness: what matters is its spread.
+            let digest = <sha2::Sha256 as sha2::Digest>::digest(format!("sample {i}"));
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..24])
+        })
+        .collect();
+    let bits: f64 = entropy_by_position(&random).iter().sum();
+    assert!(bits > 180.0, "{bits}");
+    let counter: Vec<String> = (0..SAMPLES).map(|i| format!("{i:032}")).collect();
+    let positions = entropy_by_position(&counter);
+    assert!(positions.iter().sum::<f64>() < 20.0, "{positions:?}");
+    assert!(positions[0] < 0.01, "{positions:?}");
+    let clock: Vec<String> = (0..SAMPLES)
+        .map(|i| format!("{}{}", 1_795_939_501_123u64 + i as u64, &random[i][..19]))
+        .collect();
+    let positions = entropy_by_position(&clock);
+    assert!(positions.iter().sum::<f64>() < 128.0, "{positions:?}");
+}
+
+/// Errata section 4: task ids are unguessable ("sufficient entropy that a third party
+/// cannot enumerate or guess them"): long url-safe strings, distinct, and random in
+/// every place. The entropy is measured on ids the server made, not read off their
+/// alphabet: each character position's Shannon entropy over the sample (with the
+/// Miller-Madow correction for a finite sample), summed, must reach 128 bits, no
+/// position may be nearly fixed (a counter or a clock in the id), and every bit of the
+/// decoded ids must be set about half the time.
 #[tokio::test]
 async fn task_ids_are_distinct_and_unguessable() {
-    let lab = Lab::new(Tasks::builder());
+    use base64::Engine;
+    let lab = Lab::new(Tasks::builder().max_workers(SAMPLES));
     let mut w = Client::start(Kind::Http, &lab.server).await;
-    let mut ids = BTreeSet::new();
-    for n in 0..8 {
+    let mut ids = Vec::new();
+    for n in 0..SAMPLES {
         let id = w.create("quick", json!({"n": n})).await;
         assert!(id.len() >= 22, "at least 128 bits of base64url: {id}");
         assert!(
@@ -1200,9 +1258,48 @@ async fn task_ids_are_distinct_and_unguessable() {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
             "url-safe: {id}"
         );
-        ids.insert(id);
+        ids.push(id);
     }
-    assert_eq!(ids.len(), 8, "distinct ids: {ids:?}");
+    let distinct: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), SAMPLES, "distinct ids");
+
+    let len = ids[0].len();
+    assert!(ids.iter().all(|id| id.len() == len), "one length: {ids:?}");
+    // The most an id of this length and alphabet can hold.
+    let ceiling = len as f64 * 64f64.log2();
+    let positions = entropy_by_position(&ids);
+    for (at, bits) in positions.iter().enumerate() {
+        assert!(
+            *bits > 5.0,
+            "character {at} of the ids is far from random: {bits:.2} bits"
+        );
+    }
+    let bits: f64 = positions.iter().sum();
+    assert!(
+        bits >= 128.0,
+        "task ids carry about {bits:.0} bits (at most {ceiling:.0} for {len} base64url \
+         characters); at least 128 are needed"
+    );
+    let n = SAMPLES as f64;
+    let decoded: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(id)
+                .unwrap_or_else(|e| panic!("{id} is base64url: {e}"))
+        })
+        .collect();
+    for bit in 0..decoded[0].len() * 8 {
+        let ones = decoded
+            .iter()
+            .filter(|d| d[bit / 8] & (0x80 >> (bit % 8)) != 0)
+            .count();
+        let share = ones as f64 / n;
+        assert!(
+            (0.35..=0.65).contains(&share),
+            "bit {bit} of the decoded ids is set in {share:.2} of them"
+        );
+    }
 }
 
 /// 3.3: creation is strongly consistent: the task is stored before the response is
