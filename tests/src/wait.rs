@@ -1,5 +1,5 @@
-//! Waiting in tests: on a condition becoming true ([`until`], [`until_some`],
-//! [`until_async`], or a loop ticking a [`Deadline`] of its own), bounded by a deadline
+//! Waiting in tests: on a condition becoming true ([`until`], [`until_async`], or
+//! a loop ticking a [`Deadline`] of its own), bounded by a deadline
 //! generous enough for a loaded machine, failing loudly when it passes and never
 //! passing silently. The deadline bounds a wait for something that must happen; a
 //! test never waits a fixed time for something to happen. [`QUIET`] is the one fixed
@@ -53,17 +53,6 @@ impl Deadline {
 pub async fn until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Deadline::new(what);
     while !cond() {
-        deadline.tick("not yet").await;
-    }
-}
-
-/// Waits until the value `f` gives is `Some`, and returns it; fails after [`PATIENCE`].
-pub async fn until_some<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-    let deadline = Deadline::new(what);
-    loop {
-        if let Some(v) = f() {
-            return v;
-        }
         deadline.tick("not yet").await;
     }
 }
