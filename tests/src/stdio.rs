@@ -29,7 +29,7 @@ pub fn line(message: &Value) -> Vec<u8> {
     l
 }
 
-/// [`line`] of a message checked as a client message first: for a test that writes to a
+/// [`line()`] of a message checked as a client message first: for a test that writes to a
 /// pipe of its own.
 #[track_caller]
 pub fn checked_line(message: &Value) -> Vec<u8> {
