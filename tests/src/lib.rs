@@ -1,10 +1,15 @@
-//! Shared support for presa's end-to-end tests: the official schema check, and harnesses
-//! that drive a server over real Streamable HTTP (an ephemeral loopback port) and real
-//! stdio (the fixture binary as a child process, or an in-process pipe).
+//! Shared support for presa's end-to-end tests: the schema checks (the official schema
+//! and the Tasks extension's), harnesses that drive a server over real Streamable HTTP
+//! (an ephemeral loopback port) and real stdio (the fixture binary as a child process,
+//! or an in-process pipe), the one client that runs a rule over both, the one SSE reader,
+//! and waits on conditions.
 
+pub mod client;
 pub mod http;
 pub mod schema;
+pub mod sse;
 pub mod stdio;
+pub mod wait;
 
 use serde_json::{Value, json};
 
@@ -40,6 +45,44 @@ pub fn with_meta(params: Value) -> Value {
 /// A JSON-RPC request with the full `_meta`.
 pub fn request(id: impl Into<Value>, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": with_meta(params)})
+}
+
+/// The top-level `id` and `method` of a JSON object, every other member skipped
+/// unparsed.
+#[derive(serde::Deserialize)]
+struct Head {
+    id: Option<Value>,
+    method: Option<Value>,
+}
+
+/// The id and method of a request a test wrote as bytes (`None` for anything else),
+/// read without building a `serde_json::Value` of the whole message: its other members
+/// may be made to break that (see [`raw_value_chain`]).
+pub fn request_head(bytes: &[u8]) -> Option<(Value, String)> {
+    let head: Head = serde_json::from_slice(bytes).ok()?;
+    match (head.id?, head.method?) {
+        (id, Value::String(method)) if id.is_i64() || id.is_string() => Some((id, method)),
+        _ => None,
+    }
+}
+
+/// The method a message written as bytes names, or `""` (see [`request_head`]).
+pub fn method_of_bytes(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<Head>(bytes) {
+        Ok(Head {
+            method: Some(Value::String(m)),
+            ..
+        }) => m,
+        _ => String::new(),
+    }
+}
+
+/// Asserts a tool error (`isError: true`) whose text is exactly `text`: a stronger
+/// `TestResponse::assert_tool_error`, which passes for any text containing its fragment.
+#[track_caller]
+pub fn assert_tool_error_text(r: &presa::testing::TestResponse, text: &str) {
+    r.assert_tool_error(text);
+    assert_eq!(r.text(), text, "the tool error's text");
 }
 
 /// The fixture's server, built in process.

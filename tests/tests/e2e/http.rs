@@ -18,6 +18,8 @@ async fn discover_over_http() {
 #[tokio::test]
 async fn unknown_method_is_404() {
     let h = Harness::start(fixture()).await;
-    let r = h.post(&request(7, "nope/nope", json!({})), &[]).await;
+    let r = h
+        .post_unchecked(&request(7, "nope/nope", json!({})), &[])
+        .await;
     r.assert_error(404, -32601, Some(json!(7)));
 }

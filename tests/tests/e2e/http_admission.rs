@@ -2,7 +2,7 @@
 //! W-14 and W-16): each check with its code and HTTP status, the order of the checks, and
 //! what must be accepted (no clientInfo, W3C trace keys, extension capabilities).
 
-use crate::http_util::{meta_with, post, request_with_meta, result};
+use crate::http_util::{meta_with, request_with_meta, result};
 use presa_tests::http::Harness;
 use presa_tests::{VERSION, fixture};
 use serde_json::{Value, json};
@@ -21,7 +21,7 @@ fn discover(id: i64, changes: Value) -> Value {
 async fn empty_params_are_invalid_params_400() {
     let h = Harness::start(fixture()).await;
     let msg = request_with_meta(1, "server/discover", json!({}), None);
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32602, Some(json!(1)));
 }
@@ -30,7 +30,7 @@ async fn empty_params_are_invalid_params_400() {
 async fn absent_params_are_invalid_params_400() {
     let h = Harness::start(fixture()).await;
     let msg = json!({"jsonrpc": "2.0", "id": 2, "method": "server/discover"});
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32602, Some(json!(2)));
 }
@@ -38,7 +38,7 @@ async fn absent_params_are_invalid_params_400() {
 #[tokio::test]
 async fn missing_protocol_version_is_invalid_params_400() {
     let h = Harness::start(fixture()).await;
-    post(&h, &discover(3, json!({PV: null})), &[])
+    h.post_unchecked(&discover(3, json!({PV: null})), &[])
         .await
         .assert_error(400, -32602, Some(json!(3)));
 }
@@ -51,7 +51,7 @@ async fn protocol_version_not_a_string_is_invalid_params_400() {
         json!(["2026-07-28"]),
         json!({"v": "2026-07-28"}),
     ] {
-        post(&h, &discover(4, json!({ PV: v })), &[])
+        h.post_unchecked(&discover(4, json!({ PV: v })), &[])
             .await
             .assert_error(400, -32602, Some(json!(4)));
     }
@@ -60,7 +60,7 @@ async fn protocol_version_not_a_string_is_invalid_params_400() {
 #[tokio::test]
 async fn missing_client_capabilities_is_invalid_params_400() {
     let h = Harness::start(fixture()).await;
-    post(&h, &discover(5, json!({CAPS: null})), &[])
+    h.post_unchecked(&discover(5, json!({CAPS: null})), &[])
         .await
         .assert_error(400, -32602, Some(json!(5)));
 }
@@ -69,7 +69,7 @@ async fn missing_client_capabilities_is_invalid_params_400() {
 async fn client_capabilities_not_an_object_is_invalid_params_400() {
     let h = Harness::start(fixture()).await;
     for caps in [json!("all"), json!([]), json!(true), json!(1)] {
-        post(&h, &discover(6, json!({ CAPS: caps })), &[])
+        h.post_unchecked(&discover(6, json!({ CAPS: caps })), &[])
             .await
             .assert_error(400, -32602, Some(json!(6)));
     }
@@ -87,7 +87,7 @@ async fn client_capability_sub_shapes_are_checked() {
         json!({"extensions": {"noprefix": {}}}),
         json!({"extensions": {"com.example/ext": 1}}),
     ] {
-        post(&h, &discover(7, json!({ CAPS: caps.clone() })), &[])
+        h.post_unchecked(&discover(7, json!({ CAPS: caps.clone() })), &[])
             .await
             .assert_error(400, -32602, Some(json!(7)));
     }
@@ -101,7 +101,7 @@ async fn well_formed_client_capabilities_are_accepted() {
         json!({"roots": {}, "sampling": {"context": {}, "tools": {}}, "elicitation": {"form": {}, "url": {}}}),
         json!({"experimental": {"x": {}}, "extensions": {"com.example/ext": {"a": 1}}}),
     ] {
-        result(&post(&h, &discover(8, json!({ CAPS: caps })), &[]).await);
+        result(&h.post(&discover(8, json!({ CAPS: caps })), &[]).await);
     }
 }
 
@@ -110,7 +110,7 @@ async fn meta_not_an_object_is_invalid_params_400() {
     let h = Harness::start(fixture()).await;
     for meta in [json!([]), json!("meta"), json!(1), json!(null)] {
         let msg = request_with_meta(9, "server/discover", json!({}), Some(meta));
-        post(&h, &msg, &[])
+        h.post_unchecked(&msg, &[])
             .await
             .assert_error(400, -32602, Some(json!(9)));
     }
@@ -122,7 +122,7 @@ async fn invalid_meta_keys_are_invalid_params_400() {
     for key in ["bad key", "/x", "1a/x", "a..b/x", "-x", "x-", "a/b/c"] {
         let mut changes = serde_json::Map::new();
         changes.insert(key.to_owned(), json!(1));
-        post(&h, &discover(10, Value::Object(changes)), &[])
+        h.post(&discover(10, Value::Object(changes)), &[])
             .await
             .assert_error(400, -32602, Some(json!(10)));
     }
@@ -141,7 +141,7 @@ async fn valid_meta_keys_and_trace_context_are_accepted() {
             "plain_name": "x"
         }),
     );
-    result(&post(&h, &msg, &[]).await);
+    result(&h.post(&msg, &[]).await);
 }
 
 #[tokio::test]
@@ -158,7 +158,7 @@ async fn bad_progress_tokens_are_invalid_params_400() {
         let mut meta = meta_with(json!({}));
         meta["progressToken"] = token.clone();
         let msg = request_with_meta(12, "server/discover", json!({}), Some(meta));
-        post(&h, &msg, &[])
+        h.post_unchecked(&msg, &[])
             .await
             .assert_error(400, -32602, Some(json!(12)));
     }
@@ -168,7 +168,10 @@ async fn bad_progress_tokens_are_invalid_params_400() {
 async fn good_progress_tokens_are_accepted() {
     let h = Harness::start(fixture()).await;
     for token in [json!("p".repeat(256)), json!(0), json!(i64::MAX), json!("")] {
-        result(&post(&h, &discover(13, json!({ "progressToken": token })), &[]).await);
+        result(
+            &h.post(&discover(13, json!({ "progressToken": token })), &[])
+                .await,
+        );
     }
 }
 
@@ -185,7 +188,7 @@ async fn bad_log_levels_are_invalid_params_400() {
         let mut meta = meta_with(json!({}));
         meta[LEVEL] = level;
         let msg = request_with_meta(14, "server/discover", json!({}), Some(meta));
-        post(&h, &msg, &[])
+        h.post_unchecked(&msg, &[])
             .await
             .assert_error(400, -32602, Some(json!(14)));
     }
@@ -204,7 +207,7 @@ async fn every_known_log_level_is_accepted() {
         "alert",
         "emergency",
     ] {
-        result(&post(&h, &discover(15, json!({ LEVEL: level })), &[]).await);
+        result(&h.post(&discover(15, json!({ LEVEL: level })), &[]).await);
     }
 }
 
@@ -225,7 +228,7 @@ async fn bad_client_info_is_invalid_params_400() {
         let mut meta = meta_with(json!({}));
         meta[INFO] = info;
         let msg = request_with_meta(16, "server/discover", json!({}), Some(meta));
-        post(&h, &msg, &[])
+        h.post_unchecked(&msg, &[])
             .await
             .assert_error(400, -32602, Some(json!(16)));
     }
@@ -234,21 +237,21 @@ async fn bad_client_info_is_invalid_params_400() {
 #[tokio::test]
 async fn missing_client_info_is_fine() {
     let h = Harness::start(fixture()).await;
-    let r = post(&h, &discover(17, json!({INFO: null})), &[]).await;
+    let r = h.post(&discover(17, json!({INFO: null})), &[]).await;
     result(&r);
     let msg = discover(
         18,
         json!({INFO: {"name": "c", "version": "1", "title": "C", "description": "d",
             "websiteUrl": "https://example.com", "icons": [{"src": "https://example.com/i.png"}]}}),
     );
-    result(&post(&h, &msg, &[]).await);
+    result(&h.post(&msg, &[]).await);
 }
 
 #[tokio::test]
 async fn unsupported_version_in_header_and_body_is_32022_with_data() {
     let h = Harness::start(fixture()).await;
     let msg = discover(19, json!({PV: "v999.0.0"}));
-    let r = post(&h, &msg, &[("MCP-Protocol-Version", "v999.0.0")]).await;
+    let r = h.post(&msg, &[("MCP-Protocol-Version", "v999.0.0")]).await;
     r.assert_error(400, -32022, Some(json!(19)));
     let data = &r.response()["error"]["data"];
     assert_eq!(data["requested"], json!("v999.0.0"));
@@ -260,17 +263,17 @@ async fn header_version_differing_from_body_is_32020() {
     let h = Harness::start(fixture()).await;
     // Header 2026-07-28, body v999.0.0 (the runner's probe).
     let msg = discover(20, json!({PV: "v999.0.0"}));
-    post(&h, &msg, &[])
+    h.post(&msg, &[])
         .await
         .assert_error(400, -32020, Some(json!(20)));
     // Header v999.0.0, body 2026-07-28.
     let msg = discover(21, json!({}));
-    post(&h, &msg, &[("MCP-Protocol-Version", "v999.0.0")])
+    h.post(&msg, &[("MCP-Protocol-Version", "v999.0.0")])
         .await
         .assert_error(400, -32020, Some(json!(21)));
     // Values differing only in case or padding are still different versions.
     let msg = discover(22, json!({PV: "2026-07-28 "}));
-    post(&h, &msg, &[])
+    h.post(&msg, &[])
         .await
         .assert_error(400, -32020, Some(json!(22)));
 }
@@ -280,7 +283,7 @@ async fn order_missing_header_before_missing_meta() {
     // The runner's order: a missing MCP-Protocol-Version header is reported first.
     let h = Harness::start(fixture()).await;
     let msg = request_with_meta(23, "server/discover", json!({}), None);
-    post(&h, &msg, &[("MCP-Protocol-Version", "")])
+    h.post_unchecked(&msg, &[("MCP-Protocol-Version", "")])
         .await
         .assert_error(400, -32020, Some(json!(23)));
 }
@@ -290,7 +293,7 @@ async fn order_missing_body_version_is_32602_not_header_mismatch() {
     // With no version in the body there is nothing to compare the header with.
     let h = Harness::start(fixture()).await;
     let msg = discover(24, json!({PV: null}));
-    post(&h, &msg, &[("MCP-Protocol-Version", "v999.0.0")])
+    h.post_unchecked(&msg, &[("MCP-Protocol-Version", "v999.0.0")])
         .await
         .assert_error(400, -32602, Some(json!(24)));
 }
@@ -305,12 +308,12 @@ async fn order_shape_checks_before_version_checks() {
         json!({PV: "v999.0.0", "progressToken": 1.5}),
         json!({PV: "v999.0.0", LEVEL: "loud"}),
     ] {
-        post(&h, &discover(25, changes), &headers)
+        h.post_unchecked(&discover(25, changes), &headers)
             .await
             .assert_error(400, -32602, Some(json!(25)));
     }
     // Not-a-string version (step 5) before the header comparison (step 6).
-    post(&h, &discover(26, json!({PV: 1})), &[])
+    h.post_unchecked(&discover(26, json!({PV: 1})), &[])
         .await
         .assert_error(400, -32602, Some(json!(26)));
 }
@@ -319,8 +322,7 @@ async fn order_shape_checks_before_version_checks() {
 async fn order_version_checks_before_client_info_and_capabilities() {
     let h = Harness::start(fixture()).await;
     // Header mismatch (step 6) before clientInfo (8) and clientCapabilities (9).
-    post(
-        &h,
+    h.post_unchecked(
         &discover(27, json!({PV: "v999.0.0", INFO: 1, CAPS: null})),
         &[],
     )
@@ -328,12 +330,12 @@ async fn order_version_checks_before_client_info_and_capabilities() {
     .assert_error(400, -32020, Some(json!(27)));
     // Unsupported version (step 7) before clientInfo (8) and clientCapabilities (9).
     let headers = [("MCP-Protocol-Version", "v999.0.0")];
-    let r = post(
-        &h,
-        &discover(28, json!({PV: "v999.0.0", INFO: 1, CAPS: null})),
-        &headers,
-    )
-    .await;
+    let r = h
+        .post_unchecked(
+            &discover(28, json!({PV: "v999.0.0", INFO: 1, CAPS: null})),
+            &headers,
+        )
+        .await;
     r.assert_error(400, -32022, Some(json!(28)));
 }
 
@@ -342,7 +344,7 @@ async fn admission_runs_before_the_method_gate() {
     // An unknown method with invalid _meta is refused by admission (-32602), not -32601.
     let h = Harness::start(fixture()).await;
     let msg = request_with_meta(29, "nope/nope", json!({}), None);
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32602, Some(json!(29)));
 }
@@ -363,14 +365,14 @@ async fn capabilities_are_per_request() {
             Some(meta_with(json!({CAPS: caps}))),
         )
     };
-    let asked = post(&h, &call(30, json!({"sampling": {}})), &[]).await;
+    let asked = h.post(&call(30, json!({"sampling": {}})), &[]).await;
     assert_eq!(
         result(&asked)["resultType"],
         "input_required",
         "{}",
         asked.body
     );
-    let refused = post(&h, &call(31, json!({})), &[]).await;
+    let refused = h.post(&call(31, json!({})), &[]).await;
     refused.assert_error(400, -32021, Some(json!(31)));
     assert_eq!(
         refused.response()["error"]["data"]["requiredCapabilities"],
@@ -379,7 +381,7 @@ async fn capabilities_are_per_request() {
         refused.body
     );
     // And a request that leaves the capabilities out is refused on its own `_meta`.
-    post(&h, &discover(32, json!({CAPS: null})), &[])
+    h.post_unchecked(&discover(32, json!({CAPS: null})), &[])
         .await
         .assert_error(400, -32602, Some(json!(32)));
 }

@@ -3,7 +3,7 @@
 //! responses and notifications. Every error asserts the HTTP status, the code, and the
 //! echoed id or the absence of the `id` member; every body is schema-checked.
 
-use crate::http_util::{BASE_HEADERS, assert_accepted, post, post_raw, result};
+use crate::http_util::{BASE_HEADERS, result};
 use presa_tests::http::Harness;
 use presa_tests::{fixture, raw_value_chain, request, with_meta};
 use serde_json::{Value, json};
@@ -17,11 +17,11 @@ async fn wrong_jsonrpc_version_is_invalid_request_with_id() {
     let h = Harness::start(fixture()).await;
     let mut msg = request(11, "server/discover", json!({}));
     msg["jsonrpc"] = json!("1.0");
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32600, Some(json!(11)));
     msg["jsonrpc"] = json!(2.0);
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32600, Some(json!(11)));
 }
@@ -31,7 +31,7 @@ async fn missing_jsonrpc_is_invalid_request_with_id() {
     let h = Harness::start(fixture()).await;
     let mut msg = request("abc", "server/discover", json!({}));
     msg.as_object_mut().expect("object").remove("jsonrpc");
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32600, Some(json!("abc")));
 }
@@ -46,7 +46,7 @@ async fn unreadable_ids_get_invalid_request_without_id_member() {
         json!({"a": 1}),
         json!([1]),
     ] {
-        let r = post(&h, &discover_with_id(id.clone()), &[]).await;
+        let r = h.post_unchecked(&discover_with_id(id.clone()), &[]).await;
         r.assert_error(400, -32600, None);
         assert!(
             r.response()
@@ -62,7 +62,7 @@ async fn unreadable_ids_get_invalid_request_without_id_member() {
 async fn over_long_string_id_is_refused_but_echoed() {
     let h = Harness::start(fixture()).await;
     let long = "x".repeat(257);
-    post(&h, &discover_with_id(json!(long)), &[])
+    h.post(&discover_with_id(json!(long)), &[])
         .await
         .assert_error(400, -32600, Some(json!(long)));
 }
@@ -72,12 +72,12 @@ async fn id_length_is_counted_in_bytes() {
     let h = Harness::start(fixture()).await;
     // 128 two-byte characters: 256 bytes, accepted.
     let ok = "\u{e9}".repeat(128);
-    let r = post(&h, &discover_with_id(json!(ok)), &[]).await;
+    let r = h.post(&discover_with_id(json!(ok)), &[]).await;
     result(&r);
     assert_eq!(r.response()["id"], json!(ok));
     // 129 two-byte characters: 258 bytes, refused and echoed.
     let long = "\u{e9}".repeat(129);
-    post(&h, &discover_with_id(json!(long)), &[])
+    h.post(&discover_with_id(json!(long)), &[])
         .await
         .assert_error(400, -32600, Some(json!(long)));
 }
@@ -92,7 +92,7 @@ async fn id_of_256_bytes_and_int64_bounds_are_accepted() {
         json!(0),
         json!(""),
     ] {
-        let r = post(&h, &discover_with_id(id.clone()), &[]).await;
+        let r = h.post(&discover_with_id(id.clone()), &[]).await;
         result(&r);
         assert_eq!(r.response()["id"], id);
     }
@@ -102,7 +102,7 @@ async fn id_of_256_bytes_and_int64_bounds_are_accepted() {
 async fn integer_id_beyond_int64_is_refused_and_echoed() {
     let h = Harness::start(fixture()).await;
     let id = json!(u64::MAX);
-    post(&h, &discover_with_id(id.clone()), &[])
+    h.post(&discover_with_id(id.clone()), &[])
         .await
         .assert_error(400, -32600, Some(id));
 }
@@ -111,9 +111,9 @@ async fn integer_id_beyond_int64_is_refused_and_echoed() {
 async fn batch_array_is_invalid_request_without_id() {
     let h = Harness::start(fixture()).await;
     let batch = json!([request(1, "server/discover", json!({}))]);
-    let r = post_raw(&h, batch.to_string(), BASE_HEADERS, "").await;
+    let r = h.post_raw_unchecked(batch.to_string(), BASE_HEADERS).await;
     r.assert_error(400, -32600, None);
-    let r = post_raw(&h, "[]", BASE_HEADERS, "").await;
+    let r = h.post_raw_unchecked("[]", BASE_HEADERS).await;
     r.assert_error(400, -32600, None);
 }
 
@@ -121,7 +121,7 @@ async fn batch_array_is_invalid_request_without_id() {
 async fn json_that_is_not_an_object_is_invalid_request_without_id() {
     let h = Harness::start(fixture()).await;
     for body in ["42", "\"server/discover\"", "null", "true"] {
-        post_raw(&h, body, BASE_HEADERS, "")
+        h.post_raw_unchecked(body, BASE_HEADERS)
             .await
             .assert_error(400, -32600, None);
     }
@@ -137,7 +137,7 @@ async fn unparsable_json_is_parse_error_without_id() {
         "",
         "{\"jsonrpc\": \"2.0\", \"id\": 1, \"method\": \"server/discover\"} {}",
     ] {
-        post_raw(&h, body, BASE_HEADERS, "")
+        h.post_raw_unchecked(body, BASE_HEADERS)
             .await
             .assert_error(400, -32700, None);
     }
@@ -162,11 +162,11 @@ async fn raw_value_keys_are_parse_errors_and_serving_goes_on() {
         r#"{"a":1,"$serde_json::private::RawValue":"1"}"#,
     ] {
         let body = call.replacen(r#""PLACE""#, arguments, 1);
-        post_raw(&h, body, BASE_HEADERS, "")
+        h.post_raw_unchecked(body, BASE_HEADERS)
             .await
             .assert_error(400, -32700, None);
     }
-    result(&post(&h, &discover_with_id(json!(2)), &[]).await);
+    result(&h.post(&discover_with_id(json!(2)), &[]).await);
 }
 
 #[tokio::test]
@@ -176,7 +176,7 @@ async fn non_utf8_body_is_parse_error_without_id() {
         br#"{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"x":""#.to_vec();
     body.extend_from_slice(&[0xff, 0xfe]);
     body.extend_from_slice(br#""}}"#);
-    post_raw(&h, body, BASE_HEADERS, "")
+    h.post_raw_unchecked(body, BASE_HEADERS)
         .await
         .assert_error(400, -32700, None);
 }
@@ -192,7 +192,7 @@ async fn leading_utf8_bom_is_accepted() {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    let r = post_raw(&h, body, &refs, "server/discover").await;
+    let r = h.post_raw_unchecked(body, &refs).await;
     result(&r);
     assert_eq!(r.response()["id"], json!(3));
 }
@@ -201,7 +201,7 @@ async fn leading_utf8_bom_is_accepted() {
 async fn method_that_is_not_a_string_is_invalid_request_with_id() {
     let h = Harness::start(fixture()).await;
     let msg = json!({"jsonrpc": "2.0", "id": 4, "method": 5, "params": with_meta(json!({}))});
-    post(&h, &msg, &[])
+    h.post_unchecked(&msg, &[])
         .await
         .assert_error(400, -32600, Some(json!(4)));
 }
@@ -210,7 +210,7 @@ async fn method_that_is_not_a_string_is_invalid_request_with_id() {
 async fn object_without_method_or_result_is_invalid_request_with_id() {
     let h = Harness::start(fixture()).await;
     let msg = json!({"jsonrpc": "2.0", "id": 5});
-    post_raw(&h, msg.to_string(), BASE_HEADERS, "")
+    h.post_raw_unchecked(msg.to_string(), BASE_HEADERS)
         .await
         .assert_error(400, -32600, Some(json!(5)));
 }
@@ -220,7 +220,7 @@ async fn params_that_are_not_an_object_are_invalid_params_with_id() {
     let h = Harness::start(fixture()).await;
     for params in [json!([]), json!("x"), json!(1), json!(null)] {
         let msg = json!({"jsonrpc": "2.0", "id": 6, "method": "server/discover", "params": params});
-        post(&h, &msg, &[])
+        h.post_unchecked(&msg, &[])
             .await
             .assert_error(400, -32602, Some(json!(6)));
     }
@@ -233,7 +233,9 @@ async fn posted_response_objects_get_202_and_no_body() {
         json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
         json!({"jsonrpc": "2.0", "id": "x", "error": {"code": -32603, "message": "m"}}),
     ] {
-        assert_accepted(&post_raw(&h, msg.to_string(), BASE_HEADERS, "").await);
+        h.post_raw_unchecked(msg.to_string(), BASE_HEADERS)
+            .await
+            .assert_accepted();
     }
 }
 
@@ -241,10 +243,10 @@ async fn posted_response_objects_get_202_and_no_body() {
 async fn notification_gets_202_and_no_body() {
     let h = Harness::start(fixture()).await;
     let msg = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    assert_accepted(&post(&h, &msg, &[]).await);
+    h.post_unchecked(&msg, &[]).await.assert_accepted();
     let msg =
         json!({"jsonrpc": "2.0", "method": "notifications/something", "params": {"_meta": {}}});
-    assert_accepted(&post(&h, &msg, &[]).await);
+    h.post_unchecked(&msg, &[]).await.assert_accepted();
 }
 
 #[tokio::test]
@@ -255,7 +257,7 @@ async fn well_formed_cancelled_notification_gets_202() {
         json!({"requestId": "r-1", "reason": "User cancelled"}),
     ] {
         let msg = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
-        assert_accepted(&post(&h, &msg, &[]).await);
+        h.post(&msg, &[]).await.assert_accepted();
     }
 }
 
@@ -266,7 +268,9 @@ async fn notification_without_mcp_headers_is_accepted() {
     let h = Harness::start(fixture()).await;
     let msg =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    assert_accepted(&post_raw(&h, msg.to_string(), BASE_HEADERS, "").await);
+    h.post_raw_unchecked(msg.to_string(), BASE_HEADERS)
+        .await
+        .assert_accepted();
 }
 
 #[tokio::test]
@@ -274,11 +278,17 @@ async fn malformed_envelope_notification_gets_4xx_without_id() {
     // Errata W-8: a notification POST that cannot be accepted gets an HTTP error status.
     let h = Harness::start(fixture()).await;
     let msg = json!({"jsonrpc": "1.0", "method": "notifications/initialized"});
-    post(&h, &msg, &[]).await.assert_error(400, -32600, None);
+    h.post_unchecked(&msg, &[])
+        .await
+        .assert_error(400, -32600, None);
     let msg = json!({"method": "notifications/initialized"});
-    post(&h, &msg, &[]).await.assert_error(400, -32600, None);
+    h.post_unchecked(&msg, &[])
+        .await
+        .assert_error(400, -32600, None);
     let msg = json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": [1]});
-    post(&h, &msg, &[]).await.assert_error(400, -32602, None);
+    h.post_unchecked(&msg, &[])
+        .await
+        .assert_error(400, -32602, None);
 }
 
 #[tokio::test]
@@ -293,7 +303,9 @@ async fn cancelled_notification_with_bad_params_gets_4xx_without_id() {
         json!({"requestId": 1, "reason": 5}),
     ] {
         let msg = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": params});
-        post(&h, &msg, &[]).await.assert_error(400, -32602, None);
+        h.post_unchecked(&msg, &[])
+            .await
+            .assert_error(400, -32602, None);
     }
 }
 
@@ -302,7 +314,9 @@ async fn notification_with_bad_meta_gets_4xx_without_id() {
     let h = Harness::start(fixture()).await;
     for meta in [json!("x"), json!({"bad key": 1})] {
         let msg = json!({"jsonrpc": "2.0", "method": "notifications/initialized", "params": {"_meta": meta}});
-        post(&h, &msg, &[]).await.assert_error(400, -32602, None);
+        h.post_unchecked(&msg, &[])
+            .await
+            .assert_error(400, -32602, None);
     }
 }
 
@@ -312,12 +326,12 @@ async fn notification_with_mismatched_present_headers_gets_4xx_without_id() {
     let h = Harness::start(fixture()).await;
     let msg =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    post(&h, &msg, &[("Mcp-Method", "notifications/other")])
+    h.post(&msg, &[("Mcp-Method", "notifications/other")])
         .await
         .assert_error(400, -32020, None);
     let msg = json!({"jsonrpc": "2.0", "method": "notifications/initialized",
         "params": {"_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}});
-    post(&h, &msg, &[("MCP-Protocol-Version", "2025-06-18")])
+    h.post_unchecked(&msg, &[("MCP-Protocol-Version", "2025-06-18")])
         .await
         .assert_error(400, -32020, None);
 }
@@ -330,7 +344,7 @@ async fn string_and_integer_ids_are_echoed_exactly() {
         json!(-3),
         json!(9_007_199_254_740_993_i64),
     ] {
-        let r = post(&h, &discover_with_id(id.clone()), &[]).await;
+        let r = h.post(&discover_with_id(id.clone()), &[]).await;
         result(&r);
         assert_eq!(r.response()["id"], id);
     }

@@ -3,9 +3,7 @@
 //! Origin and Host, Content-Type, Accept, body size, MCP-Protocol-Version, Mcp-Method,
 //! Mcp-Name and Mcp-Param-* mirrors. Every error asserts status, code and id.
 
-use crate::http_util::{
-    BASE_HEADERS, builder, first_text, post, post_appending, post_over_tcp, post_raw, result, send,
-};
+use crate::http_util::{BASE_HEADERS, builder, first_text, result};
 use presa::{HttpConfig, Prompt, PromptGet, PromptMessage, Tool, ToolCall};
 use presa_tests::http::Harness;
 use presa_tests::{fixture, request};
@@ -29,7 +27,9 @@ fn region_call(id: i64, arguments: Value) -> Value {
 #[tokio::test]
 async fn get_is_405_with_allow_post_and_jsonrpc_body() {
     let h = Harness::start(fixture()).await;
-    let r = send(&h, Method::GET, &h.url, &[("Accept", "text/event-stream")]).await;
+    let r = h
+        .request(Method::GET, &h.url, &[("Accept", "text/event-stream")])
+        .await;
     r.assert_error(405, -32600, None);
     assert_eq!(r.header("allow"), Some("POST"));
 }
@@ -37,7 +37,9 @@ async fn get_is_405_with_allow_post_and_jsonrpc_body() {
 #[tokio::test]
 async fn delete_is_405_with_allow_post_and_jsonrpc_body() {
     let h = Harness::start(fixture()).await;
-    let r = send(&h, Method::DELETE, &h.url, &[("Mcp-Session-Id", "abc")]).await;
+    let r = h
+        .request(Method::DELETE, &h.url, &[("Mcp-Session-Id", "abc")])
+        .await;
     r.assert_error(405, -32600, None);
     assert_eq!(r.header("allow"), Some("POST"));
 }
@@ -46,7 +48,7 @@ async fn delete_is_405_with_allow_post_and_jsonrpc_body() {
 async fn put_and_patch_are_405() {
     let h = Harness::start(fixture()).await;
     for m in [Method::PUT, Method::PATCH] {
-        let r = send(&h, m, &h.url, BASE_HEADERS).await;
+        let r = h.request(m, &h.url, BASE_HEADERS).await;
         r.assert_error(405, -32600, None);
         assert_eq!(r.header("allow"), Some("POST"));
     }
@@ -64,21 +66,17 @@ async fn a_disallowed_origin_is_403_on_every_method_and_path() {
         (Method::GET, &other),
         (Method::POST, &other),
     ] {
-        let evil = send(
-            &h,
-            method.clone(),
-            url,
-            &[("Origin", "http://evil.example.com")],
-        )
-        .await;
+        let evil = h
+            .request(
+                method.clone(),
+                url,
+                &[("Origin", "http://evil.example.com")],
+            )
+            .await;
         evil.assert_error(403, -32600, None);
-        let local = send(
-            &h,
-            method.clone(),
-            url,
-            &[("Origin", "http://localhost:3000")],
-        )
-        .await;
+        let local = h
+            .request(method.clone(), url, &[("Origin", "http://localhost:3000")])
+            .await;
         assert!(
             matches!(local.status, 404 | 405),
             "{method} {url}: {}",
@@ -92,7 +90,7 @@ async fn unknown_path_is_404_with_jsonrpc_body() {
     let h = Harness::start(fixture()).await;
     for path in ["/", "/mcp/extra", "/other"] {
         let url = format!("{}{path}", h.base);
-        let r = send(&h, Method::POST, &url, BASE_HEADERS).await;
+        let r = h.request(Method::POST, &url, BASE_HEADERS).await;
         assert_eq!(r.status, 404, "{path}: {}", r.body);
         assert!(
             r.error_code().is_some(),
@@ -100,7 +98,7 @@ async fn unknown_path_is_404_with_jsonrpc_body() {
             r.body
         );
         assert!(r.response().get("id").is_none(), "{}", r.body);
-        let r = send(&h, Method::GET, &url, &[]).await;
+        let r = h.request(Method::GET, &url, &[]).await;
         assert_eq!(r.status, 404, "{path}: {}", r.body);
         assert!(r.error_code().is_some(), "{path}: {:?}", r.body);
     }
@@ -110,8 +108,10 @@ async fn unknown_path_is_404_with_jsonrpc_body() {
 async fn configured_path_is_served() {
     let h = Harness::start_with(fixture(), HttpConfig::default().path("/custom/mcp")).await;
     assert!(h.url.ends_with("/custom/mcp"));
-    result(&post(&h, &discover(1), &[]).await);
-    let r = send(&h, Method::POST, &format!("{}/mcp", h.base), BASE_HEADERS).await;
+    result(&h.post(&discover(1), &[]).await);
+    let r = h
+        .request(Method::POST, &format!("{}/mcp", h.base), BASE_HEADERS)
+        .await;
     assert_eq!(r.status, 404);
 }
 
@@ -125,11 +125,11 @@ async fn wrong_content_type_is_415() {
         "application/x-www-form-urlencoded",
         "application/json-seq",
     ] {
-        post(&h, &discover(2), &[("Content-Type", ct)])
+        h.post(&discover(2), &[("Content-Type", ct)])
             .await
             .assert_error(415, -32600, None);
     }
-    post(&h, &discover(2), &[("Content-Type", "")])
+    h.post(&discover(2), &[("Content-Type", "")])
         .await
         .assert_error(415, -32600, None);
 }
@@ -138,7 +138,7 @@ async fn wrong_content_type_is_415() {
 async fn content_type_with_parameters_is_accepted() {
     let h = Harness::start(fixture()).await;
     for ct in ["application/json; charset=utf-8", "Application/JSON"] {
-        result(&post(&h, &discover(3), &[("Content-Type", ct)]).await);
+        result(&h.post(&discover(3), &[("Content-Type", ct)]).await);
     }
 }
 
@@ -151,7 +151,7 @@ async fn missing_or_incomplete_accept_is_406() {
         "text/html",
         "application/*",
     ] {
-        post(&h, &discover(4), &[("Accept", accept)])
+        h.post(&discover(4), &[("Accept", accept)])
             .await
             .assert_error(406, -32600, None);
     }
@@ -164,7 +164,7 @@ async fn missing_or_incomplete_accept_is_406() {
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
-    post_raw(&h, msg.to_string(), &refs, "")
+    h.post_raw_unchecked(msg.to_string(), &refs)
         .await
         .assert_error(406, -32600, None);
 }
@@ -174,16 +174,16 @@ async fn absent_accept_is_406() {
     // reqwest adds `Accept: */*` when none is set, so this request goes over plain TCP.
     let h = Harness::start(fixture()).await;
     let msg = discover(5);
-    let (status, body) = post_over_tcp(
-        &h,
-        &[
-            ("Content-Type", "application/json"),
-            ("MCP-Protocol-Version", "2026-07-28"),
-            ("Mcp-Method", "server/discover"),
-        ],
-        &msg.to_string(),
-    )
-    .await;
+    let (status, body) = h
+        .post_over_tcp_unchecked(
+            &[
+                ("Content-Type", "application/json"),
+                ("MCP-Protocol-Version", "2026-07-28"),
+                ("Mcp-Method", "server/discover"),
+            ],
+            &msg.to_string(),
+        )
+        .await;
     assert_eq!(status, 406, "{body}");
     let reply: Value = serde_json::from_str(&body).expect("a JSON-RPC body");
     presa_tests::schema::check_response("", &reply);
@@ -203,7 +203,7 @@ async fn accept_in_any_order_or_split_is_accepted() {
         "application/*, text/*",
         " application/json ; q=1 ,text/event-stream ",
     ] {
-        result(&post(&h, &discover(5), &[("Accept", accept)]).await);
+        result(&h.post(&discover(5), &[("Accept", accept)]).await);
     }
     // The two media types on two Accept lines.
     let msg = discover(6);
@@ -214,7 +214,7 @@ async fn accept_in_any_order_or_split_is_accepted() {
         ("MCP-Protocol-Version", "2026-07-28"),
         ("Mcp-Method", "server/discover"),
     ];
-    result(&post_raw(&h, msg.to_string(), &headers, "server/discover").await);
+    result(&h.post_raw_unchecked(msg.to_string(), &headers).await);
 }
 
 // ---- 13.7: Origin and Host ----
@@ -230,7 +230,7 @@ async fn foreign_origin_is_403() {
         "ftp://localhost",
         "https://app.example.com",
     ] {
-        post(&h, &discover(7), &[("Origin", origin)])
+        h.post(&discover(7), &[("Origin", origin)])
             .await
             .assert_error(403, -32600, None);
     }
@@ -240,8 +240,7 @@ async fn foreign_origin_is_403() {
 async fn dns_rebinding_probe_is_refused_and_real_host_accepted() {
     // The runner's dns-rebinding-protection scenario.
     let h = Harness::start(fixture()).await;
-    post(
-        &h,
+    h.post(
         &discover(8),
         &[
             ("Host", "evil.example.com"),
@@ -252,7 +251,10 @@ async fn dns_rebinding_probe_is_refused_and_real_host_accepted() {
     .assert_error(403, -32600, None);
     let host = h.base.trim_start_matches("http://").to_owned();
     let origin = h.base.clone();
-    result(&post(&h, &discover(9), &[("Host", &host), ("Origin", &origin)]).await);
+    result(
+        &h.post(&discover(9), &[("Host", &host), ("Origin", &origin)])
+            .await,
+    );
 }
 
 #[tokio::test]
@@ -266,21 +268,20 @@ async fn loopback_origins_are_accepted() {
         "http://[::1]:9000",
         h.base.as_str(),
     ] {
-        result(&post(&h, &discover(10), &[("Origin", origin)]).await);
+        result(&h.post(&discover(10), &[("Origin", origin)]).await);
     }
 }
 
 #[tokio::test]
 async fn missing_origin_is_accepted() {
     let h = Harness::start(fixture()).await;
-    result(&post(&h, &discover(11), &[("Origin", "")]).await);
+    result(&h.post(&discover(11), &[("Origin", "")]).await);
 }
 
 #[tokio::test]
 async fn repeated_origin_is_403() {
     let h = Harness::start(fixture()).await;
-    post_appending(
-        &h,
+    h.post_appending(
         &discover(12),
         &[
             ("Origin", "http://localhost"),
@@ -295,27 +296,29 @@ async fn repeated_origin_is_403() {
 async fn configured_extra_origin_is_accepted() {
     let config = HttpConfig::default().allow_origin("https://app.example.com");
     let h = Harness::start_with(fixture(), config).await;
-    result(&post(&h, &discover(13), &[("Origin", "https://app.example.com")]).await);
-    post(
-        &h,
-        &discover(14),
-        &[("Origin", "https://other.example.com")],
-    )
-    .await
-    .assert_error(403, -32600, None);
+    result(
+        &h.post(&discover(13), &[("Origin", "https://app.example.com")])
+            .await,
+    );
+    h.post(&discover(14), &[("Origin", "https://other.example.com")])
+        .await
+        .assert_error(403, -32600, None);
     // Loopback stays allowed next to the extra origin.
-    result(&post(&h, &discover(15), &[("Origin", "http://localhost:1")]).await);
+    result(
+        &h.post(&discover(15), &[("Origin", "http://localhost:1")])
+            .await,
+    );
 }
 
 #[tokio::test]
 async fn loopback_origins_can_be_turned_off() {
     let config = HttpConfig::default().allow_loopback_origins(false);
     let h = Harness::start_with(fixture(), config).await;
-    post(&h, &discover(16), &[("Origin", "http://localhost")])
+    h.post(&discover(16), &[("Origin", "http://localhost")])
         .await
         .assert_error(403, -32600, None);
     // Origin validation stays on, but a request without Origin passes.
-    result(&post(&h, &discover(17), &[]).await);
+    result(&h.post(&discover(17), &[]).await);
 }
 
 #[tokio::test]
@@ -323,20 +326,23 @@ async fn host_allow_list_refuses_other_hosts() {
     let config = HttpConfig::default().allowed_hosts(["mcp.local", "mcp.local:8443"]);
     let h = Harness::start_with(fixture(), config).await;
     // reqwest's own Host (127.0.0.1:<port>) is not on the list.
-    post(&h, &discover(18), &[])
+    h.post(&discover(18), &[])
         .await
         .assert_error(403, -32600, None);
-    post(&h, &discover(19), &[("Host", "evil.example.com")])
+    h.post(&discover(19), &[("Host", "evil.example.com")])
         .await
         .assert_error(403, -32600, None);
-    result(&post(&h, &discover(20), &[("Host", "mcp.local")]).await);
-    result(&post(&h, &discover(21), &[("Host", "MCP.local:8443")]).await);
+    result(&h.post(&discover(20), &[("Host", "mcp.local")]).await);
+    result(&h.post(&discover(21), &[("Host", "MCP.local:8443")]).await);
 }
 
 #[tokio::test]
 async fn host_is_not_checked_without_an_allow_list() {
     let h = Harness::start(fixture()).await;
-    result(&post(&h, &discover(22), &[("Host", "anything.example.com")]).await);
+    result(
+        &h.post(&discover(22), &[("Host", "anything.example.com")])
+            .await,
+    );
 }
 
 #[tokio::test]
@@ -344,8 +350,7 @@ async fn origin_is_checked_even_with_a_host_allow_list() {
     // Errata W-12: Origin validation is always on.
     let host = "mcp.local";
     let h = Harness::start_with(fixture(), HttpConfig::default().allowed_hosts([host])).await;
-    post(
-        &h,
+    h.post(
         &discover(23),
         &[("Host", host), ("Origin", "http://evil.example.com")],
     )
@@ -357,12 +362,12 @@ async fn origin_is_checked_even_with_a_host_allow_list() {
 async fn origin_is_checked_on_notifications_and_bad_bodies() {
     let h = Harness::start(fixture()).await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    post(&h, &note, &[("Origin", "http://evil.example.com")])
+    h.post_unchecked(&note, &[("Origin", "http://evil.example.com")])
         .await
         .assert_error(403, -32600, None);
     let mut headers = BASE_HEADERS.to_vec();
     headers.push(("Origin", "http://evil.example.com"));
-    post_raw(&h, "{", &headers, "")
+    h.post_raw_unchecked("{", &headers)
         .await
         .assert_error(403, -32600, None);
 }
@@ -374,30 +379,30 @@ async fn admission_order_method_origin_content_type_accept_body() {
     // with a disallowed Origin is 403; the book's protocol notes say so).
     let h = Harness::start(fixture()).await;
     let evil = ("Origin", "http://evil.example.com");
-    let r = send(&h, Method::GET, &h.url, &[evil]).await;
+    let r = h.request(Method::GET, &h.url, &[evil]).await;
     r.assert_error(403, -32600, None);
-    let r = send(&h, Method::GET, &h.url, &[]).await;
+    let r = h.request(Method::GET, &h.url, &[]).await;
     assert_eq!(r.status, 405, "then the HTTP method: {}", r.body);
     let headers = [
         evil,
         ("Content-Type", "text/plain"),
         ("Accept", "text/html"),
     ];
-    post_raw(&h, "{", &headers, "")
+    h.post_raw_unchecked("{", &headers)
         .await
         .assert_error(403, -32600, None);
     let headers = [("Content-Type", "text/plain"), ("Accept", "text/html")];
-    post_raw(&h, "{", &headers, "")
+    h.post_raw_unchecked("{", &headers)
         .await
         .assert_error(415, -32600, None);
     let headers = [
         ("Content-Type", "application/json"),
         ("Accept", "text/html"),
     ];
-    post_raw(&h, "{", &headers, "")
+    h.post_raw_unchecked("{", &headers)
         .await
         .assert_error(406, -32600, None);
-    post_raw(&h, "{", BASE_HEADERS, "")
+    h.post_raw_unchecked("{", BASE_HEADERS)
         .await
         .assert_error(400, -32700, None);
 }
@@ -413,9 +418,9 @@ async fn oversize_body_is_413() {
         "tools/call",
         json!({"name": "test_simple_text", "arguments": {"pad": "p".repeat(2000)}}),
     );
-    post(&h, &big, &[]).await.assert_error(413, -32600, None);
+    h.post(&big, &[]).await.assert_error(413, -32600, None);
     // A body under the limit is served.
-    result(&post(&h, &discover(25), &[]).await);
+    result(&h.post(&discover(25), &[]).await);
 }
 
 #[tokio::test]
@@ -427,7 +432,7 @@ async fn body_over_two_mib_is_accepted_by_default() {
         "tools/call",
         json!({"name": "test_simple_text", "arguments": {"pad": "p".repeat(3 * 1024 * 1024)}}),
     );
-    let r = post(&h, &big, &[]).await;
+    let r = h.post(&big, &[]).await;
     // The tool takes no arguments: a tool error, not a transport one.
     assert_eq!(r.status, 200, "{}", &r.body[..r.body.len().min(300)]);
     assert_eq!(r.response()["result"]["isError"], json!(true));
@@ -438,11 +443,11 @@ async fn body_over_two_mib_is_accepted_by_default() {
 #[tokio::test]
 async fn missing_protocol_version_header_is_32020() {
     let h = Harness::start(fixture()).await;
-    post(&h, &discover(30), &[("MCP-Protocol-Version", "")])
+    h.post(&discover(30), &[("MCP-Protocol-Version", "")])
         .await
         .assert_error(400, -32020, Some(json!(30)));
     let call = request(31, "tools/call", json!({"name": "test_simple_text"}));
-    post(&h, &call, &[("MCP-Protocol-Version", "")])
+    h.post(&call, &[("MCP-Protocol-Version", "")])
         .await
         .assert_error(400, -32020, Some(json!(31)));
 }
@@ -450,7 +455,7 @@ async fn missing_protocol_version_header_is_32020() {
 #[tokio::test]
 async fn repeated_protocol_version_header_is_32020() {
     let h = Harness::start(fixture()).await;
-    post_appending(&h, &discover(32), &[("MCP-Protocol-Version", "2026-07-28")])
+    h.post_appending(&discover(32), &[("MCP-Protocol-Version", "2026-07-28")])
         .await
         .assert_error(400, -32020, Some(json!(32)));
 }
@@ -460,13 +465,9 @@ async fn repeated_protocol_version_header_is_32020() {
 #[tokio::test]
 async fn missing_mcp_method_is_32020() {
     let h = Harness::start(fixture()).await;
-    post(
-        &h,
-        &request(33, "tools/list", json!({})),
-        &[("Mcp-Method", "")],
-    )
-    .await
-    .assert_error(400, -32020, Some(json!(33)));
+    h.post(&request(33, "tools/list", json!({})), &[("Mcp-Method", "")])
+        .await
+        .assert_error(400, -32020, Some(json!(33)));
 }
 
 #[tokio::test]
@@ -479,8 +480,7 @@ async fn mismatched_mcp_method_is_32020() {
         "tools/list/",
         "prompts/list",
     ] {
-        post(
-            &h,
+        h.post(
             &request(34, "tools/list", json!({})),
             &[("Mcp-Method", value)],
         )
@@ -492,8 +492,7 @@ async fn mismatched_mcp_method_is_32020() {
 #[tokio::test]
 async fn repeated_mcp_method_is_32020() {
     let h = Harness::start(fixture()).await;
-    post_appending(
-        &h,
+    h.post_appending(
         &request(35, "tools/list", json!({})),
         &[("Mcp-Method", "tools/list")],
     )
@@ -516,7 +515,7 @@ async fn lower_case_header_names_are_accepted() {
         ("mcp-method", "tools/call"),
         ("mcp-name", "a_header_probe"),
     ];
-    let r = post_raw(&h, msg.to_string(), &headers, "tools/call").await;
+    let r = h.post_raw_unchecked(msg.to_string(), &headers).await;
     assert_eq!(first_text(result(&r)), "header probe ok");
     // reqwest writes every header name in lower case; over plain TCP the names reach
     // the server exactly as written here.
@@ -527,7 +526,7 @@ async fn lower_case_header_names_are_accepted() {
         ("mcp-method", "tools/call"),
         ("MCP-NAME", "a_header_probe"),
     ];
-    let (status, body) = post_over_tcp(&h, &headers, &msg.to_string()).await;
+    let (status, body) = h.post_over_tcp_unchecked(&headers, &msg.to_string()).await;
     assert_eq!(status, 200, "{body}");
     let reply: Value = serde_json::from_str(&body).expect("a JSON body");
     presa_tests::schema::check_response("tools/call", &reply);
@@ -542,16 +541,16 @@ async fn whitespace_around_header_values_is_accepted() {
         "tools/call",
         json!({"name": "a_header_probe", "arguments": {}}),
     );
-    let r = post(
-        &h,
-        &msg,
-        &[
-            ("MCP-Protocol-Version", " 2026-07-28 "),
-            ("Mcp-Method", "\ttools/call "),
-            ("Mcp-Name", "  a_header_probe\t"),
-        ],
-    )
-    .await;
+    let r = h
+        .post(
+            &msg,
+            &[
+                ("MCP-Protocol-Version", " 2026-07-28 "),
+                ("Mcp-Method", "\ttools/call "),
+                ("Mcp-Name", "  a_header_probe\t"),
+            ],
+        )
+        .await;
     result(&r);
     // The same over plain TCP, with extra spaces and tabs exactly as written.
     let headers = [
@@ -561,7 +560,7 @@ async fn whitespace_around_header_values_is_accepted() {
         ("Mcp-Method", "\t tools/call \t"),
         ("Mcp-Name", "  a_header_probe  "),
     ];
-    let (status, body) = post_over_tcp(&h, &headers, &msg.to_string()).await;
+    let (status, body) = h.post_over_tcp_unchecked(&headers, &msg.to_string()).await;
     assert_eq!(status, 200, "{body}");
     let reply: Value = serde_json::from_str(&body).expect("a JSON body");
     presa_tests::schema::check_response("tools/call", &reply);
@@ -576,7 +575,7 @@ async fn mcp_name_missing_is_32020_for_each_named_method() {
         request(38, "prompts/get", json!({"name": "test_simple_prompt"})),
         request(38, "resources/read", json!({"uri": "test://static-text"})),
     ] {
-        post(&h, &msg, &[("Mcp-Name", "")])
+        h.post(&msg, &[("Mcp-Name", "")])
             .await
             .assert_error(400, -32020, Some(json!(38)));
     }
@@ -603,7 +602,7 @@ async fn mcp_name_mismatched_is_32020_for_each_named_method() {
             "test://static-binary",
         ),
     ] {
-        post(&h, &msg, &[("Mcp-Name", wrong)])
+        h.post(&msg, &[("Mcp-Name", wrong)])
             .await
             .assert_error(400, -32020, Some(json!(39)));
     }
@@ -613,7 +612,7 @@ async fn mcp_name_mismatched_is_32020_for_each_named_method() {
 async fn repeated_mcp_name_is_32020() {
     let h = Harness::start(fixture()).await;
     let msg = request(40, "tools/call", json!({"name": "test_simple_text"}));
-    post_appending(&h, &msg, &[("Mcp-Name", "test_simple_text")])
+    h.post_appending(&msg, &[("Mcp-Name", "test_simple_text")])
         .await
         .assert_error(400, -32020, Some(json!(40)));
 }
@@ -623,23 +622,17 @@ async fn mcp_name_base64_wrapped_is_accepted() {
     let h = Harness::start(fixture()).await;
     // "test_simple_text" and "test://static-text" in the =?base64?…?= wrapper.
     let msg = request(41, "tools/call", json!({"name": "test_simple_text"}));
-    let r = post(
-        &h,
-        &msg,
-        &[("Mcp-Name", "=?base64?dGVzdF9zaW1wbGVfdGV4dA==?=")],
-    )
-    .await;
+    let r = h
+        .post(&msg, &[("Mcp-Name", "=?base64?dGVzdF9zaW1wbGVfdGV4dA==?=")])
+        .await;
     assert_eq!(
         first_text(result(&r)),
         "This is a simple text response for testing."
     );
     let msg = request(42, "resources/read", json!({"uri": "test://static-text"}));
-    let r = post(
-        &h,
-        &msg,
-        &[("Mcp-Name", "=?base64?dGVzdDovL3N0YXRpYy10ZXh0?=")],
-    )
-    .await;
+    let r = h
+        .post(&msg, &[("Mcp-Name", "=?base64?dGVzdDovL3N0YXRpYy10ZXh0?=")])
+        .await;
     result(&r);
 }
 
@@ -655,12 +648,12 @@ async fn mcp_name_with_inner_spaces_matches() {
         .expect("the server builds");
     let h = Harness::start(server).await;
     let msg = request(43, "prompts/get", json!({"name": "my spaced prompt"}));
-    let r = post(&h, &msg, &[]).await;
+    let r = h.post(&msg, &[]).await;
     assert_eq!(
         result(&r)["messages"][0]["content"]["text"],
         json!("spaced")
     );
-    post(&h, &msg, &[("Mcp-Name", "my  spaced prompt")])
+    h.post(&msg, &[("Mcp-Name", "my  spaced prompt")])
         .await
         .assert_error(400, -32020, Some(json!(43)));
 }
@@ -670,24 +663,20 @@ async fn mcp_name_not_required_for_other_methods() {
     let h = Harness::start(fixture()).await;
     // A stray Mcp-Name on a method without a name is not compared.
     result(
-        &post(
-            &h,
-            &request(44, "tools/list", json!({})),
-            &[("Mcp-Name", "x")],
-        )
-        .await,
+        &h.post(&request(44, "tools/list", json!({})), &[("Mcp-Name", "x")])
+            .await,
     );
 }
 
 #[tokio::test]
 async fn stray_session_id_and_last_event_id_are_ignored() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &request(45, "tools/list", json!({})),
-        &[("Mcp-Session-Id", "session-123"), ("Last-Event-ID", "17")],
-    )
-    .await;
+    let r = h
+        .post(
+            &request(45, "tools/list", json!({})),
+            &[("Mcp-Session-Id", "session-123"), ("Last-Event-ID", "17")],
+        )
+        .await;
     result(&r);
     assert!(
         r.header("mcp-session-id").is_none(),
@@ -700,56 +689,56 @@ async fn stray_session_id_and_last_event_id_are_ignored() {
 #[tokio::test]
 async fn param_header_equal_value_is_accepted() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &region_call(50, json!({"region": "us-west-2"})),
-        &[("Mcp-Param-Region", "us-west-2")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(50, json!({"region": "us-west-2"})),
+            &[("Mcp-Param-Region", "us-west-2")],
+        )
+        .await;
     assert_eq!(first_text(result(&r)), "region: us-west-2");
     // Header names are case-insensitive.
-    let r = post(
-        &h,
-        &region_call(51, json!({"region": "eu"})),
-        &[("mcp-param-region", "eu")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(51, json!({"region": "eu"})),
+            &[("mcp-param-region", "eu")],
+        )
+        .await;
     result(&r);
     // Internal spaces stay plain.
-    let r = post(
-        &h,
-        &region_call(52, json!({"region": "us west"})),
-        &[("Mcp-Param-Region", "us west")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(52, json!({"region": "us west"})),
+            &[("Mcp-Param-Region", "us west")],
+        )
+        .await;
     assert_eq!(first_text(result(&r)), "region: us west");
 }
 
 #[tokio::test]
 async fn param_header_base64_is_decoded_before_comparison() {
     let h = Harness::start(fixture()).await;
-    let r = post(
-        &h,
-        &region_call(53, json!({"region": "Hello"})),
-        &[("Mcp-Param-Region", "=?base64?SGVsbG8=?=")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(53, json!({"region": "Hello"})),
+            &[("Mcp-Param-Region", "=?base64?SGVsbG8=?=")],
+        )
+        .await;
     assert_eq!(first_text(result(&r)), "region: Hello");
     // Non-ASCII values travel base64-wrapped ("Zürich").
-    let r = post(
-        &h,
-        &region_call(54, json!({"region": "Z\u{fc}rich"})),
-        &[("Mcp-Param-Region", "=?base64?WsO8cmljaA==?=")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(54, json!({"region": "Z\u{fc}rich"})),
+            &[("Mcp-Param-Region", "=?base64?WsO8cmljaA==?=")],
+        )
+        .await;
     result(&r);
     // Leading/trailing whitespace in the value travels base64-wrapped (" padded ").
-    let r = post(
-        &h,
-        &region_call(55, json!({"region": " padded "})),
-        &[("Mcp-Param-Region", "=?base64?IHBhZGRlZCA=?=")],
-    )
-    .await;
+    let r = h
+        .post(
+            &region_call(55, json!({"region": " padded "})),
+            &[("Mcp-Param-Region", "=?base64?IHBhZGRlZCA=?=")],
+        )
+        .await;
     assert_eq!(first_text(result(&r)), "region:  padded ");
 }
 
@@ -761,8 +750,7 @@ async fn param_header_malformed_base64_is_32020() {
         "=?base64?SGV sbG8=?=", // not base64
         "=?base64?//79?=",      // not UTF-8 once decoded
     ] {
-        post(
-            &h,
+        h.post(
             &region_call(56, json!({"region": "Hello"})),
             &[("Mcp-Param-Region", value)],
         )
@@ -775,8 +763,7 @@ async fn param_header_malformed_base64_is_32020() {
 async fn param_header_raw_non_ascii_is_32020() {
     // A plain value must be visible ASCII; "Zürich" must be sent base64-wrapped.
     let h = Harness::start(fixture()).await;
-    post(
-        &h,
+    h.post(
         &region_call(57, json!({"region": "Z\u{fc}rich"})),
         &[("Mcp-Param-Region", "Z\u{fc}rich")],
     )
@@ -787,7 +774,7 @@ async fn param_header_raw_non_ascii_is_32020() {
 #[tokio::test]
 async fn param_header_missing_when_argument_present_is_32020() {
     let h = Harness::start(fixture()).await;
-    post(&h, &region_call(58, json!({"region": "us"})), &[])
+    h.post(&region_call(58, json!({"region": "us"})), &[])
         .await
         .assert_error(400, -32020, Some(json!(58)));
 }
@@ -796,8 +783,7 @@ async fn param_header_missing_when_argument_present_is_32020() {
 async fn param_header_mismatched_is_32020() {
     let h = Harness::start(fixture()).await;
     for value in ["eu", "US", "u s", "=?base64?ZXU=?="] {
-        post(
-            &h,
+        h.post(
             &region_call(59, json!({"region": "us"})),
             &[("Mcp-Param-Region", value)],
         )
@@ -809,8 +795,7 @@ async fn param_header_mismatched_is_32020() {
 #[tokio::test]
 async fn param_header_repeated_is_32020() {
     let h = Harness::start(fixture()).await;
-    post_appending(
-        &h,
+    h.post_appending(
         &region_call(60, json!({"region": "us"})),
         &[("Mcp-Param-Region", "us"), ("Mcp-Param-Region", "us")],
     )
@@ -842,16 +827,18 @@ async fn param_header_not_expected_for_absent_or_null_argument() {
         .expect("the server builds");
     let h = Harness::start(server).await;
     let call = |id: i64, args: Value| call_tool(id, "optional_region", args);
-    let r = post(&h, &call(61, json!({})), &[]).await;
+    let r = h.post(&call(61, json!({})), &[]).await;
     assert_eq!(first_text(result(&r)), "region: none");
-    let r = post(&h, &call(62, json!({})), &[("Mcp-Param-Region", "ignored")]).await;
+    let r = h
+        .post(&call(62, json!({})), &[("Mcp-Param-Region", "ignored")])
+        .await;
     assert_eq!(first_text(result(&r)), "region: none");
     // With the fixture, a null region needs no header either: the schema then fails,
     // which is a tool error, not a header error.
     let h = Harness::start(fixture()).await;
-    let r = post(&h, &region_call(63, json!({"region": null})), &[]).await;
+    let r = h.post(&region_call(63, json!({"region": null})), &[]).await;
     assert_eq!(result(&r)["isError"], json!(true));
-    let r = post(&h, &region_call(64, json!({})), &[]).await;
+    let r = h.post(&region_call(64, json!({})), &[]).await;
     assert_eq!(result(&r)["isError"], json!(true));
 }
 
@@ -872,26 +859,22 @@ async fn nested_param_header_is_checked_at_its_path() {
     let h = Harness::start(server).await;
     let call = |id: i64, args: Value| call_tool(id, "nested_region", args);
     let body = json!({"target": {"region": "eu-central1"}});
-    let r = post(
-        &h,
-        &call(90, body.clone()),
-        &[("Mcp-Param-Region", "eu-central1")],
-    )
-    .await;
+    let r = h
+        .post(
+            &call(90, body.clone()),
+            &[("Mcp-Param-Region", "eu-central1")],
+        )
+        .await;
     assert_eq!(
         first_text(result(&r)),
         r#"{"target":{"region":"eu-central1"}}"#
     );
     // The header says one region, the body executes another: refused.
-    post(
-        &h,
-        &call(91, body.clone()),
-        &[("Mcp-Param-Region", "us-west1")],
-    )
-    .await
-    .assert_error(400, -32020, Some(json!(91)));
+    h.post(&call(91, body.clone()), &[("Mcp-Param-Region", "us-west1")])
+        .await
+        .assert_error(400, -32020, Some(json!(91)));
     // The value is in the body, the header is not.
-    post(&h, &call(92, body), &[])
+    h.post(&call(92, body), &[])
         .await
         .assert_error(400, -32020, Some(json!(92)));
     // No value at the path (no target, or a target without a region): no header needed.
@@ -900,7 +883,7 @@ async fn nested_param_header_is_checked_at_its_path() {
         (94, json!({"target": {}})),
         (95, json!({"target": null})),
     ] {
-        result(&post(&h, &call(id, args), &[]).await);
+        result(&h.post(&call(id, args), &[]).await);
     }
 }
 
@@ -911,8 +894,7 @@ async fn nested_param_header_is_checked_at_its_path() {
 async fn integer_param_header_beyond_the_safe_range_is_32020() {
     let h = Harness::start(typed_header_server()).await;
     let big = 9_007_199_254_740_993_i64;
-    post(
-        &h,
+    h.post(
         &typed_call(96, json!({"count": big})),
         &[("Mcp-Param-Count", &big.to_string())],
     )
@@ -920,8 +902,7 @@ async fn integer_param_header_beyond_the_safe_range_is_32020() {
     .assert_error(400, -32020, Some(json!(96)));
     let edge = 9_007_199_254_740_991_i64;
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(97, json!({"count": edge})),
             &[("Mcp-Param-Count", &edge.to_string())],
         )
@@ -937,8 +918,7 @@ async fn integer_param_header_beyond_the_safe_range_is_32020() {
 async fn param_header_with_invalid_characters_is_32020_without_its_argument() {
     let h = Harness::start(typed_header_server()).await;
     // Raw non-ASCII (it must be sent base64-wrapped); the body has no `count` at all.
-    post(
-        &h,
+    h.post(
         &typed_call(98, json!({})),
         &[("Mcp-Param-Count", "4\u{e9}2")],
     )
@@ -946,8 +926,7 @@ async fn param_header_with_invalid_characters_is_32020_without_its_argument() {
     .assert_error(400, -32020, Some(json!(98)));
     // An unrecognized Mcp-Param-* header is ignored, whatever it holds.
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(99, json!({})),
             &[("Mcp-Param-Other", "4\u{e9}2")],
         )
@@ -998,24 +977,22 @@ fn typed_call(id: i64, args: Value) -> Value {
 #[tokio::test]
 async fn integer_param_header_compares_numerically() {
     let h = Harness::start(typed_header_server()).await;
-    let r = post(
-        &h,
-        &typed_call(70, json!({"count": 42})),
-        &[("Mcp-Param-Count", "42")],
-    )
-    .await;
+    let r = h
+        .post(
+            &typed_call(70, json!({"count": 42})),
+            &[("Mcp-Param-Count", "42")],
+        )
+        .await;
     assert_eq!(first_text(result(&r)), r#"{"count":42}"#);
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(71, json!({"count": 42})),
             &[("Mcp-Param-Count", "042")],
         )
         .await,
     );
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(72, json!({"count": -7})),
             &[("Mcp-Param-Count", "-7")],
         )
@@ -1023,7 +1000,7 @@ async fn integer_param_header_compares_numerically() {
     );
     for value in ["43", "forty-two", "4 2", "42abc"] {
         let extra = [("Mcp-Param-Count", value)];
-        post(&h, &typed_call(73, json!({"count": 42})), &extra)
+        h.post(&typed_call(73, json!({"count": 42})), &extra)
             .await
             .assert_error(400, -32020, Some(json!(73)));
     }
@@ -1033,12 +1010,12 @@ async fn integer_param_header_compares_numerically() {
 async fn integer_written_as_a_float_compares_numerically() {
     // 42.0 is an integer for JSON Schema and numerically equal to the header "42".
     let h = Harness::start(typed_header_server()).await;
-    let r = post(
-        &h,
-        &typed_call(78, json!({"count": 42.0})),
-        &[("Mcp-Param-Count", "42")],
-    )
-    .await;
+    let r = h
+        .post(
+            &typed_call(78, json!({"count": 42.0})),
+            &[("Mcp-Param-Count", "42")],
+        )
+        .await;
     result(&r);
 }
 
@@ -1046,32 +1023,28 @@ async fn integer_written_as_a_float_compares_numerically() {
 async fn boolean_param_header_must_match() {
     let h = Harness::start(typed_header_server()).await;
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(74, json!({"flag": true})),
             &[("Mcp-Param-Flag", "true")],
         )
         .await,
     );
     result(
-        &post(
-            &h,
+        &h.post(
             &typed_call(75, json!({"flag": false})),
             &[("Mcp-Param-Flag", "false")],
         )
         .await,
     );
     for value in ["false", "1", "yes"] {
-        post(
-            &h,
+        h.post(
             &typed_call(76, json!({"flag": true})),
             &[("Mcp-Param-Flag", value)],
         )
         .await
         .assert_error(400, -32020, Some(json!(76)));
     }
-    post(
-        &h,
+    h.post(
         &typed_call(77, json!({"flag": true, "count": 1})),
         &[("Mcp-Param-Count", "1")],
     )

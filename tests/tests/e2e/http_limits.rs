@@ -5,6 +5,7 @@ use crate::http_util::builder;
 use presa::{HttpConfig, Tool, ToolCall};
 use presa_tests::http::Harness;
 use presa_tests::request;
+use presa_tests::wait::Deadline;
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,9 +47,7 @@ async fn requests_past_max_in_flight_get_503() {
                 .await
         })
     };
-    tokio::time::timeout(Duration::from_secs(5), started.notified())
-        .await
-        .expect("the first request runs");
+    presa_tests::wait::within("the first request runs", started.notified()).await;
     let busy = h
         .post(&request(2, "tools/call", json!({"name": "quick"})), &[])
         .await;
@@ -64,8 +63,8 @@ async fn requests_past_max_in_flight_get_503() {
 
 /// A connection to the harness on which a POST to `/mcp` was sent, its head up to the
 /// body's framing headers, then `rest` (those headers, the blank line and what of the
-/// body the test sends).
-async fn raw_post(h: &Harness, rest: &str) -> tokio::net::TcpStream {
+/// body the test sends): bytes written by hand, unchecked.
+async fn raw_post_unchecked(h: &Harness, rest: &str) -> tokio::net::TcpStream {
     use tokio::io::AsyncWriteExt;
     let addr = h.base.trim_start_matches("http://");
     let mut stream = tokio::net::TcpStream::connect(addr)
@@ -81,22 +80,23 @@ async fn raw_post(h: &Harness, rest: &str) -> tokio::net::TcpStream {
 
 /// A connection that has sent a POST's head and the first 10 of its 1,000 body bytes,
 /// and sends no more.
-async fn slow_post(h: &Harness) -> tokio::net::TcpStream {
-    raw_post(h, "Content-Length: 1000\r\n\r\n{\"jsonrpc\"").await
+async fn slow_post_unchecked(h: &Harness) -> tokio::net::TcpStream {
+    raw_post_unchecked(h, "Content-Length: 1000\r\n\r\n{\"jsonrpc\"").await
 }
 
-/// Calls `quick` once the one slot is free: a 503 is retried for up to 5 s, only so that
-/// a slow machine cannot fail a test, while a slot never given back fails it all the
-/// same. Asserts the call is answered 200.
+/// Calls `quick` once the one slot is free: a 503 is retried (the server frees the slot
+/// once the request before has ended, a moment after its answer reached the client),
+/// while a slot never given back fails the test at the deadline. Asserts the call is
+/// answered 200.
 async fn call_quick_when_free(h: &Harness, id: i64) {
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = Deadline::new("the one slot is free");
     loop {
         let r = h.call(id, "tools/call", json!({"name": "quick"})).await;
-        if r.status != 503 || std::time::Instant::now() > deadline {
+        if r.status != 503 {
             assert_eq!(r.status, 200, "{}", r.body);
             return;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        deadline.tick(&r.body).await;
     }
 }
 
@@ -120,16 +120,17 @@ async fn raw_answer(stream: &mut tokio::net::TcpStream, status: &str) -> serde_j
         if let Some(end) = whole(&reply) {
             break end;
         }
-        let n = tokio::time::timeout(Duration::from_secs(5), stream.read(&mut buf))
+        let n = presa_tests::wait::within("an answer", stream.read(&mut buf))
             .await
-            .expect("an answer within the timeout")
             .expect("reads");
         assert!(n > 0, "the connection closed without a whole answer");
         reply.extend_from_slice(&buf[..n]);
     };
     let reply = String::from_utf8_lossy(&reply);
     assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
-    serde_json::from_str(reply[end..].trim()).expect("JSON")
+    let message = serde_json::from_str(reply[end..].trim()).expect("JSON");
+    presa_tests::schema::check_server_message("", &message);
+    message
 }
 
 /// Bodies being read count against the same cap: while one POST's body is still
@@ -139,17 +140,18 @@ async fn raw_answer(stream: &mut tokio::net::TcpStream, status: &str) -> serde_j
 async fn bodies_being_read_are_capped_too() {
     let server = builder().tool(quick()).build().expect("builds");
     let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
-    let slow = slow_post(&h).await;
+    let slow = slow_post_unchecked(&h).await;
     // The server has taken the slow body's slot once the next POST is refused.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let deadline = Deadline::new("the slow body takes the one slot");
     let busy = loop {
         let r = h
             .post(&request(2, "tools/call", json!({"name": "quick"})), &[])
             .await;
-        if r.status == 503 || std::time::Instant::now() > deadline {
+        if r.status == 503 {
             break r;
         }
-        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        deadline.tick(&r.body).await;
     };
     busy.assert_error(503, -32603, None);
     presa_tests::schema::check_response("", busy.response());
@@ -167,7 +169,7 @@ async fn a_body_not_received_in_time_is_408() {
         .max_in_flight(1)
         .body_timeout(Duration::from_millis(200));
     let h = Harness::start_with(server, config).await;
-    let mut slow = slow_post(&h).await;
+    let mut slow = slow_post_unchecked(&h).await;
     let message = raw_answer(&mut slow, "408").await;
     assert_eq!(message["error"]["code"], -32600, "{message}");
     assert_eq!(message["id"], serde_json::Value::Null, "{message}");
@@ -201,7 +203,7 @@ async fn caps_of_usize_max_mean_no_bound() {
 async fn a_body_that_cannot_be_read_is_400() {
     let server = builder().tool(quick()).build().expect("builds");
     let h = Harness::start_with(server, HttpConfig::default().max_in_flight(1)).await;
-    let mut broken = raw_post(
+    let mut broken = raw_post_unchecked(
         &h,
         "Transfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
     )

@@ -3,16 +3,15 @@
 //! looks like, log-level filtering, cancellation when the client disconnects, handler
 //! panics, and concurrent streams. Every frame is schema-checked.
 
-use crate::http_util::{
-    builder, first_text, meta_with, post, request_with_meta, result, serve_tool,
-};
+use crate::http_util::{builder, first_text, meta_with, request_with_meta, result, serve_tool};
 use presa::{Error, Tool, ToolCall};
-use presa_tests::http::{Harness, Reply, standard_headers};
+use presa_tests::http::{Harness, Reply};
+use presa_tests::wait::{PATIENCE, QUIET, until};
 use presa_tests::{fixture, request, token_watcher};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 const LEVEL: &str = "io.modelcontextprotocol/logLevel";
 
@@ -28,7 +27,7 @@ fn tool_call(id: i64, name: &str, changes: Value) -> Value {
 
 /// [`tool_call`] posted with the standard headers (the reply schema-checked).
 async fn post_tool(h: &Harness, id: i64, name: &str, changes: Value) -> Reply {
-    post(h, &tool_call(id, name, changes), &[]).await
+    h.post(&tool_call(id, name, changes), &[]).await
 }
 
 /// A tool `fails_late` that reports progress, then fails with invalid params; `live`
@@ -86,7 +85,7 @@ async fn progress_switches_the_response_to_sse() {
         "test_tool_with_progress",
         json!({"progressToken": "progress-test-1"}),
     );
-    let r = post(&h, &msg, &[]).await;
+    let r = h.post(&msg, &[]).await;
     assert_sse_headers(&r);
     // The response is the last frame and answers the request.
     let response = r.response();
@@ -360,9 +359,9 @@ async fn three_concurrent_tools_list_posts_all_succeed() {
         .map(|id| request(id, "tools/list", json!({})))
         .collect();
     let (a, b, c) = tokio::join!(
-        post(&h, &msgs[0], &accept),
-        post(&h, &msgs[1], &accept),
-        post(&h, &msgs[2], &accept),
+        h.post(&msgs[0], &accept),
+        h.post(&msgs[1], &accept),
+        h.post(&msgs[2], &accept),
     );
     for (r, id) in [(a, 1000), (b, 1001), (c, 1002)] {
         assert!((200..300).contains(&r.status), "{}", r.body);
@@ -376,7 +375,7 @@ async fn concurrent_streams_carry_only_their_own_notifications() {
     let h = Harness::start(fixture()).await;
     let first = tool_call(20, "test_tool_with_progress", json!({"progressToken": "A"}));
     let second = tool_call(21, "test_tool_with_progress", json!({"progressToken": "B"}));
-    let (a, b) = tokio::join!(post(&h, &first, &[]), post(&h, &second, &[]));
+    let (a, b) = tokio::join!(h.post(&first, &[]), h.post(&second, &[]));
     for (r, token, id) in [(a, "A", 20), (b, "B", 21)] {
         assert_sse_headers(&r);
         assert_eq!(r.response()["id"], json!(id));
@@ -433,35 +432,8 @@ fn sleepy_server(flags: &Flags) -> presa::Server {
         .expect("builds")
 }
 
-fn raw_request(url: &str, client: &reqwest::Client, msg: &Value) -> reqwest::RequestBuilder {
-    let mut req = client.post(url).body(msg.to_string());
-    for (k, v) in standard_headers(msg) {
-        req = req.header(k, v);
-    }
-    req
-}
-
-/// Waits (bounded) until `count` reaches `n`.
-async fn wait_for_count(
-    count: &std::sync::atomic::AtomicUsize,
-    n: usize,
-    within: Duration,
-) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline && count.load(Ordering::SeqCst) < n {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    count.load(Ordering::SeqCst) >= n
-}
-
-async fn wait_for(flag: &AtomicBool, within: Duration) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if flag.load(Ordering::SeqCst) {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+/// Whether `flag` is set.
+fn set(flag: &AtomicBool) -> bool {
     flag.load(Ordering::SeqCst)
 }
 
@@ -469,23 +441,19 @@ async fn wait_for(flag: &AtomicBool, within: Duration) -> bool {
 async fn client_disconnect_cancels_a_json_request() {
     let flags = Flags::default();
     let h = Harness::start(sleepy_server(&flags)).await;
-    let client = reqwest::Client::new();
     let msg = request(30, "tools/call", json!({"name": "sleepy"}));
-    let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
-    assert!(
-        wait_for(&flags.started, Duration::from_secs(5)).await,
-        "the handler started"
-    );
-    // Let it run a little, then go away: dropping the request closes the connection.
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let http = h.http();
+    let pending = tokio::spawn(async move { http.post(&msg, &[]).await });
+    until("the handler started", || set(&flags.started)).await;
     assert!(!pending.is_finished(), "the request is still running");
+    // Go away: dropping the request closes the connection.
     pending.abort();
     let _ = pending.await;
-    drop(client);
-    assert!(
-        wait_for(&flags.dropped, Duration::from_secs(1)).await,
-        "the handler's future is dropped within a second of the disconnect"
-    );
+    until(
+        "the handler's future is dropped after the disconnect",
+        || set(&flags.dropped),
+    )
+    .await;
     assert!(!flags.finished.load(Ordering::SeqCst));
     // The server keeps serving.
     result(&h.call(31, "server/discover", json!({})).await);
@@ -497,22 +465,19 @@ async fn client_disconnect_cancels_a_json_request() {
 async fn client_disconnect_fires_the_token_handed_to_spawned_work() {
     let (tool, watch) = token_watcher();
     let h = serve_tool(tool).await;
-    let client = reqwest::Client::new();
     let msg = request(34, "tools/call", json!({"name": "watched"}));
-    let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
-    assert!(
-        wait_for(&watch.started, Duration::from_secs(5)).await,
-        "the handler started"
-    );
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let http = h.http();
+    let pending = tokio::spawn(async move { http.post(&msg, &[]).await });
+    until("the handler started", || watch.started()).await;
+    // Nothing fires the token while the client stays (watched for the quiet window).
+    tokio::time::sleep(QUIET).await;
     assert!(!watch.saw_cancel(), "not cancelled yet");
     pending.abort();
     let _ = pending.await;
-    drop(client);
-    assert!(
-        wait_for(&watch.saw_cancel, Duration::from_secs(1)).await,
-        "the spawned work sees the disconnect within a second"
-    );
+    until("the spawned work sees the disconnect", || {
+        watch.saw_cancel()
+    })
+    .await;
     result(&h.call(35, "server/discover", json!({})).await);
 }
 
@@ -581,19 +546,22 @@ async fn nothing_is_sent_for_a_request_after_its_response() {
     let h = Harness::start(server).await;
     for (id, name) in [(40, "late_held"), (41, "late_live")] {
         let msg = tool_call(id, name, json!({"progressToken": name, LEVEL: "debug"}));
-        let reply = tokio::time::timeout(Duration::from_secs(5), h.post(&msg, &[]))
-            .await
-            .expect("the body ends with the response, without waiting for the late work");
+        // The late work waits for a permit given only after the body has ended.
+        let reply = presa_tests::wait::within(
+            "the body ends with the response, without waiting for the late work",
+            h.post(&msg, &[]),
+        )
+        .await;
         presa_tests::schema::check_exchange("tools/call", &reply.messages);
         assert_eq!(reply.messages.len(), 2, "{name}: {}", reply.body);
         assert_eq!(reply.messages[0]["params"]["progress"], json!(1), "{name}");
         assert_eq!(reply.response()["id"], json!(id), "{name}");
         release.add_permits(1);
         let want = if id == 40 { 1 } else { 2 };
-        assert!(
-            wait_for_count(&late_sent, want, Duration::from_secs(5)).await,
-            "{name}: the late work ran"
-        );
+        until(&format!("{name}: the late work ran"), || {
+            late_sent.load(Ordering::SeqCst) >= want
+        })
+        .await;
     }
     result(&h.call(42, "server/discover", json!({})).await);
 }
@@ -602,30 +570,24 @@ async fn nothing_is_sent_for_a_request_after_its_response() {
 async fn client_disconnect_cancels_a_streaming_request() {
     let flags = Flags::default();
     let h = Harness::start(sleepy_server(&flags)).await;
-    let client = reqwest::Client::new();
     let msg = tool_call(32, "sleepy", json!({"progressToken": "z"}));
-    let mut resp = tokio::time::timeout(
-        Duration::from_secs(5),
-        raw_request(&h.url, &client, &msg).send(),
-    )
-    .await
-    .expect("the SSE headers arrive")
-    .expect("the request is sent");
-    assert_eq!(resp.status().as_u16(), 200);
-    let first = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
-        .await
-        .expect("the first event arrives")
-        .expect("the body is read")
-        .expect("a chunk");
-    let frames = presa_tests::http::parse_sse(&String::from_utf8_lossy(&first));
-    assert_eq!(frames.len(), 1, "{first:?}");
-    presa_tests::schema::check_notification(&frames[0]);
-    drop(resp);
-    drop(client);
-    assert!(
-        wait_for(&flags.dropped, Duration::from_secs(1)).await,
-        "the handler's future is dropped within a second of the disconnect"
+    let mut stream = h.open(&msg, &[]).await;
+    assert_eq!(stream.status, 200);
+    let first = stream.next(PATIENCE).await.msg("the first event");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
+    // The progress came alone, in the first chunk.
+    let raw = stream.raw().to_owned();
+    assert_eq!(
+        presa_tests::sse::parse(&raw, "tools/call").len(),
+        1,
+        "{raw:?}"
     );
+    drop(stream);
+    until(
+        "the handler's future is dropped after the disconnect",
+        || set(&flags.dropped),
+    )
+    .await;
     assert!(!flags.finished.load(Ordering::SeqCst));
     result(&h.call(33, "server/discover", json!({})).await);
 }
@@ -633,42 +595,50 @@ async fn client_disconnect_cancels_a_streaming_request() {
 #[tokio::test]
 async fn disconnect_cancels_only_its_own_request_even_with_a_shared_id() {
     // Request ids are unique per sender only: two clients may use the same id, and one
-    // client going away must not cancel the other's request.
+    // client going away must not cancel the other's request. The other request waits at
+    // a gate until the first one's handler has been dropped, then answers.
     let flags = Flags::default();
     let napping = Arc::new(AtomicBool::new(false));
+    let wake = Arc::new(tokio::sync::Semaphore::new(0));
     let server = sleepy_server(&flags);
-    let nap_flag = Arc::clone(&napping);
+    let (nap_flag, nap_wake) = (Arc::clone(&napping), Arc::clone(&wake));
     server
         .add_tool(
             Tool::new("nap")
-                .description("Sleeps briefly")
+                .description("Sleeps until woken")
                 .handler(move |_: ToolCall| {
-                    let napping = Arc::clone(&nap_flag);
+                    let (napping, wake) = (Arc::clone(&nap_flag), Arc::clone(&nap_wake));
                     async move {
                         napping.store(true, Ordering::SeqCst);
-                        tokio::time::sleep(Duration::from_millis(300)).await;
+                        if let Ok(p) = wake.acquire().await {
+                            p.forget();
+                        }
                         "rested"
                     }
                 }),
         )
         .expect("added");
     let h = Harness::start(server).await;
-    let leaving_client = reqwest::Client::new();
     let leaving = request(7, "tools/call", json!({"name": "sleepy"}));
-    let leave = tokio::spawn(raw_request(&h.url, &leaving_client, &leaving).send());
-    assert!(wait_for(&flags.started, Duration::from_secs(5)).await);
+    let http = h.http();
+    let leave = tokio::spawn(async move { http.post(&leaving, &[]).await });
+    until("the leaving request runs", || set(&flags.started)).await;
     let staying = request(7, "tools/call", json!({"name": "nap"}));
-    let stay = post(&h, &staying, &[]);
-    let disconnect = async {
-        assert!(wait_for(&napping, Duration::from_secs(5)).await);
-        leave.abort();
-        let _ = leave.await;
-    };
-    let (r, ()) = tokio::join!(stay, disconnect);
+    let http = h.http();
+    let stay = tokio::spawn(async move { http.post(&staying, &[]).await });
+    until("the staying request runs", || set(&napping)).await;
+    leave.abort();
+    let _ = leave.await;
+    until("the leaving request's handler is dropped", || {
+        set(&flags.dropped)
+    })
+    .await;
+    wake.add_permits(1);
+    let r = presa_tests::wait::within("the staying request's answer", stay)
+        .await
+        .expect("the staying request ends");
     assert_eq!(r.response()["id"], json!(7));
     assert_eq!(first_text(result(&r)), "rested");
-    drop(leaving_client);
-    assert!(wait_for(&flags.dropped, Duration::from_secs(1)).await);
 }
 
 #[tokio::test]
@@ -695,26 +665,28 @@ async fn posted_cancelled_notification_is_accepted_and_does_not_cancel() {
             }),
     )
     .await;
-    let client = reqwest::Client::new();
     let msg = request(34, "tools/call", json!({"name": "gated"}));
-    let pending = tokio::spawn(raw_request(&h.url, &client, &msg).send());
-    assert!(wait_for(&started, Duration::from_secs(2)).await);
+    let http = h.http();
+    let pending = tokio::spawn(async move { http.post(&msg, &[]).await });
+    until("the tool started", || set(&started)).await;
     let note = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
         "params": {"requestId": 34, "reason": "test"}});
-    let r = post(&h, &note, &[]).await;
+    let r = h.post(&note, &[]).await;
     assert_eq!(r.status, 202);
     assert!(r.body.is_empty());
     gate.add_permits(1);
-    let resp = tokio::time::timeout(Duration::from_secs(5), pending)
+    let resp = presa_tests::wait::within("the request is answered", pending)
         .await
-        .expect("the request is answered")
-        .expect("the task ends")
-        .expect("the request is sent");
-    assert_eq!(resp.status().as_u16(), 200);
-    let body: Value =
-        serde_json::from_str(&resp.text().await.expect("the body")).expect("a JSON response");
-    presa_tests::schema::check_response("tools/call", &body);
-    assert_eq!(first_text(&body["result"]), "finished", "{body}");
+        .expect("the task ends");
+    assert_eq!(resp.status, 200);
+    assert!(!resp.is_sse(), "a JSON response: {}", resp.body);
+    presa_tests::schema::check_response("tools/call", resp.response());
+    assert_eq!(
+        first_text(&resp.response()["result"]),
+        "finished",
+        "{}",
+        resp.body
+    );
 }
 
 // ---- 12: panics are -32603 / 500 ----
@@ -747,25 +719,18 @@ async fn handler_panic_is_internal_error_500_without_detail() {
         .build()
         .expect("builds");
     let h = Harness::start(server).await;
-    let r = post(
-        &h,
-        &request(40, "tools/call", json!({"name": "explodes"})),
-        &[],
-    )
-    .await;
+    let r = h
+        .post(&request(40, "tools/call", json!({"name": "explodes"})), &[])
+        .await;
     r.assert_error(500, -32603, Some(json!(40)));
     assert!(r.response()["error"].get("data").is_none(), "{}", r.body);
     assert!(!r.body.contains("secret"), "{}", r.body);
     // The server keeps serving, the same tool included.
     let r = h.call(41, "tools/call", json!({"name": "fine"})).await;
     assert_eq!(first_text(result(&r)), "still here");
-    post(
-        &h,
-        &request(42, "tools/call", json!({"name": "explodes"})),
-        &[],
-    )
-    .await
-    .assert_error(500, -32603, Some(json!(42)));
+    h.post(&request(42, "tools/call", json!({"name": "explodes"})), &[])
+        .await
+        .assert_error(500, -32603, Some(json!(42)));
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! presa's end-to-end tests, one binary with a module per area (so the build links once).
-//! Every message the server sends in these tests is checked against the official
-//! 2026-07-28 schema by the harnesses in `presa_tests`.
+//! Every message a test sends and every message the server sends is checked against the
+//! official 2026-07-28 schema (task messages against the Tasks extension's) by the
+//! harnesses in `presa_tests`; what a test sends invalid on purpose goes through a path
+//! named `*_unchecked`.
 
 mod http;
 mod http_admission;

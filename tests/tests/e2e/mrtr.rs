@@ -3,8 +3,8 @@
 //! the retries, the capability check (-32021), the structure checks of 10.3, and the
 //! typed answers a handler sees. Request-state integrity (10.4) is in `mrtr_state`.
 //!
-//! Rules whose bytes matter run over both real transports ([`Wire`]: Streamable HTTP on a
-//! loopback port, and stdio over an in-process pipe), with every message checked against
+//! Rules whose bytes matter run over both real transports ([`Client`]: Streamable HTTP on
+//! a loopback port, and stdio over an in-process pipe), with every message checked against
 //! the official schema; rules about what a handler sees run through
 //! `presa::testing::TestClient`, which plays the rounds as a client would.
 
@@ -16,7 +16,7 @@ use presa::testing::{TestClient, TestResponse};
 use presa::{
     CachePolicy, CacheScope, Completion, CompletionRequest, Error, Implementation, Prompt,
     PromptArgument, PromptGet, PromptMessage, Resource, ResourceRead, Role, Server, ServerBuilder,
-    StdioConfig, Tool, ToolCall,
+    Tool, ToolCall,
 };
 use presa_tests::http::Harness;
 use presa_tests::request;
@@ -28,11 +28,9 @@ use serde_json::{Map, Value, json};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 pub(crate) const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
-pub(crate) const INVALID_STATE: &str = "Invalid or expired request state";
 pub(crate) const NOT_PERMITTED: &str = "Input-required result is not permitted for this operation";
 
 /// The name of the servers built here (the audience of their request state).
@@ -54,60 +52,30 @@ pub(crate) fn form_caps() -> Value {
 
 // ---- the two transports ----
 
-/// A transport to run a rule over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Http,
-    Stdio,
+pub(crate) use presa_tests::client::{Client, Got, KINDS, Kind};
+
+/// Serves a fresh [`server`] (its probe unused) over `kind`.
+pub(crate) async fn fresh(kind: Kind) -> Client {
+    let (server, _) = server();
+    Client::start(kind, &server).await
 }
 
-/// Both transports, for `for kind in KINDS`.
-pub(crate) const KINDS: [Kind; 2] = [Kind::Http, Kind::Stdio];
-
-/// A server reached over one real transport.
-pub(crate) enum Wire {
-    Http(Harness),
-    Stdio(Box<Session>),
-}
-
-/// What one request got back over a [`Wire`]: every message (notifications, then the
-/// response), already checked against the official schema.
-#[derive(Debug)]
-pub(crate) struct Got {
-    pub(crate) kind: Kind,
-    /// The HTTP status; `None` on stdio.
-    pub(crate) status: Option<u16>,
-    /// Whether the HTTP body was an event stream.
-    pub(crate) sse: bool,
-    pub(crate) messages: Vec<Value>,
-}
-
-impl Wire {
-    /// Serves `server` over `kind` (stdio: `Server::serve_io` on an in-process pipe).
-    pub(crate) async fn start(kind: Kind, server: &Server) -> Wire {
-        match kind {
-            Kind::Http => Wire::Http(Harness::start(server.clone()).await),
-            Kind::Stdio => Wire::Stdio(Box::new(Session::in_process(
-                server.clone(),
-                StdioConfig::default(),
-            ))),
-        }
-    }
-
-    /// Serves a fresh [`server`] (its probe unused) over `kind`.
-    pub(crate) async fn fresh(kind: Kind) -> Wire {
-        let (server, _) = server();
-        Wire::start(kind, &server).await
-    }
-
-    /// Sends a request (full `_meta`; members of `params._meta` win) and reads its reply.
-    pub(crate) async fn call(&mut self, id: i64, method: &str, params: Value) -> Got {
-        self.call_with(id, method, params, &[]).await
-    }
-
+/// Retries with answers (see [`retry`]).
+pub(crate) trait Answer {
     /// Retries `params` with `answers` as `inputResponses` and the `requestState` of
-    /// `round` (see [`retry`]).
-    pub(crate) async fn answer(
+    /// `round`, as request `id`.
+    async fn answer(
+        &mut self,
+        id: i64,
+        method: &str,
+        params: &Value,
+        answers: Value,
+        round: &Round,
+    ) -> Got;
+}
+
+impl Answer for Client {
+    async fn answer(
         &mut self,
         id: i64,
         method: &str,
@@ -117,123 +85,6 @@ impl Wire {
     ) -> Got {
         self.call(id, method, retry(params, answers, Some(&round.state)))
             .await
-    }
-
-    /// Like [`Wire::call`], with extra HTTP headers (ignored on stdio).
-    pub(crate) async fn call_with(
-        &mut self,
-        id: i64,
-        method: &str,
-        params: Value,
-        headers: &[(&str, &str)],
-    ) -> Got {
-        match self {
-            Wire::Http(h) => {
-                let reply = h.post(&request(id, method, params), headers).await;
-                check_exchange(method, &reply.messages);
-                Got {
-                    kind: Kind::Http,
-                    status: Some(reply.status),
-                    sse: reply.is_sse(),
-                    messages: reply.messages,
-                }
-            }
-            Wire::Stdio(s) => Got {
-                kind: Kind::Stdio,
-                status: None,
-                sse: false,
-                messages: s.call(id, method, params).await,
-            },
-        }
-    }
-}
-
-impl Got {
-    /// The response (the last message).
-    #[track_caller]
-    pub(crate) fn response(&self) -> &Value {
-        self.messages
-            .last()
-            .unwrap_or_else(|| panic!("{:?}: no message", self.kind))
-    }
-
-    /// The notifications before the response.
-    pub(crate) fn notifications(&self) -> &[Value] {
-        match self.messages.split_last() {
-            Some((_, rest)) => rest,
-            None => &[],
-        }
-    }
-
-    /// The result of a successful response (HTTP 200).
-    #[track_caller]
-    pub(crate) fn result(&self) -> &Value {
-        let r = self.response();
-        assert!(
-            r.get("error").is_none(),
-            "{:?}: expected a result, got {r}",
-            self.kind
-        );
-        if let Some(status) = self.status {
-            assert_eq!(status, 200, "HTTP status of a result: {r}");
-        }
-        &r["result"]
-    }
-
-    /// Asserts an error with `code` (and `http` as the status on HTTP); returns the error
-    /// object.
-    #[track_caller]
-    pub(crate) fn error(&self, code: i64, http: u16) -> &Value {
-        let r = self.response();
-        assert_eq!(
-            r["error"]["code"],
-            json!(code),
-            "{:?}: expected error {code}, got {r}",
-            self.kind
-        );
-        if let Some(status) = self.status {
-            assert_eq!(status, http, "HTTP status of error {code}: {r}");
-            assert!(!self.sse, "error {code} is plain JSON, not SSE: {r}");
-        }
-        &r["error"]
-    }
-
-    /// Asserts -32602 with exactly `message`.
-    #[track_caller]
-    pub(crate) fn invalid_params(&self, message: &str) {
-        let e = self.error(-32602, 400);
-        assert_eq!(e["message"], json!(message), "{:?}: {e}", self.kind);
-    }
-
-    /// Asserts the one request-state failure of 10.4: -32602, fixed message, no detail.
-    #[track_caller]
-    pub(crate) fn invalid_state(&self) {
-        let e = self.error(-32602, 400);
-        assert_eq!(e["message"], json!(INVALID_STATE), "{:?}: {e}", self.kind);
-        assert!(
-            e.get("data").is_none(),
-            "{:?}: a request-state failure carries no detail: {e}",
-            self.kind
-        );
-    }
-
-    /// The text blocks of a complete tools/call result, joined.
-    #[track_caller]
-    pub(crate) fn text(&self) -> String {
-        let result = self.result();
-        assert_eq!(
-            result["resultType"], "complete",
-            "{:?}: {result}",
-            self.kind
-        );
-        assert_ne!(result["isError"], json!(true), "{:?}: {result}", self.kind);
-        result["content"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .filter_map(|c| c["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
     }
 }
 
@@ -789,7 +640,7 @@ fn tools(b: ServerBuilder, probe: &Arc<Probe>, gate: &Arc<Gate>) -> ServerBuilde
 async fn round_one_is_input_required_then_the_retry_completes() {
     for kind in KINDS {
         let (server, probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let params = call_params("greet", json!({}), form_caps());
         let got = w.call(1, "tools/call", params.clone()).await;
         assert!(!got.sse, "{kind:?}: a plain input_required result is JSON");
@@ -838,7 +689,7 @@ async fn round_one_is_input_required_then_the_retry_completes() {
 #[tokio::test]
 async fn resources_read_input_required_has_no_caching_hints_and_the_retry_is_not_cacheable() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         // The resources' own policy, as a first read without input shows.
         let plain = w
             .call(1, "resources/read", json!({"uri": "mrtr://plain"}))
@@ -887,7 +738,7 @@ async fn resources_read_input_required_has_no_caching_hints_and_the_retry_is_not
 #[tokio::test]
 async fn prompts_get_can_ask_for_input() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = json!({"name": "needs_context", "_meta": {CAPS: form_caps()}});
         let got = w.call(1, "prompts/get", params.clone()).await;
         let round = input_required(&got);
@@ -917,7 +768,7 @@ async fn prompts_get_can_ask_for_input() {
 async fn multi_round_flow_gets_a_new_state_each_round_and_sees_every_answer() {
     for kind in KINDS {
         let (server, probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let params = call_params("steps", json!({}), form_caps());
         let mut states = Vec::new();
         let answers = [
@@ -974,7 +825,7 @@ async fn multi_round_flow_gets_a_new_state_each_round_and_sees_every_answer() {
 async fn an_answer_taken_in_an_earlier_round_is_not_rewritten() {
     for kind in KINDS {
         let (server, _probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let params = call_params("steps", json!({}), form_caps());
         let first = input_required(&w.call(1, "tools/call", params.clone()).await);
         let got = w
@@ -1021,7 +872,7 @@ async fn an_answer_taken_in_an_earlier_round_is_not_rewritten() {
 async fn answers_too_large_to_carry_are_invalid_params() {
     for kind in KINDS {
         let (server, _probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let params = call_params("steps", json!({}), form_caps());
         let first = input_required(&w.call(1, "tools/call", params.clone()).await);
         let long = "A".repeat(20_000);
@@ -1047,7 +898,7 @@ async fn answers_too_large_to_carry_are_invalid_params() {
 #[tokio::test]
 async fn several_inputs_can_be_asked_in_one_round() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = call_params("several", json!({}), all_caps());
         let got = w.call(1, "tools/call", params.clone()).await;
         let round = input_required(&got);
@@ -1094,7 +945,7 @@ async fn several_inputs_can_be_asked_in_one_round() {
 #[tokio::test]
 async fn unknown_answer_ids_are_ignored() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = call_params("greet", json!({}), form_caps());
         let round = input_required(&w.call(1, "tools/call", params.clone()).await);
         let got = w
@@ -1117,7 +968,7 @@ async fn unknown_answer_ids_are_ignored() {
 #[tokio::test]
 async fn a_missing_answer_is_requested_again_not_an_error() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = call_params("greet", json!({}), form_caps());
         let first = input_required(&w.call(1, "tools/call", params.clone()).await);
         // No answer at all: a new input_required asking the same question.
@@ -1160,7 +1011,7 @@ async fn a_missing_answer_is_requested_again_not_an_error() {
 #[tokio::test]
 async fn answers_given_on_the_first_call_without_state_are_used() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = retry(
             &call_params("greet", json!({}), form_caps()),
             json!({"user_name": accept(json!({"name": "Bob"}))}),
@@ -1187,21 +1038,15 @@ async fn an_elicitation_answer_not_matching_the_requested_schema_is_invalid_para
         json!({"roots": []}),
     ];
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let params = call_params("profile", json!({}), form_caps());
         let round = input_required(&w.call(1, "tools/call", params.clone()).await);
         let schema = &round.requests["profile"]["params"]["requestedSchema"];
         assert_eq!(schema["properties"]["age"]["type"], "integer", "{schema}");
         for (i, answer) in wrong.iter().enumerate() {
-            let got = w
-                .answer(
-                    10 + i as i64,
-                    "tools/call",
-                    &params,
-                    json!({ "profile": answer }),
-                    &round,
-                )
-                .await;
+            // Answers off the requested schema, some off the protocol's too: unchecked.
+            let retried = retry(&params, json!({ "profile": answer }), Some(&round.state));
+            let got = w.call_unchecked(10 + i as i64, "tools/call", retried).await;
             got.error(-32602, 400);
             assert!(
                 got.response()["error"]["message"]
@@ -1252,7 +1097,7 @@ async fn decline_and_cancel_are_distinguishable() {
 #[tokio::test]
 async fn every_kind_of_input_request_validates_against_the_schema() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         // URL elicitation.
         let got = w
             .call(
@@ -1440,7 +1285,7 @@ async fn sampling_message_rules_and_url_rules_are_enforced_before_asking() {
 #[tokio::test]
 async fn a_completion_handler_asking_for_input_is_internal_error() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         let got = w
             .call(
                 1,
@@ -1515,7 +1360,7 @@ async fn missing_capabilities_are_one_error_with_the_merged_requirements() {
         ),
     ];
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = fresh(kind).await;
         for (i, (tool, caps, required)) in cases.iter().enumerate() {
             let got = w
                 .call(
@@ -1565,7 +1410,7 @@ async fn supports_helpers_let_a_tool_ask_only_what_the_client_declared() {
     ];
     for kind in KINDS {
         let (server, _) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         for (i, (caps, asked)) in cases.iter().enumerate() {
             let got = w
                 .call(
@@ -1653,29 +1498,15 @@ async fn a_live_notifications_tool_streams_progress_before_it_asks() {
         json!({"name": "live_then_ask", "arguments": {},
                "_meta": {CAPS: form_caps(), "progressToken": "live"}}),
     );
-    let mut req = h.client().post(&h.url).body(msg.to_string());
-    for (k, v) in presa_tests::http::standard_headers(&msg) {
-        req = req.header(k, v);
-    }
-    let mut resp = req.send().await.expect("the request is sent");
-    assert_eq!(resp.status(), 200);
-    assert!(
-        resp.headers()["content-type"]
-            .to_str()
-            .is_ok_and(|c| c.starts_with("text/event-stream"))
-    );
+    let mut stream = h.open(&msg, &[]).await;
+    assert_eq!(stream.status, 200);
+    assert!(stream.is_sse(), "{:?}", stream.header("content-type"));
     // The progress arrives while the handler is still waiting at its gate.
-    let mut body = String::new();
-    while !body.contains("\n\n") {
-        let chunk = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
-            .await
-            .expect("the live progress arrives before the handler finishes")
-            .expect("read the stream")
-            .expect("the stream is still open");
-        body.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let first = presa_tests::http::parse_sse(&body);
-    assert_eq!(first[0]["method"], "notifications/progress", "{body}");
+    let first = stream
+        .next(presa_tests::wait::PATIENCE)
+        .await
+        .msg("the live progress, before the handler finishes");
+    assert_eq!(first["method"], "notifications/progress", "{first}");
     // Open the gate (another request), then read to the end.
     let other = h
         .call(
@@ -1685,18 +1516,15 @@ async fn a_live_notifications_tool_streams_progress_before_it_asks() {
         )
         .await;
     assert_eq!(other.status, 200);
-    while let Some(chunk) = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
-        .await
-        .expect("the stream ends")
-        .expect("read the stream")
-    {
-        body.push_str(&String::from_utf8_lossy(&chunk));
-    }
-    let messages = presa_tests::http::parse_sse(&body);
+    let mut messages = vec![first];
+    messages.extend(stream.reply().await.messages);
     check_exchange("tools/call", &messages);
     let last = messages.last().expect("a response");
     assert_eq!(last["id"], json!(1));
-    assert_eq!(last["result"]["resultType"], "input_required", "{body}");
+    assert_eq!(
+        last["result"]["resultType"], "input_required",
+        "{messages:?}"
+    );
 }
 
 // ---- 10.3: structure of inputResponses and requestState, at admission ----
@@ -1757,7 +1585,7 @@ async fn input_responses_and_request_state_structure_is_checked_before_any_handl
     ];
     for kind in KINDS {
         let (server, probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let mut id = 0;
         for (method, base) in &targets {
             for (extra, message) in &cases {
@@ -1767,7 +1595,7 @@ async fn input_responses_and_request_state_structure_is_checked_before_any_handl
                 for (k, v) in extra.as_object().expect("an object") {
                     params[k] = v.clone();
                 }
-                let got = w.call(id, method, params).await;
+                let got = w.call_unchecked(id, method, params).await;
                 got.invalid_params(message);
             }
         }
@@ -1936,7 +1764,7 @@ async fn a_tool_declared_not_to_ask_for_input_that_asks_is_an_internal_error() {
             .tool(greet_tool("greet_undeclared", &probe).asks_input(false))
             .build()
             .expect("the server builds");
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = w
             .call(
                 1,
@@ -1992,7 +1820,7 @@ impl presa::extension::Extension for Gatekeeper {
 
 /// Calls `tool` (no arguments, form elicitation declared), which must answer
 /// `input_required` asking `key` for a name; answers "Alice" and returns the retry's reply.
-async fn one_name_round(w: &mut Wire, tool: &str, key: &str) -> Got {
+async fn one_name_round(w: &mut Client, tool: &str, key: &str) -> Got {
     let params = call_params(tool, json!({}), form_caps());
     let got = w.call(1, "tools/call", params.clone()).await;
     let round = input_required(&got);
@@ -2020,7 +1848,7 @@ async fn an_extension_may_ask_for_input_around_a_context_free_tool() {
             .extension(Gatekeeper)
             .build()
             .expect("the server builds");
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = one_name_round(&mut w, "context_free", "gate").await;
         assert_eq!(got.text(), "ran", "{kind:?}");
     }
@@ -2047,7 +1875,7 @@ async fn a_macro_tool_with_an_injected_context_asks_without_any_extension() {
             .add::<asks_through_its_context>()
             .build()
             .expect("the server builds");
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = one_name_round(&mut w, "asks_through_its_context", "user_name").await;
         assert_eq!(got.text(), "Hello, Alice!", "{kind:?}");
     }

@@ -5,11 +5,12 @@
 //! single-use; and keys rotate without breaking tokens in flight.
 
 use crate::mrtr::{
-    Got, Kind, NAME, Probe, Wire, accept, builder, call_params, form_caps, greet_tool,
+    Client, Got, Kind, NAME, Probe, accept, builder, call_params, form_caps, greet_tool,
     input_required, key, keyring, retry, server,
 };
 use presa::mrtr::ReplayStore;
 use presa::{Error, Implementation, Prompt, PromptGet, PromptMessage, Server};
+use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,12 +29,12 @@ fn greet_params() -> Value {
 }
 
 /// Round 1 of `greet`: its state.
-async fn greet_state(w: &mut Wire, id: i64) -> String {
+async fn greet_state(w: &mut Client, id: i64) -> String {
     input_required(&w.call(id, "tools/call", greet_params()).await).state
 }
 
 /// Retries `greet` with `state` and Alice's answer.
-async fn greet_retry(w: &mut Wire, id: i64, state: &str) -> Got {
+async fn greet_retry(w: &mut Client, id: i64, state: &str) -> Got {
     w.call(
         id,
         "tools/call",
@@ -60,7 +61,7 @@ fn flip(token: &str, at: usize) -> String {
 async fn tampered_and_garbage_states_are_refused_with_no_detail() {
     for kind in KINDS {
         let (server, probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let token = greet_state(&mut w, 1).await;
         let parts: Vec<&str> = token.split('.').collect();
         let payload_at = token.len() - parts[parts.len() - 1].len() - 10;
@@ -142,7 +143,7 @@ fn server_with_greet_prompt() -> Server {
 async fn a_state_is_bound_to_its_method_tool_and_arguments() {
     for kind in KINDS {
         let server = server_with_greet_prompt();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let meta = json!({crate::mrtr::CAPS: form_caps()});
 
         // Another tool asking the same question.
@@ -219,7 +220,7 @@ async fn a_state_is_bound_to_its_method_tool_and_arguments() {
 async fn a_state_minted_by_another_server_sharing_the_key_is_refused() {
     for kind in KINDS {
         let (server, _) = server();
-        let mut a = Wire::start(kind, &server).await;
+        let mut a = Client::start(kind, &server).await;
         let token = greet_state(&mut a, 1).await;
         // Another server, same key, same tool, another name (audience).
         let probe = Arc::new(Probe::default());
@@ -228,12 +229,12 @@ async fn a_state_minted_by_another_server_sharing_the_key_is_refused() {
             .tool(greet_tool("greet", &probe))
             .build()
             .expect("builds");
-        let mut b = Wire::start(kind, &other).await;
+        let mut b = Client::start(kind, &other).await;
         greet_retry(&mut b, 2, &token).await.invalid_state();
         assert_eq!(probe.runs(), 0);
         // A replica (same name, same key) accepts it.
         let (replica, _) = server_named(NAME);
-        let mut c = Wire::start(kind, &replica).await;
+        let mut c = Client::start(kind, &replica).await;
         completes(&greet_retry(&mut c, 3, &token).await);
     }
 }
@@ -252,7 +253,7 @@ fn server_named(name: &str) -> (Server, Arc<Probe>) {
 async fn a_state_signed_with_another_key_is_refused() {
     for kind in KINDS {
         let (server, _) = server();
-        let mut a = Wire::start(kind, &server).await;
+        let mut a = Client::start(kind, &server).await;
         let token = greet_state(&mut a, 1).await;
         let probe = Arc::new(Probe::default());
         for (i, ring) in [
@@ -268,7 +269,7 @@ async fn a_state_signed_with_another_key_is_refused() {
                 .tool(greet_tool("greet", &probe))
                 .build()
                 .expect("builds");
-            let mut b = Wire::start(kind, &other).await;
+            let mut b = Client::start(kind, &other).await;
             greet_retry(&mut b, 10 + i as i64, &token)
                 .await
                 .invalid_state();
@@ -291,9 +292,9 @@ async fn rotated_keys_keep_tokens_in_flight_valid_and_sign_with_the_new_key() {
         let before = server_with(keyring(vec![key("old", 1)]));
         let during = server_with(keyring(vec![key("new", 2), key("old", 1)]));
         let after = server_with(keyring(vec![key("new", 2)]));
-        let mut before = Wire::start(kind, &before).await;
-        let mut during = Wire::start(kind, &during).await;
-        let mut after = Wire::start(kind, &after).await;
+        let mut before = Client::start(kind, &before).await;
+        let mut during = Client::start(kind, &during).await;
+        let mut after = Client::start(kind, &after).await;
 
         let old_token = greet_state(&mut before, 1).await;
         assert_eq!(old_token.split('.').nth(1), Some("old"), "{old_token}");
@@ -318,9 +319,11 @@ async fn rotated_keys_keep_tokens_in_flight_valid_and_sign_with_the_new_key() {
 
 // ---- expiry ----
 
+/// A state past its `state_ttl` (1 s; the state's times are whole seconds, so it
+/// expires between 1 and 2 s after it was made) is refused: until then the same state,
+/// which is not single-use, keeps working, retried until the server refuses it.
 #[tokio::test]
 async fn an_expired_state_is_refused() {
-    // The one slow test here: state_ttl of 1 s, then a wait of 2.1 s.
     let probe = Arc::new(Probe::default());
     let server = builder()
         .state_ttl(Duration::from_secs(1))
@@ -329,13 +332,28 @@ async fn an_expired_state_is_refused() {
         .expect("builds");
     let mut wires = Vec::new();
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
+        let made = std::time::Instant::now();
         let token = greet_state(&mut w, 1).await;
-        wires.push((w, token));
+        wires.push((w, token, made));
     }
-    tokio::time::sleep(Duration::from_millis(2100)).await;
-    for (w, token) in &mut wires {
-        greet_retry(w, 2, token).await.invalid_state();
+    for (w, token, made) in &mut wires {
+        let kind = w.kind;
+        let deadline = Deadline::new(format!("{kind:?}: the state expires"));
+        loop {
+            let got = greet_retry(w, 2, token).await;
+            if got.response().get("error").is_some() {
+                got.invalid_state();
+                break;
+            }
+            completes(&got);
+            deadline.tick(got.response()).await;
+        }
+        assert!(
+            made.elapsed() >= Duration::from_secs(1),
+            "{kind:?}: refused {:?} after it was made, before its TTL",
+            made.elapsed()
+        );
         // A fresh token from the same server works: the refusal was the expiry.
         let fresh = greet_state(w, 3).await;
         completes(&greet_retry(w, 4, &fresh).await);
@@ -348,7 +366,7 @@ async fn an_expired_state_is_refused() {
 async fn an_oversize_state_is_refused_even_when_correctly_signed() {
     for kind in KINDS {
         let (server, probe) = server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let token = greet_state(&mut w, 1).await;
         // A re-signed copy of a genuine token verifies (so the forging below is sound)...
         let same = forge::resign(&token, &[7; 32], |_| {});
@@ -374,7 +392,7 @@ async fn an_oversize_state_is_refused_even_when_correctly_signed() {
 #[tokio::test]
 async fn the_server_never_issues_a_state_over_16_kib() {
     for kind in KINDS {
-        let mut w = Wire::fresh(kind).await;
+        let mut w = crate::mrtr::fresh(kind).await;
         let got = w
             .call(
                 1,
@@ -419,7 +437,7 @@ impl ReplayStore for CountingStore {
 async fn a_single_use_state_works_once() {
     for kind in KINDS {
         // The default, in-memory store.
-        let mut w = Wire::fresh(kind).await;
+        let mut w = crate::mrtr::fresh(kind).await;
         let params = call_params("once", json!({}), form_caps());
         let token = input_required(&w.call(1, "tools/call", params.clone()).await).state;
         let first = w
@@ -453,7 +471,7 @@ async fn a_single_use_state_works_once() {
             }))
             .build()
             .expect("builds");
-        let mut c = Wire::start(kind, &custom).await;
+        let mut c = Client::start(kind, &custom).await;
         let token = input_required(&c.call(7, "tools/call", params.clone()).await).state;
         let got = c
             .call(8, "tools/call", retry(&params, alice(), Some(&token)))
@@ -484,7 +502,7 @@ async fn a_state_bound_to_a_principal_is_refused_for_another_principal() {
         .tool(greet_tool("greet", &probe))
         .build()
         .expect("builds");
-    let mut w = Wire::start(Kind::Http, &server).await;
+    let mut w = Client::start(Kind::Http, &server).await;
     let params = greet_params();
     let alice_round = w
         .call_with(1, "tools/call", params.clone(), &[("x-user", "alice")])
@@ -528,7 +546,7 @@ async fn a_state_bound_to_a_principal_is_refused_for_another_principal() {
     .await
     .invalid_state();
     // On stdio there are no headers, hence no principal: rounds still work.
-    let mut s = Wire::start(Kind::Stdio, &server).await;
+    let mut s = Client::start(Kind::Stdio, &server).await;
     let token = greet_state(&mut s, 1).await;
     completes(&greet_retry(&mut s, 2, &token).await);
 }
@@ -540,12 +558,11 @@ async fn a_state_bound_to_a_principal_is_refused_for_another_principal() {
 struct Replica {
     child: tokio::process::Child,
     stdin: tokio::process::ChildStdin,
-    lines: tokio::io::Lines<tokio::io::BufReader<tokio::process::ChildStdout>>,
+    lines: presa_tests::stdio::LineReader<tokio::process::ChildStdout>,
 }
 
 impl Replica {
     fn start(keys: Option<&str>) -> Replica {
-        use tokio::io::AsyncBufReadExt;
         let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_fixture"));
         command
             .args(["--transport", "stdio"])
@@ -563,32 +580,29 @@ impl Replica {
         Replica {
             child,
             stdin,
-            lines: tokio::io::BufReader::new(stdout).lines(),
+            lines: presa_tests::stdio::LineReader::new(stdout),
         }
     }
 
-    /// One request, one response (the fixture's elicitation tool sends nothing else).
+    /// One request (checked), one response (the fixture's elicitation tool sends nothing
+    /// else), checked against tools/call.
     async fn call(&mut self, id: i64, params: Value) -> Value {
         use tokio::io::AsyncWriteExt;
-        let mut line = presa_tests::request(id, "tools/call", params).to_string();
-        line.push('\n');
-        self.stdin.write_all(line.as_bytes()).await.expect("write");
+        let line =
+            presa_tests::stdio::checked_line(&presa_tests::request(id, "tools/call", params));
+        self.lines.sent(&line);
+        self.stdin.write_all(&line).await.expect("write");
         self.stdin.flush().await.expect("flush");
-        let line = tokio::time::timeout(Duration::from_secs(10), self.lines.next_line())
+        self.lines
+            .next(presa_tests::wait::PATIENCE)
             .await
-            .expect("a response in time")
-            .expect("read")
-            .expect("a line");
-        let m: Value = serde_json::from_str(&line).expect("JSON");
-        presa_tests::schema::check_response("tools/call", &m);
-        m
+            .expect("a response")
     }
 
     async fn stop(mut self) {
         drop(self.stdin);
-        let status = tokio::time::timeout(Duration::from_secs(10), self.child.wait())
+        let status = presa_tests::wait::within("the fixture exits", self.child.wait())
             .await
-            .expect("the fixture exits")
             .expect("wait");
         assert!(status.success());
     }
@@ -627,7 +641,7 @@ async fn replicas_configured_with_the_same_presa_state_keys_accept_each_others_s
         assert_eq!(refused["error"]["code"], json!(-32602), "{refused}");
         assert_eq!(
             refused["error"]["message"],
-            json!(crate::mrtr::INVALID_STATE)
+            json!(presa_tests::client::INVALID_STATE)
         );
         c.stop().await;
     }

@@ -864,19 +864,28 @@ async fn tools_call_params_validation() {
 async fn input_schema_failure_is_a_tool_error_result() {
     let server = echo_server();
     let c = TestClient::new(&server);
-    for args in [
-        json!({}),
-        json!({"text": 5}),
-        json!({"text": ""}),
-        json!({"text": "a", "extra": true}),
+    for (args, why) in [
+        (json!({}), r#""text" is a required property"#),
+        (json!({"text": 5}), r#"/text: 5 is not of type "string""#),
+        (
+            json!({"text": ""}),
+            r#"/text: "" is shorter than 1 characters"#,
+        ),
+        (
+            json!({"text": "a", "extra": true}),
+            r#"the property "extra" is not allowed"#,
+        ),
     ] {
         let r = c.call_tool("echo", args.clone()).await;
         expect_result(&r, "tools/call");
-        r.assert_tool_error("Invalid arguments for tool echo");
+        presa_tests::assert_tool_error_text(&r, &format!("Invalid arguments for tool echo: {why}"));
     }
     // The default input schema takes no arguments.
     let r = c.call_tool("noargs", json!({"x": 1})).await;
-    r.assert_tool_error("Invalid arguments for tool noargs");
+    presa_tests::assert_tool_error_text(
+        &r,
+        r#"Invalid arguments for tool noargs: the property "x" is not allowed"#,
+    );
 }
 
 fn structured_server() -> Server {
@@ -959,7 +968,7 @@ async fn structured_results_and_output_schema() {
 
     let r = c.call_tool("failing", json!({})).await;
     expect_result(&r, "tools/call");
-    r.assert_tool_error("it failed");
+    presa_tests::assert_tool_error_text(&r, "it failed");
 }
 
 /// A structured result that breaks its outputSchema (or is missing) is the server's
@@ -1985,14 +1994,20 @@ async fn input_schemas_are_listed_unchanged() {
             json!({"contactMethod": "phone", "email": "a@b"}),
         )
         .await;
-    r.assert_tool_error("Invalid arguments");
+    presa_tests::assert_tool_error_text(
+        &r,
+        r#"Invalid arguments for tool json_schema_2020_12_tool: "phone" is a required property"#,
+    );
     let r = c
         .call_tool(
             "json_schema_2020_12_tool",
             json!({"email": "a@b", "address": {"city": 5}}),
         )
         .await;
-    r.assert_tool_error("Invalid arguments");
+    presa_tests::assert_tool_error_text(
+        &r,
+        r#"Invalid arguments for tool json_schema_2020_12_tool: /address/city: 5 is not of type "string""#,
+    );
 }
 
 async fn expect_tools_list(c: &TestClient) -> Vec<Value> {
@@ -2011,7 +2026,7 @@ async fn expect_tools_list(c: &TestClient) -> Vec<Value> {
 /// and escapes included, over both transports (RequestMeta::client_info).
 #[tokio::test]
 async fn client_info_reaches_the_handler_as_sent() {
-    use crate::mrtr::{KINDS, Wire};
+    use crate::mrtr::{Client, KINDS};
     let server = builder()
         .tool(Tool::new("who").handler(|call: ToolCall| async move {
             Value::from(call.ctx.meta().client_info()).to_string()
@@ -2026,7 +2041,7 @@ async fn client_info_reaches_the_handler_as_sent() {
         "com.example/extra": {"n": [1, 2.5, null]}
     });
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = w
             .call(
                 1,

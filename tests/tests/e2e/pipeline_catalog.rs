@@ -1,7 +1,9 @@
-//! Transport-independent catalog rules through `presa::testing::TestClient`: resources
+//! Transport-independent catalog rules through `presa::testing::TestClient` (and a few
+//! over both real transports with the shared client): resources
 //! (wire sections 5.3, 5.4; errata W-5), prompts (5.5), completion (5.6; errata W-15),
 //! pagination (section 6; errata W-17) and caching hints (section 7; errata W-10).
 
+use crate::mrtr::{Client, Got, KINDS};
 use crate::pipeline::{
     build, builder, expect_error, expect_result, server_info, simple_prompt, text_tool,
 };
@@ -548,44 +550,60 @@ async fn completion_errors() {
     }
 }
 
+/// Asserts a result over the wire as [`expect_result`] does in process: resultType
+/// `complete`, serverInfo `_meta` (the client checked it against the schema).
+#[track_caller]
+fn expect_wire_result(got: &Got) -> Value {
+    let result = got.result().clone();
+    assert_eq!(result["resultType"], "complete", "{:?}: {result}", got.kind);
+    assert_eq!(
+        result["_meta"][crate::pipeline::SERVER_INFO_KEY],
+        server_info(),
+        "{:?}: {result}",
+        got.kind
+    );
+    result
+}
+
 /// At most 100 values are sent; the rest set hasMore, and total is never below the
-/// number of values sent.
+/// number of values sent (the completer's own total, 150, when it gave one). Over both
+/// transports.
 #[tokio::test]
 async fn completion_values_are_capped_at_100() {
     let server = completion_server();
-    let c = TestClient::new(&server);
     let many = json!({"type": "ref/prompt", "name": "many"});
-    let r = complete(&c, many.clone(), "v", "").await;
-    let result = expect_result(&r, "completion/complete");
-    let got = values(&result);
-    assert_eq!(got.len(), 100);
-    assert_eq!(got[0], "v000");
-    assert_eq!(got[99], "v099");
-    assert_eq!(result["completion"]["hasMore"], true);
-    assert!(
-        result["completion"]["total"]
-            .as_u64()
-            .is_some_and(|t| t >= 100),
-        "{result}"
-    );
+    let complete =
+        |argument: &str| json!({"ref": many, "argument": {"name": argument, "value": ""}});
+    for kind in KINDS {
+        let mut c = Client::start(kind, &server).await;
+        let result = expect_wire_result(&c.call(1, "completion/complete", complete("v")).await);
+        let got = values(&result);
+        assert_eq!(got.len(), 100, "{kind:?}");
+        assert_eq!(got[0], "v000");
+        assert_eq!(got[99], "v099");
+        assert_eq!(result["completion"]["hasMore"], true, "{kind:?}");
+        assert_eq!(
+            result["completion"]["total"],
+            json!(150),
+            "{kind:?}: {result}"
+        );
 
-    let r = complete(&c, many.clone(), "w", "").await;
-    let result = expect_result(&r, "completion/complete");
-    assert_eq!(values(&result).len(), 100);
-    assert_eq!(result["completion"]["hasMore"], true);
-    if let Some(total) = result["completion"].get("total") {
-        assert!(total.as_u64().is_some_and(|t| t >= 100), "{result}");
+        let result = expect_wire_result(&c.call(2, "completion/complete", complete("w")).await);
+        assert_eq!(values(&result).len(), 100, "{kind:?}");
+        assert_eq!(result["completion"]["hasMore"], true, "{kind:?}");
+        if let Some(total) = result["completion"].get("total") {
+            assert!(total.as_u64().is_some_and(|t| t >= 100), "{result}");
+        }
+
+        let result = expect_wire_result(&c.call(3, "completion/complete", complete("low")).await);
+        assert_eq!(values(&result), ["a", "b", "c"], "{kind:?}");
+        assert!(
+            result["completion"]["total"]
+                .as_u64()
+                .is_some_and(|t| t >= 3),
+            "{kind:?}: {result}"
+        );
     }
-
-    let r = complete(&c, many, "low", "").await;
-    let result = expect_result(&r, "completion/complete");
-    assert_eq!(values(&result), ["a", "b", "c"]);
-    assert!(
-        result["completion"]["total"]
-            .as_u64()
-            .is_some_and(|t| t >= 3),
-        "{result}"
-    );
 }
 
 // ---------------------------------------------------------------------------------------
@@ -885,15 +903,12 @@ async fn cursors_after_very_long_keys_are_read_back() {
     );
 }
 
+/// A cursor that is not one of the server's is -32602 `Invalid pagination cursor`, one
+/// that is not a string -32602 `Cursor must be a string` (HTTP 400, the id echoed), for
+/// every list; a cursor of one list is not a cursor of another. Over both transports.
 #[tokio::test]
 async fn invalid_cursors_are_32602() {
     let server = paged_server();
-    let c = TestClient::new(&server);
-    let tools_cursor = expect_result(&c.list_tools().await, "tools/list")["nextCursor"].clone();
-    let prompts_cursor = expect_result(&c.request("prompts/list", json!({})).await, "prompts/list")
-        ["nextCursor"]
-        .clone();
-    assert!(tools_cursor.is_string() && prompts_cursor.is_string());
     let invalid = "Invalid pagination cursor";
     let garbage = [
         json!("garbage!!"),
@@ -901,30 +916,55 @@ async fn invalid_cursors_are_32602() {
         json!("x".repeat(3000)),
         json!("%%%"),
     ];
-    for method in [
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-    ] {
-        for cursor in &garbage {
-            let r = c.request(method, json!({"cursor": cursor})).await;
-            expect_error(&r, -32602, Some(invalid));
+    for kind in KINDS {
+        let mut c = Client::start(kind, &server).await;
+        let tools_cursor =
+            expect_wire_result(&c.call(1, "tools/list", json!({})).await)["nextCursor"].clone();
+        let prompts_cursor =
+            expect_wire_result(&c.call(2, "prompts/list", json!({})).await)["nextCursor"].clone();
+        assert!(tools_cursor.is_string() && prompts_cursor.is_string());
+        let mut id = 10;
+        for method in [
+            "tools/list",
+            "prompts/list",
+            "resources/list",
+            "resources/templates/list",
+        ] {
+            for cursor in &garbage {
+                id += 1;
+                let got = c.call(id, method, json!({"cursor": cursor})).await;
+                got.invalid_params(invalid);
+                assert_eq!(
+                    got.response()["id"],
+                    json!(id),
+                    "{kind:?}: the id is echoed"
+                );
+            }
+            for cursor in [json!(5), json!(null), json!({}), json!(true), json!(["a"])] {
+                id += 1;
+                let got = c
+                    .call_unchecked(id, method, json!({"cursor": cursor}))
+                    .await;
+                got.invalid_params("Cursor must be a string");
+                assert_eq!(
+                    got.response()["id"],
+                    json!(id),
+                    "{kind:?}: the id is echoed"
+                );
+            }
         }
-        for cursor in [json!(5), json!(null), json!({}), json!(["a"])] {
-            let r = c.request(method, json!({"cursor": cursor})).await;
-            expect_error(&r, -32602, Some("Cursor must be a string"));
+        // A cursor of one list is not a cursor of another.
+        for (method, cursor) in [
+            ("prompts/list", &tools_cursor),
+            ("resources/list", &tools_cursor),
+            ("resources/templates/list", &tools_cursor),
+            ("tools/list", &prompts_cursor),
+        ] {
+            id += 1;
+            c.call(id, method, json!({"cursor": cursor}))
+                .await
+                .invalid_params(invalid);
         }
-    }
-    // A cursor of one list is not a cursor of another.
-    for (method, cursor) in [
-        ("prompts/list", &tools_cursor),
-        ("resources/list", &tools_cursor),
-        ("resources/templates/list", &tools_cursor),
-        ("tools/list", &prompts_cursor),
-    ] {
-        let r = c.request(method, json!({"cursor": cursor})).await;
-        expect_error(&r, -32602, Some(invalid));
     }
 }
 

@@ -1,22 +1,24 @@
 //! stdio bounds that a client which never reads, or leaves work behind, must not break.
 
 use presa::{StdioConfig, Tool, ToolCall};
-use presa_tests::stdio::line;
+use presa_tests::stdio::checked_line;
 use serde_json::json;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 
-/// The value of `count` once it stops rising (the same in two samples 300 ms apart, and
-/// above 0, so a machine stalled before anything ran does not count as settled), with
-/// `check` asserted at every sample: a bound is judged by where the server stops, not by
-/// a deadline, however slow the machine. Fails if it still rises after 60 s.
+/// The value of `count` once it stops rising (the same in two samples a quiet window
+/// apart, and above 0, so a machine stalled before anything ran does not count as
+/// settled), with `check` asserted at every sample: a bound is judged by where the server
+/// stops, not by a deadline, however slow the machine. Fails if it still rises after
+/// 60 s. (That nothing more is taken is a rule that nothing happens: only a quiet window
+/// can watch it.)
 async fn settled(count: &AtomicUsize, mut check: impl FnMut()) -> usize {
     let deadline = std::time::Instant::now() + Duration::from_secs(60);
     let mut last = usize::MAX;
     loop {
-        tokio::time::sleep(Duration::from_millis(300)).await;
+        tokio::time::sleep(presa_tests::wait::QUIET).await;
         check();
         let now = count.load(Ordering::SeqCst);
         if now == last && now > 0 {
@@ -102,12 +104,13 @@ async fn notifications_of_answered_requests_are_bounded_when_the_client_never_re
     let task = tokio::spawn(async move { server.serve_io(server_in, server_out, config).await });
     let mut bytes = Vec::new();
     for id in 1..=1000 {
-        bytes.extend(line(&presa_tests::request(
+        let call = presa_tests::request(
             id,
             "tools/call",
             json!({"name": "loud", "arguments": {},
                    "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
-        )));
+        );
+        bytes.extend(checked_line(&call));
     }
     client_out.write_all(&bytes).await.expect("written");
     let last = settled(&calls, || {}).await;

@@ -6,443 +6,30 @@
 //! Transport-specific rules (SSE, keepalives, the stream cap, the graceful end) are in
 //! `subscriptions_http` and `subscriptions_stdio`.
 //!
-//! [`Client`] drives one server over one transport: on HTTP each listen is its own SSE
-//! response; on stdio every stream shares the session and messages are told apart by
+//! The shared client (`presa_tests::client::Client`) drives one server over one
+//! transport: on HTTP each listen is its own SSE response; on stdio every stream shares
+//! the session and messages are told apart by
 //! `_meta["io.modelcontextprotocol/subscriptionId"]`. Every message is checked against
 //! the official schema as it is read.
 
-use crate::mrtr::{KINDS, Kind, Wire};
 use presa::{
     Implementation, LogLevel, Prompt, PromptGet, Resource, ResourceRead, Server, ServerBuilder,
-    StdioConfig, Tool, ToolCall,
+    Tool, ToolCall,
 };
-use presa_tests::http::{Harness, standard_headers};
-use presa_tests::request;
-use presa_tests::schema::{check_exchange, check_notification, check_response};
+pub(crate) use presa_tests::client::{Client, KINDS, Kind, SUB_ID, assert_ack, method, sub_id};
+use presa_tests::http::Harness;
+pub(crate) use presa_tests::sse::{Frame, Next};
 use presa_tests::stdio::Session;
+pub(crate) use presa_tests::wait::{PATIENCE, QUIET};
 use serde_json::{Value, json};
-use std::collections::HashMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-pub(crate) const SUB_ID: &str = "io.modelcontextprotocol/subscriptionId";
-
-/// How long a test waits to be sure nothing more arrives on a stream.
-pub(crate) const QUIET: Duration = Duration::from_millis(300);
 /// The delay within which a list change must reach a listener (runner check, wire 11).
 pub(crate) const PROMPTLY: Duration = Duration::from_millis(1500);
-/// How long a test waits for something that must come.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(5);
-
-/// The subscription id a notification carries, if any.
-pub(crate) fn sub_id(m: &Value) -> Option<&Value> {
-    m.get("params")
-        .and_then(|p| p.get("_meta"))
-        .and_then(|meta| meta.get(SUB_ID))
-}
-
-/// The method of a message, or `""`.
-pub(crate) fn method(m: &Value) -> &str {
-    m.get("method").and_then(Value::as_str).unwrap_or("")
-}
-
-/// Schema-checks one message of a listen stream (a notification, or the listen's result).
-#[track_caller]
-pub(crate) fn check_stream_message(m: &Value) {
-    if m.get("method").is_some() {
-        check_notification(m);
-    } else {
-        check_response("subscriptions/listen", m);
-    }
-}
 
 /// Listen params: the filter, plus `_meta` members.
 pub(crate) fn listen_params(notifications: Value) -> Value {
     json!({ "notifications": notifications })
-}
-
-/// What reading a stream gave.
-#[derive(Debug)]
-pub(crate) enum Next {
-    /// A message of the stream.
-    Msg(Value),
-    /// The stream ended (HTTP body end; stdio end of output).
-    End,
-    /// Nothing within the wait.
-    Timeout,
-}
-
-impl Next {
-    /// The message; panics otherwise.
-    #[track_caller]
-    pub(crate) fn msg(self, what: &str) -> Value {
-        match self {
-            Next::Msg(m) => m,
-            other => panic!("expected {what}, got {other:?}"),
-        }
-    }
-}
-
-/// One frame of an SSE body.
-#[derive(Debug)]
-pub(crate) enum Frame {
-    /// A comment line (`: keepalive`), without the colon.
-    Comment(String),
-    /// A `data:` event, parsed and schema-checked.
-    Data(Value),
-}
-
-/// A listen response over Streamable HTTP, read as it arrives.
-pub(crate) struct Sse {
-    pub(crate) status: u16,
-    pub(crate) headers: reqwest::header::HeaderMap,
-    resp: reqwest::Response,
-    buf: String,
-    ended: bool,
-    /// Every raw byte read, for assertions on the wire format.
-    pub(crate) raw: String,
-}
-
-impl Sse {
-    /// POSTs `message` (a listen request) with the standard headers and returns the open
-    /// response, whatever its status.
-    pub(crate) async fn open(h: &Harness, message: &Value) -> Sse {
-        let mut req = h.client().post(&h.url).body(message.to_string());
-        for (k, v) in standard_headers(message) {
-            req = req.header(k, v);
-        }
-        let resp = tokio::time::timeout(PATIENCE, req.send())
-            .await
-            .expect("the listen response starts")
-            .expect("the listen request is sent");
-        Sse {
-            status: resp.status().as_u16(),
-            headers: resp.headers().clone(),
-            resp,
-            buf: String::new(),
-            ended: false,
-            raw: String::new(),
-        }
-    }
-
-    /// A header's value.
-    pub(crate) fn header(&self, name: &str) -> Option<&str> {
-        self.headers.get(name).and_then(|v| v.to_str().ok())
-    }
-
-    /// The next frame (comment or event) within `within`: `None` on timeout or at the end.
-    pub(crate) async fn frame(&mut self, within: Duration) -> Option<Frame> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(at) = self.buf.find("\n\n") {
-                let block: String = self.buf.drain(..at + 2).collect();
-                let block = block.trim_end_matches('\n');
-                if block.lines().all(|l| l.starts_with(':')) {
-                    let text = block
-                        .lines()
-                        .map(|l| l.trim_start_matches(':').trim())
-                        .collect::<Vec<_>>()
-                        .join("\n");
-                    return Some(Frame::Comment(text));
-                }
-                let data: Vec<&str> = block
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                let json = data.join("\n");
-                let m: Value = serde_json::from_str(&json)
-                    .unwrap_or_else(|e| panic!("SSE data {json:?} is not JSON: {e}"));
-                check_stream_message(&m);
-                return Some(Frame::Data(m));
-            }
-            if self.ended {
-                return None;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            match tokio::time::timeout(left, self.resp.chunk()).await {
-                Err(_) => return None,
-                Ok(Ok(Some(chunk))) => {
-                    let text = String::from_utf8(chunk.to_vec()).expect("UTF-8 SSE");
-                    self.raw.push_str(&text);
-                    // SSE allows CRLF; normalize so blocks split on a blank line.
-                    self.buf.push_str(&text.replace("\r\n", "\n"));
-                }
-                Ok(Ok(None)) | Ok(Err(_)) => self.ended = true,
-            }
-        }
-    }
-
-    /// The next message (comments skipped) within `within`.
-    pub(crate) async fn next(&mut self, within: Duration) -> Next {
-        let deadline = Instant::now() + within;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.frame(left).await {
-                Some(Frame::Data(m)) => return Next::Msg(m),
-                Some(Frame::Comment(_)) => continue,
-                None if self.ended && !self.buf.contains("\n\n") => return Next::End,
-                None => return Next::Timeout,
-            }
-        }
-    }
-}
-
-/// A client of one server over one transport, holding its listen streams.
-pub(crate) struct Client {
-    pub(crate) kind: Kind,
-    http: Option<Harness>,
-    stdio: Option<Session>,
-    /// HTTP: one SSE response per listen id.
-    streams: Vec<(Value, Sse)>,
-    /// stdio: lines read but not yet asked for.
-    backlog: Vec<Value>,
-    /// stdio: every line read, in order.
-    pub(crate) seen: Vec<Value>,
-    /// stdio: the method of each request sent, by id, to schema-check its response.
-    methods: HashMap<String, String>,
-}
-
-impl Client {
-    /// Serves `server` over `kind` with default settings.
-    pub(crate) async fn start(kind: Kind, server: &Server) -> Client {
-        match kind {
-            Kind::Http => Client::over_http(Harness::start(server.clone()).await),
-            Kind::Stdio => {
-                Client::over_stdio(Session::in_process(server.clone(), StdioConfig::default()))
-            }
-        }
-    }
-
-    pub(crate) fn over_http(h: Harness) -> Client {
-        Client {
-            kind: Kind::Http,
-            http: Some(h),
-            stdio: None,
-            streams: Vec::new(),
-            backlog: Vec::new(),
-            seen: Vec::new(),
-            methods: HashMap::new(),
-        }
-    }
-
-    pub(crate) fn over_stdio(s: Session) -> Client {
-        Client {
-            kind: Kind::Stdio,
-            http: None,
-            stdio: Some(s),
-            streams: Vec::new(),
-            backlog: Vec::new(),
-            seen: Vec::new(),
-            methods: HashMap::new(),
-        }
-    }
-
-    /// The HTTP harness.
-    pub(crate) fn harness(&self) -> &Harness {
-        self.http.as_ref().expect("an HTTP client")
-    }
-
-    /// The stdio session.
-    pub(crate) fn session(&mut self) -> &mut Session {
-        self.stdio.as_mut().expect("a stdio client")
-    }
-
-    /// Sends a listen request with `params` (full `_meta` added) and returns its first
-    /// message, which must be the acknowledgement tagged with `id`.
-    pub(crate) async fn listen(&mut self, id: Value, params: Value) -> Value {
-        let message = request(id.clone(), "subscriptions/listen", params);
-        match self.kind {
-            Kind::Http => {
-                let mut sse = Sse::open(self.harness(), &message).await;
-                assert_eq!(sse.status, 200, "listen {id}: HTTP status");
-                assert!(
-                    sse.header("content-type")
-                        .is_some_and(|c| c.starts_with("text/event-stream")),
-                    "a listen response is always SSE: {:?}",
-                    sse.header("content-type")
-                );
-                let first = sse.next(PATIENCE).await.msg("the acknowledgement");
-                self.streams.push((id.clone(), sse));
-                assert_ack(&first, &id);
-                first
-            }
-            Kind::Stdio => {
-                self.methods
-                    .insert(id.to_string(), "subscriptions/listen".into());
-                self.session().send(&message).await;
-                let first = self.next(&id, PATIENCE).await.msg("the acknowledgement");
-                assert_ack(&first, &id);
-                first
-            }
-        }
-    }
-
-    /// The listen filter `notifications`, acknowledged: returns the acknowledged filter.
-    pub(crate) async fn listen_to(&mut self, id: Value, notifications: Value) -> Value {
-        let ack = self.listen(id, listen_params(notifications)).await;
-        ack["params"]["notifications"].clone()
-    }
-
-    /// Sends an ordinary request and returns every message up to its response (on stdio,
-    /// lines of streams are kept for [`Client::next`]).
-    pub(crate) async fn call(&mut self, id: i64, method: &str, params: Value) -> Vec<Value> {
-        match self.kind {
-            Kind::Http => {
-                let reply = self.harness().post(&request(id, method, params), &[]).await;
-                check_exchange(method, &reply.messages);
-                reply.messages
-            }
-            Kind::Stdio => {
-                self.methods.insert(json!(id).to_string(), method.into());
-                self.session().send(&request(id, method, params)).await;
-                let mut own = Vec::new();
-                loop {
-                    let m = self.read_line(PATIENCE).await.unwrap_or_else(|| {
-                        panic!("no response to {method} {id} within {PATIENCE:?}")
-                    });
-                    let response = m.get("method").is_none();
-                    if response && m.get("id") == Some(&json!(id)) {
-                        own.push(m);
-                        return own;
-                    }
-                    // Stream events, stream ends and other responses are not this call's.
-                    if sub_id(&m).is_some()
-                        || crate::subscriptions::method(&m) == "notifications/cancelled"
-                        || response
-                    {
-                        self.backlog.push(m);
-                    } else {
-                        own.push(m);
-                    }
-                }
-            }
-        }
-    }
-
-    /// Sends a request without waiting for its response (read it with [`Client::next`]
-    /// and its id). stdio only.
-    pub(crate) async fn send_request(&mut self, id: Value, method: &str, params: Value) {
-        self.methods.insert(id.to_string(), method.into());
-        self.session().send(&request(id, method, params)).await;
-    }
-
-    /// Closes stdin and waits for the server to end; whether it ended cleanly. stdio only.
-    pub(crate) async fn finish(mut self) -> bool {
-        self.stdio.take().expect("a stdio client").finish().await
-    }
-
-    /// The result of a request that must succeed.
-    pub(crate) async fn ok(&mut self, id: i64, method: &str, params: Value) -> Value {
-        let messages = self.call(id, method, params).await;
-        let last = messages.last().expect("a response").clone();
-        assert!(last.get("error").is_none(), "{method}: {last}");
-        last["result"].clone()
-    }
-
-    /// Reads one stdio line, schema-checked.
-    async fn read_line(&mut self, within: Duration) -> Option<Value> {
-        let m = self.session().recv_within(within).await?;
-        if m.get("method").is_some() {
-            check_notification(&m);
-        } else {
-            let id = m.get("id").map(Value::to_string).unwrap_or_default();
-            let method = self.methods.get(&id).cloned().unwrap_or_default();
-            check_response(&method, &m);
-        }
-        self.seen.push(m.clone());
-        Some(m)
-    }
-
-    /// The next message of the stream opened by listen `id`, within `within`.
-    pub(crate) async fn next(&mut self, id: &Value, within: Duration) -> Next {
-        match self.kind {
-            Kind::Http => {
-                let sse = self
-                    .streams
-                    .iter_mut()
-                    .find(|(i, _)| i == id)
-                    .map(|(_, s)| s)
-                    .unwrap_or_else(|| panic!("no listen stream {id}"));
-                sse.next(within).await
-            }
-            Kind::Stdio => {
-                if let Some(at) = self.backlog.iter().position(|m| belongs(m, id)) {
-                    return Next::Msg(self.backlog.remove(at));
-                }
-                let deadline = Instant::now() + within;
-                loop {
-                    let left = deadline.saturating_duration_since(Instant::now());
-                    if left.is_zero() {
-                        return Next::Timeout;
-                    }
-                    match self.read_line(left).await {
-                        Some(m) if belongs(&m, id) => return Next::Msg(m),
-                        Some(m) => self.backlog.push(m),
-                        None => return Next::Timeout,
-                    }
-                }
-            }
-        }
-    }
-
-    /// Every message of stream `id` arriving within `within`.
-    pub(crate) async fn drain(&mut self, id: &Value, within: Duration) -> Vec<Value> {
-        let deadline = Instant::now() + within;
-        let mut out = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            match self.next(id, left).await {
-                Next::Msg(m) => out.push(m),
-                Next::End | Next::Timeout => return out,
-            }
-        }
-    }
-
-    /// Waits for a notification `wanted` on stream `id`, failing on anything else first;
-    /// returns how long it took.
-    pub(crate) async fn expect_event(&mut self, id: &Value, wanted: &str) -> Duration {
-        let start = Instant::now();
-        let kind = self.kind;
-        match self.next(id, PATIENCE).await {
-            Next::Msg(m) => {
-                assert_eq!(method(&m), wanted, "{kind:?}: stream {id}: {m}");
-                assert_eq!(
-                    sub_id(&m),
-                    Some(id),
-                    "{kind:?}: tagged with its listen id: {m}"
-                );
-                start.elapsed()
-            }
-            other => panic!("{kind:?}: stream {id}: expected {wanted}, got {other:?}"),
-        }
-    }
-
-    /// Asserts nothing arrives on stream `id` for [`QUIET`].
-    pub(crate) async fn expect_quiet(&mut self, id: &Value) {
-        let kind = self.kind;
-        let extra = self.drain(id, QUIET).await;
-        assert!(extra.is_empty(), "{kind:?}: stream {id} got {extra:?}");
-    }
-}
-
-/// Whether a stdio message belongs to the stream of listen `id`: tagged with it, its
-/// `notifications/cancelled`, or its result.
-fn belongs(m: &Value, id: &Value) -> bool {
-    sub_id(m) == Some(id)
-        || (method(m) == "notifications/cancelled" && m["params"]["requestId"] == *id)
-        || (m.get("method").is_none() && m.get("id") == Some(id))
-}
-
-/// Asserts `m` is the acknowledgement of listen `id`.
-#[track_caller]
-pub(crate) fn assert_ack(m: &Value, id: &Value) {
-    assert_eq!(
-        method(m),
-        "notifications/subscriptions/acknowledged",
-        "the acknowledgement is the first message of a stream: {m}"
-    );
-    assert_eq!(sub_id(m), Some(id), "tagged with the listen id: {m}");
-    assert!(m["params"]["notifications"].is_object(), "{m}");
 }
 
 // ---- servers ----
@@ -587,14 +174,16 @@ async fn listen_params_are_validated() {
     ];
     for kind in KINDS {
         let server = full_server();
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         for (i, params) in cases.iter().enumerate() {
             let got = w
-                .call(i as i64 + 1, "subscriptions/listen", params.clone())
+                .call_unchecked(i as i64 + 1, "subscriptions/listen", params.clone())
                 .await;
             got.error(-32602, 400);
         }
-        let got = w.call(100, "subscriptions/listen", json!({})).await;
+        let got = w
+            .call_unchecked(100, "subscriptions/listen", json!({}))
+            .await;
         got.invalid_params("subscriptions/listen requires a notifications object");
         assert_eq!(server.open_streams(), 0, "{kind:?}: no stream was opened");
     }
@@ -844,7 +433,8 @@ async fn events_never_include_progress_or_log_notifications() {
                 json!({"name": "noisy_add", "arguments": {},
                        "_meta": {"progressToken": "trigger", "io.modelcontextprotocol/logLevel": "debug"}}),
             )
-            .await;
+            .await
+            .messages;
         // The trigger's own notifications go with the trigger's request...
         let progress = own
             .iter()

@@ -5,13 +5,13 @@
 //! is the empty listen result with the subscription id, then the end of the body.
 
 use crate::subscriptions::{
-    Frame, Next, PATIENCE, QUIET, SUB_ID, Sse, assert_ack, full_server, listen_params, method,
-    sub_id,
+    Frame, Next, PATIENCE, QUIET, SUB_ID, assert_ack, full_server, listen_params, method, sub_id,
 };
 use presa::HttpConfig;
-use presa_tests::http::Harness;
+use presa_tests::http::{Harness, Stream};
 use presa_tests::request;
 use presa_tests::schema::check_response;
+use presa_tests::wait::{until, until_async};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
 
@@ -20,30 +20,23 @@ fn listen(id: Value, notifications: Value) -> Value {
 }
 
 /// Opens a listen stream and reads its acknowledgement.
-async fn open(h: &Harness, id: Value) -> Sse {
-    let mut sse = Sse::open(h, &listen(id.clone(), json!({"toolsListChanged": true}))).await;
+async fn open(h: &Harness, id: Value) -> Stream {
+    let mut sse = h
+        .open(&listen(id.clone(), json!({"toolsListChanged": true})), &[])
+        .await;
     assert_eq!(sse.status, 200, "listen {id}");
     let ack = sse.next(PATIENCE).await.msg("the acknowledgement");
     assert_ack(&ack, &id);
     sse
 }
 
-/// Polls `f` every 20 ms for up to `within`.
-async fn eventually(within: Duration, mut f: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + within;
-    while Instant::now() < deadline {
-        if f() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    f()
-}
-
 #[tokio::test]
 async fn a_listen_response_is_sse_with_the_acknowledgement_first() {
-    let h = Harness::start(full_server()).await;
-    let mut sse = Sse::open(&h, &listen(json!(9), json!({"toolsListChanged": true}))).await;
+    let server = full_server();
+    let h = Harness::start(server.clone()).await;
+    let mut sse = h
+        .open(&listen(json!(9), json!({"toolsListChanged": true})), &[])
+        .await;
     assert_eq!(sse.status, 200);
     assert!(
         sse.header("content-type")
@@ -64,15 +57,19 @@ async fn a_listen_response_is_sse_with_the_acknowledgement_first() {
         }
         other => panic!("expected the acknowledgement first, got {other:?}"),
     }
-    assert!(sse.raw.starts_with("data: "), "{:?}", sse.raw);
+    let raw = sse.raw().to_owned();
+    assert!(raw.starts_with("data: "), "{raw:?}");
     // No event ids: resumable streams are gone in this revision.
-    assert!(
-        !sse.raw.lines().any(|l| l.starts_with("id:")),
-        "{:?}",
-        sse.raw
-    );
-    // The listen stream stays open, with no result.
+    assert!(!raw.lines().any(|l| l.starts_with("id:")), "{raw:?}");
+    // The listen stream stays open, with no result: nothing comes while nothing
+    // changes, and the next change is the next message.
     assert!(matches!(sse.next(QUIET).await, Next::Timeout));
+    server
+        .add_tool(crate::subscriptions::plain_tool("later"))
+        .expect("adds");
+    let m = sse.next(PATIENCE).await.msg("the list change");
+    assert_eq!(method(&m), "notifications/tools/list_changed", "{m}");
+    assert!(!sse.raw().contains("id:"), "{:?}", sse.raw());
 }
 
 #[tokio::test]
@@ -84,26 +81,22 @@ async fn idle_listen_streams_send_keepalive_comments() {
     )
     .await;
     let mut sse = open(&h, json!("idle")).await;
-    let mut comments = 0;
-    let deadline = Instant::now() + Duration::from_millis(1000);
-    while Instant::now() < deadline {
-        match sse
-            .frame(deadline.saturating_duration_since(Instant::now()))
-            .await
-        {
-            Some(Frame::Comment(text)) => {
-                assert_eq!(text, "keepalive");
-                comments += 1;
-            }
+    // Three keepalives, and nothing else, while nothing happens; at most one every
+    // 100 ms (the first comes after 100 ms idle), however slow the machine.
+    let started = Instant::now();
+    for _ in 0..3 {
+        match sse.frame(PATIENCE).await {
+            Some(Frame::Comment(text)) => assert_eq!(text, "keepalive"),
             Some(Frame::Data(m)) => panic!("nothing happened, yet the stream sent {m}"),
-            None => break,
+            None => panic!("no keepalive within {PATIENCE:?}"),
         }
     }
+    let took = started.elapsed();
     assert!(
-        (3..=15).contains(&comments),
-        "about one keepalive every 100 ms over 1 s, got {comments}"
+        took >= Duration::from_millis(250),
+        "three keepalives 100 ms apart came within {took:?}"
     );
-    assert!(sse.raw.contains(": keepalive\n\n"), "{:?}", sse.raw);
+    assert!(sse.raw().contains(": keepalive\n\n"), "{:?}", sse.raw());
     // Between keepalives the stream still carries events.
     server
         .add_tool(crate::subscriptions::plain_tool("later"))
@@ -148,20 +141,25 @@ async fn open_streams_are_capped_with_503_past_max_streams() {
     let tools = h.call(4, "tools/list", json!({})).await;
     assert_eq!(tools.status, 200);
 
-    // Once a client goes away, its place is free again.
+    // Once a client goes away, its place is free again (refused with 503 until the
+    // server has seen the connection close).
     drop(first);
-    let deadline = Instant::now() + Duration::from_secs(3);
-    let mut reopened = None;
-    while Instant::now() < deadline {
-        let sse = Sse::open(&h, &listen(json!(5), json!({"toolsListChanged": true}))).await;
-        if sse.status == 200 {
-            reopened = Some(sse);
-            break;
-        }
-        assert_eq!(sse.status, 503);
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let mut reopened = reopened.expect("a stream slot frees once its client disconnects");
+    let mut reopened = until_async(
+        "a stream slot frees once its client disconnects",
+        || async {
+            let sse = h
+                .open(&listen(json!(5), json!({"toolsListChanged": true})), &[])
+                .await;
+            if sse.status == 503 {
+                let refused = sse.reply().await;
+                check_response("subscriptions/listen", refused.response());
+                return None;
+            }
+            Some(sse)
+        },
+    )
+    .await;
+    assert_eq!(reopened.status, 200);
     assert_ack(&reopened.next(PATIENCE).await.msg("ack"), &json!(5));
 }
 
@@ -176,10 +174,11 @@ async fn a_client_closing_its_connection_ends_its_stream() {
     let sse = open(&h, json!("gone")).await;
     assert_eq!(server.open_streams(), 1);
     drop(sse);
-    assert!(
-        eventually(Duration::from_secs(3), || server.open_streams() == 0).await,
-        "the stream of a disconnected client is dropped (errata W-7)"
-    );
+    until(
+        "the stream of a disconnected client is dropped (errata W-7)",
+        || server.open_streams() == 0,
+    )
+    .await;
 }
 
 /// Asserts `m` is the graceful end of listen `id`: the empty listen result, with the
@@ -207,7 +206,7 @@ fn assert_graceful_end(m: &Value, id: &Value) {
 }
 
 /// Reads `sse` to its graceful end: the listen result of `id`, then the end of the body.
-async fn read_to_graceful_end(sse: &mut Sse, id: &Value) {
+async fn read_to_graceful_end(sse: &mut Stream, id: &Value) {
     loop {
         let m = sse.next(PATIENCE).await.msg("the graceful end");
         if m.get("method").is_some() {
@@ -239,7 +238,7 @@ async fn close_streams_sends_the_empty_listen_result_then_closes() {
     for (sse, id) in streams.iter_mut().zip(&ids) {
         read_to_graceful_end(sse, id).await;
     }
-    assert!(eventually(Duration::from_secs(2), || server.open_streams() == 0).await);
+    until("every stream is closed", || server.open_streams() == 0).await;
     // The server itself still serves requests.
     assert_eq!(h.call(1, "tools/list", json!({})).await.status, 200);
 }
@@ -274,33 +273,53 @@ async fn a_listen_arriving_during_shutdown_ends_and_serving_returns() {
             })
             .await
     });
-    let body = listen(json!("late"), json!({"toolsListChanged": true})).to_string();
+    let message = listen(json!("late"), json!({"toolsListChanged": true}));
+    presa_tests::schema::check_outgoing(&message);
+    let body = message.to_string();
     let (first, rest) = body.split_at(body.len() / 2);
     let mut tcp = tokio::net::TcpStream::connect(addr)
         .await
         .expect("connects");
+    // `Expect: 100-continue`: the server says `100 Continue` once it reads the body, so
+    // the test knows the request is in (its body still coming) before shutdown begins.
     let head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
          Accept: application/json, text/event-stream\r\n\
          MCP-Protocol-Version: {}\r\nMcp-Method: subscriptions/listen\r\n\
-         Content-Length: {}\r\n\r\n{first}",
+         Expect: 100-continue\r\nContent-Length: {}\r\n\r\n{first}",
         presa::PROTOCOL_VERSION,
         body.len()
     );
     tcp.write_all(head.as_bytes()).await.expect("writes");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut seen = Vec::new();
+    let mut buf = [0u8; 4096];
+    while !String::from_utf8_lossy(&seen).contains("\r\n\r\n") {
+        let n = presa_tests::wait::within("100 Continue", tcp.read(&mut buf))
+            .await
+            .expect("reads");
+        assert!(n > 0, "the connection closed before 100 Continue");
+        seen.extend_from_slice(&buf[..n]);
+    }
+    let interim = String::from_utf8_lossy(&seen).into_owned();
+    let (continued, after) = interim.split_once("\r\n\r\n").expect("an interim head");
+    assert!(continued.starts_with("HTTP/1.1 100"), "{interim}");
+    let mut seen = after.as_bytes().to_vec();
     let _ = stop.send(());
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Shutdown has begun once the server no longer takes connections.
+    until_async("the server stops taking connections", || async move {
+        tokio::net::TcpStream::connect(addr)
+            .await
+            .is_err()
+            .then_some(())
+    })
+    .await;
     tcp.write_all(rest.as_bytes())
         .await
         .expect("writes the rest");
     // The stream answers, acknowledges and ends with the listen result.
-    let mut seen = Vec::new();
-    let mut buf = [0u8; 4096];
     loop {
-        let n = tokio::time::timeout(PATIENCE, tcp.read(&mut buf))
+        let n = presa_tests::wait::within("the end of the stream", tcp.read(&mut buf))
             .await
-            .expect("the stream ends within the patience")
             .expect("reads");
         if n == 0 {
             break;
@@ -314,18 +333,14 @@ async fn a_listen_arriving_during_shutdown_ends_and_serving_returns() {
         "the graceful end: {text}"
     );
     // The events, read out of the chunked body (each event's `data:` line is whole in
-    // its chunk), checked against the schema: the acknowledgement, then the listen
-    // result that ends the stream.
+    // its chunk), each checked against the schema as answering the listen: the
+    // acknowledgement, then the listen result that ends the stream.
     let body = text
         .split_once("\r\n\r\n")
         .map_or("", |(_, b)| b)
         .replace("\r\n", "\n");
-    let events = presa_tests::http::parse_sse(&body);
-    let (last, notes) = events.split_last().expect("events on the stream");
-    for n in notes {
-        presa_tests::schema::check_notification(n);
-    }
-    presa_tests::schema::check_response("subscriptions/listen", last);
+    let events = presa_tests::sse::parse(&body, "subscriptions/listen");
+    let last = events.last().expect("events on the stream");
     assert_graceful_end(last, &json!("late"));
     let returned = tokio::time::timeout(PATIENCE, serving).await;
     assert!(

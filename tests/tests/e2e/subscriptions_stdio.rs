@@ -7,20 +7,23 @@
 //! buffer without bound (list changes coalesce; too many pending resource updates end the
 //! stream gracefully).
 
-use crate::mrtr::Kind;
 use crate::subscriptions::{
-    Client, Next, PATIENCE, PROMPTLY, QUIET, assert_ack, builder, full_server, listen_params,
-    method, plain_prompt, plain_tool, sub_id,
+    Client, Kind, Next, PATIENCE, QUIET, assert_ack, builder, full_server, listen_params, method,
+    plain_prompt, plain_tool, sub_id,
 };
 use presa::subscriptions::MAX_PENDING_UPDATES;
 use presa::{Server, StdioConfig, Tool, ToolCall};
 use presa_tests::request;
-use presa_tests::schema::{check_notification, check_response};
-use presa_tests::stdio::Session;
+use presa_tests::schema::check_notification;
+use presa_tests::stdio::{LineReader, Session, checked_line};
+use presa_tests::wait::until;
 use serde_json::{Value, json};
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::io::AsyncWriteExt;
+use tokio::sync::{Notify, Semaphore};
 
 #[tokio::test]
 async fn several_streams_share_one_connection_each_tagged_with_its_own_id() {
@@ -103,11 +106,10 @@ async fn a_client_cancel_closes_its_stream_with_nothing_further() {
                       "params": {"requestId": 5, "reason": "done listening"}}),
         )
         .await;
-    let deadline = Instant::now() + PATIENCE;
-    while server.open_streams() != 1 && Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert_eq!(server.open_streams(), 1, "the cancelled stream is closed");
+    until("the cancelled stream is closed", || {
+        server.open_streams() == 1
+    })
+    .await;
     c.ok(
         1,
         "tools/call",
@@ -136,21 +138,31 @@ async fn a_client_cancel_closes_its_stream_with_nothing_further() {
     );
 }
 
-/// A tool that takes a moment, to be in flight while streams end.
-fn waiter() -> Tool {
+/// A tool that is in flight while streams end: it says it started, then waits for a
+/// permit of `gate`.
+fn waiter(started: &Arc<Notify>, gate: &Arc<Semaphore>) -> Tool {
+    let (started, gate) = (Arc::clone(started), Arc::clone(gate));
     Tool::new("wait")
-        .description("Waits 300 ms")
-        .handler(|_: ToolCall| async {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            "waited"
+        .description("Waits for the test to let it go")
+        .handler(move |_: ToolCall| {
+            let (started, gate) = (Arc::clone(&started), Arc::clone(&gate));
+            async move {
+                started.notify_one();
+                if let Ok(p) = gate.acquire().await {
+                    p.forget();
+                }
+                "waited"
+            }
         })
 }
 
 #[tokio::test]
 async fn close_streams_ends_each_stream_with_notifications_cancelled_and_no_result() {
+    let started = Arc::new(Notify::new());
+    let gate = Arc::new(Semaphore::new(0));
     let server = builder("subs")
         .resource_notifications(true)
-        .tool(waiter())
+        .tool(waiter(&started, &gate))
         .build()
         .expect("builds");
     let mut c = Client::start(Kind::Stdio, &server).await;
@@ -166,7 +178,7 @@ async fn close_streams_ends_each_stream_with_notifications_cancelled_and_no_resu
         json!({"name": "wait", "arguments": {}}),
     )
     .await;
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    presa_tests::wait::within("the tool starts", started.notified()).await;
     server.close_streams();
     for id in &ids {
         let m = c.next(id, PATIENCE).await.msg("the end of the stream");
@@ -178,6 +190,7 @@ async fn close_streams_ends_each_stream_with_notifications_cancelled_and_no_resu
         );
         assert_eq!(m["params"]["requestId"], *id, "{m}");
     }
+    gate.add_permits(1);
     let done = c.next(&json!(1), PATIENCE).await.msg("the tool's response");
     assert_eq!(done["result"]["content"][0]["text"], "waited", "{done}");
     c.ok(2, "server/discover", json!({})).await;
@@ -227,75 +240,122 @@ async fn closing_stdin_ends_open_streams_promptly() {
 
 // ---- slow listeners ----
 
+/// A writer that notes when a write would block (the pipe behind it is full).
+struct Blocking<W> {
+    inner: W,
+    blocked: Arc<AtomicBool>,
+}
+
+impl<W: tokio::io::AsyncWrite + Unpin> tokio::io::AsyncWrite for Blocking<W> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        let polled = std::pin::Pin::new(&mut self.inner).poll_write(cx, buf);
+        if polled.is_pending() {
+            self.blocked.store(true, Ordering::SeqCst);
+        }
+        polled
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::pin::Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+}
+
 /// A stdio connection whose server-to-client pipe holds only 64 bytes, so a client that
 /// does not read stalls the server's writer at once (on the acknowledgement).
 struct Stalled {
     writer: tokio::io::DuplexStream,
-    lines: Lines<BufReader<tokio::io::DuplexStream>>,
+    lines: LineReader<tokio::io::DuplexStream>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
 
 impl Stalled {
     /// Serves `server`, sends listen `id` with `filter`, and returns once the stream is
-    /// registered; the client has read nothing.
+    /// registered and the server's writer is blocked on the full pipe; the client has
+    /// read nothing.
     async fn open(server: &Server, id: &Value, filter: Value) -> Stalled {
         let (mut writer, server_in) = tokio::io::duplex(64 * 1024);
         let (server_out, client_in) = tokio::io::duplex(64);
+        let blocked = Arc::new(AtomicBool::new(false));
+        let server_out = Blocking {
+            inner: server_out,
+            blocked: Arc::clone(&blocked),
+        };
         let served = server.clone();
         let task = tokio::spawn(async move {
             served
                 .serve_io(server_in, server_out, StdioConfig::default())
                 .await
         });
-        let mut line = request(id.clone(), "subscriptions/listen", listen_params(filter))
-            .to_string()
-            .into_bytes();
-        line.push(b'\n');
+        let listen = checked_line(&request(
+            id.clone(),
+            "subscriptions/listen",
+            listen_params(filter),
+        ));
+        let mut lines = LineReader::new(client_in);
+        lines.sent(&listen);
         writer
-            .write_all(&line)
+            .write_all(&listen)
             .await
             .expect("write the listen request");
-        let deadline = Instant::now() + PATIENCE;
-        while server.open_streams() == 0 {
-            assert!(Instant::now() < deadline, "the stream opens");
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        // Let the writer take the acknowledgement and block on the full pipe.
-        tokio::time::sleep(Duration::from_millis(50)).await;
+        until("the stream opens", || server.open_streams() == 1).await;
+        until("the writer blocks on the full pipe", || {
+            blocked.load(Ordering::SeqCst)
+        })
+        .await;
         Stalled {
             writer,
-            lines: BufReader::new(client_in).lines(),
+            lines,
             task,
         }
     }
 
-    /// Reads every line until none arrives for `quiet` (at most `limit` in all),
-    /// schema-checking each.
-    async fn read_until_quiet(&mut self, quiet: Duration, limit: Duration) -> Vec<Value> {
-        let deadline = Instant::now() + limit;
+    /// Reads lines (each checked) until `done` holds for what was read, failing after
+    /// [`PATIENCE`].
+    async fn read_until(
+        &mut self,
+        what: &str,
+        mut done: impl FnMut(&[Value]) -> bool,
+    ) -> Vec<Value> {
         let mut out = Vec::new();
-        while Instant::now() < deadline {
-            match tokio::time::timeout(quiet, self.lines.next_line()).await {
-                Ok(Ok(Some(line))) => {
-                    let m: Value = serde_json::from_str(&line)
-                        .unwrap_or_else(|e| panic!("{line:?} is not JSON: {e}"));
-                    if m.get("method").is_some() {
-                        check_notification(&m);
-                    } else {
-                        check_response("", &m);
-                    }
-                    out.push(m);
-                }
-                _ => break,
-            }
+        while !done(&out) {
+            let m = self
+                .lines
+                .next(PATIENCE)
+                .await
+                .unwrap_or_else(|| panic!("the output ended before {what}: {out:?}"));
+            out.push(m);
         }
         out
     }
 
-    /// Sends one request line.
+    /// Every line arriving within [`QUIET`] (each checked): what a rule says may not
+    /// come, read once the stream has delivered what must.
+    async fn read_quiet(&mut self) -> Vec<Value> {
+        let mut out = Vec::new();
+        while let Some(m) = self.lines.next_within(QUIET).await {
+            out.push(m);
+        }
+        out
+    }
+
+    /// Sends one request line (checked).
     async fn send(&mut self, message: &Value) {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
+        let line = checked_line(message);
+        self.lines.sent(&line);
         self.writer.write_all(&line).await.expect("write");
     }
 }
@@ -307,12 +367,8 @@ impl Drop for Stalled {
 }
 
 /// Lets the listener task run between publications, as a busy server would.
-async fn breathe(i: usize) {
-    if i.is_multiple_of(10) {
-        tokio::time::sleep(Duration::from_millis(1)).await;
-    } else {
-        tokio::task::yield_now().await;
-    }
+async fn breathe() {
+    tokio::task::yield_now().await;
 }
 
 /// The most list_changed notifications of one kind a stalled stream may deliver once its
@@ -340,11 +396,23 @@ async fn a_slow_listener_gets_list_changes_coalesced() {
             assert!(server.remove_prompt("flip"));
         }
         server.notify_resources_list_changed();
-        breathe(i).await;
+        breathe().await;
     }
-    let rest = s
-        .read_until_quiet(Duration::from_millis(500), Duration::from_secs(20))
+    // The client catches up: every kind arrives (none is lost), then nothing more (the
+    // rest was coalesced).
+    const KINDS_OF_CHANGE: [&str; 3] = [
+        "notifications/tools/list_changed",
+        "notifications/prompts/list_changed",
+        "notifications/resources/list_changed",
+    ];
+    let mut rest = s
+        .read_until("a list change of every kind", |read| {
+            KINDS_OF_CHANGE
+                .iter()
+                .all(|k| read.iter().any(|m| method(m) == *k))
+        })
         .await;
+    rest.extend(s.read_quiet().await);
     let (ack, rest) = rest.split_first().expect("the acknowledgement");
     assert_ack(ack, &id);
     let mut counts: HashMap<&str, usize> = HashMap::new();
@@ -352,11 +420,7 @@ async fn a_slow_listener_gets_list_changes_coalesced() {
         assert_eq!(sub_id(m), Some(&id), "{m}");
         *counts.entry(method(m)).or_default() += 1;
     }
-    for kind in [
-        "notifications/tools/list_changed",
-        "notifications/prompts/list_changed",
-        "notifications/resources/list_changed",
-    ] {
+    for kind in KINDS_OF_CHANGE {
         let n = counts.get(kind).copied().unwrap_or(0);
         assert!(n >= 1, "a list change is never lost: {kind} x{n}");
         assert!(
@@ -365,12 +429,15 @@ async fn a_slow_listener_gets_list_changes_coalesced() {
              (list changes must coalesce, not queue)"
         );
     }
-    // The stream is still live.
+    // The stream is still live: the next change is delivered, once.
     server.add_tool(plain_tool("after")).expect("adds");
-    let more = s.read_until_quiet(PROMPTLY, PROMPTLY).await;
-    assert_eq!(more.len(), 1, "{more:?}");
+    let more = s
+        .read_until("the next list change", |read| !read.is_empty())
+        .await;
     assert_eq!(method(&more[0]), "notifications/tools/list_changed");
     assert_eq!(sub_id(&more[0]), Some(&id));
+    let extra = s.read_quiet().await;
+    assert!(extra.is_empty(), "one change, one notification: {extra:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,11 +453,15 @@ async fn a_listener_too_far_behind_on_resource_updates_is_ended_gracefully() {
     let published = MAX_PENDING_UPDATES + 100;
     for i in 0..published {
         server.notify_resource_updated(&format!("test://docs/{i}"));
-        breathe(i).await;
+        breathe().await;
     }
-    let rest = s
-        .read_until_quiet(Duration::from_millis(1000), Duration::from_secs(20))
+    // The client catches up: updates, then the end of the stream, then nothing more.
+    let mut rest = s
+        .read_until("the end of the stream", |read| {
+            read.iter().any(|m| method(m) == "notifications/cancelled")
+        })
         .await;
+    rest.extend(s.read_quiet().await);
     let (ack, rest) = rest.split_first().expect("the acknowledgement");
     assert_ack(ack, &id);
     let updates = rest
@@ -420,10 +491,6 @@ async fn a_listener_too_far_behind_on_resource_updates_is_ended_gracefully() {
     assert_eq!(server.open_streams(), 0);
     // The connection still serves.
     s.send(&request(1, "server/discover", json!({}))).await;
-    let answer = s.read_until_quiet(PATIENCE, PATIENCE).await;
-    assert_eq!(
-        answer.first().map(|m| &m["id"]),
-        Some(&json!(1)),
-        "{answer:?}"
-    );
+    let answer = s.read_until("the answer", |read| !read.is_empty()).await;
+    assert_eq!(answer[0]["id"], json!(1), "{answer:?}");
 }

@@ -1,42 +1,36 @@
 //! The Tasks extension (`io.modelcontextprotocol/tasks`, Tasks reference sections 2 and 3;
 //! errata T-1 to T-5 and section 4): capability advertisement, the per-request decision
 //! table, and the CreateTaskResult. This module also holds what the other `tasks_*`
-//! modules share: a client over either real transport ([`Wire`]: Streamable HTTP on a
-//! loopback port, stdio through the fixture binary or an in-process pipe) that checks
-//! every message against the official schema, the shape assertions of the task results,
-//! and a small server of task tools whose progress a test can observe and steer ([`Lab`]).
+//! modules share: the task methods on the shared client ([`Tasking`]; the client runs a
+//! rule over Streamable HTTP on a loopback port and stdio through the fixture binary or
+//! an in-process pipe), the shape assertions of the task results, and a small server of
+//! task tools whose progress a test can observe and steer ([`Lab`]).
 //!
-//! The core schema defines nothing for Tasks (reference section 1): a CreateTaskResult
-//! and every `tasks/*` result validate only as a generic `JSONRPCResultResponse`, and a
-//! `notifications/tasks` only as a `JSONRPCNotification`; the rest of their shape is
-//! asserted here field by field.
+//! The core schema defines nothing for Tasks (reference section 1): the client checks a
+//! CreateTaskResult, every `tasks/*` request and result and every `notifications/tasks`
+//! against the extension's own schema (vendored in `tests/schema/`); what that schema
+//! leaves open (timestamps, the payload a status carries, the v1 fields that must be
+//! gone) is asserted here field by field.
 
 use presa::tasks::{TaskMode, TaskStatus, Tasks, TasksBuilder};
-use presa::{Error, Implementation, Server, ServerBuilder, StdioConfig, Tool, ToolCall};
-use presa_tests::http::{Harness, standard_headers};
-use presa_tests::schema::{assert_valid, check_notification, check_response};
-use presa_tests::stdio::Session;
+use presa::{Error, Implementation, Server, ServerBuilder, Tool, ToolCall};
+use presa_tests::schema::{assert_valid, check_notification};
+use presa_tests::sse::Next;
+use presa_tests::wait::{Deadline, PATIENCE};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use tokio::sync::Semaphore;
 
-pub(crate) const TASKS: &str = "io.modelcontextprotocol/tasks";
+pub(crate) use presa_tests::client::TASKS;
 pub(crate) const CAPS: &str = "io.modelcontextprotocol/clientCapabilities";
 pub(crate) const SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub(crate) const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub(crate) const UNKNOWN_TASK: &str = "Unknown or inaccessible taskId";
-pub(crate) const MISSING_CAPABILITY: &str = "Missing required client capability";
-/// As a header value in [`Wire::send_with`]: leave that header out.
-pub(crate) const OMIT: &str = "\u{0}omit";
-/// How long a polling loop waits for a task to reach a status.
-pub(crate) const PATIENCE: Duration = Duration::from_secs(5);
-/// The pause between two polls.
-pub(crate) const POLL: Duration = Duration::from_millis(10);
 
 // ---- client capabilities ----
 
@@ -86,332 +80,67 @@ pub(crate) fn accept(content: Value) -> Value {
 
 // ---- the two transports ----
 
-/// A transport to run a rule over.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Kind {
-    Http,
-    Stdio,
+pub(crate) use presa_tests::client::{Client, Got, KINDS, Kind};
+
+/// The fixture over `kind`: in process on HTTP, the fixture binary on stdio.
+pub(crate) async fn fixture(kind: Kind) -> Client {
+    Client::fixture(kind, env!("CARGO_BIN_EXE_fixture")).await
 }
 
-/// Both transports, for `for kind in KINDS`.
-pub(crate) const KINDS: [Kind; 2] = [Kind::Http, Kind::Stdio];
-
-/// A client of one server over one real transport.
-pub(crate) struct Wire {
-    pub(crate) kind: Kind,
-    http: Option<Harness>,
-    stdio: Option<Session>,
-    /// stdio lines read while waiting for something else (listen notifications).
-    stray: VecDeque<Value>,
-    next: i64,
+/// An open listen stream of task notifications.
+pub(crate) struct Listening {
+    /// The listen request's id (the subscription id).
+    pub(crate) id: Value,
+    /// The acknowledged filter (`params.notifications` of the acknowledgement).
+    pub(crate) ack: Value,
 }
 
-/// What one request got back: every message of the HTTP body, or the response line on
-/// stdio, each checked against the official schema.
-#[derive(Debug)]
-pub(crate) struct Got {
-    pub(crate) kind: Kind,
-    /// The HTTP status; `None` on stdio.
-    pub(crate) status: Option<u16>,
-    /// Whether the HTTP body was an event stream.
-    pub(crate) sse: bool,
-    pub(crate) messages: Vec<Value>,
-}
-
-impl Got {
-    /// The response (the last message).
-    #[track_caller]
-    pub(crate) fn response(&self) -> &Value {
-        self.messages
-            .last()
-            .unwrap_or_else(|| panic!("{:?}: no message", self.kind))
-    }
-
-    /// The result of a successful response, which must be a plain JSON body with HTTP 200
-    /// (nothing on a tasks request streams).
-    #[track_caller]
-    pub(crate) fn result(&self) -> &Value {
-        let r = self.response();
-        assert!(
-            r.get("error").is_none(),
-            "{:?}: expected a result, got {r}",
-            self.kind
-        );
-        if let Some(status) = self.status {
-            assert_eq!(status, 200, "{:?}: HTTP status of a result: {r}", self.kind);
-        }
-        &r["result"]
-    }
-
-    /// Asserts an error with `code`, and `http` as the status on HTTP; returns the error.
-    #[track_caller]
-    pub(crate) fn error(&self, code: i64, http: u16) -> &Value {
-        let r = self.response();
-        assert_eq!(
-            r["error"]["code"],
-            json!(code),
-            "{:?}: expected error {code}, got {r}",
-            self.kind
-        );
-        if let Some(status) = self.status {
-            assert_eq!(
-                status, http,
-                "{:?}: HTTP status of error {code}: {r}",
-                self.kind
-            );
-            assert!(!self.sse, "{:?}: an error is plain JSON: {r}", self.kind);
-        }
-        &r["error"]
-    }
-
-    /// Asserts -32602 with exactly `message`.
-    #[track_caller]
-    pub(crate) fn invalid_params(&self, message: &str) {
-        let e = self.error(-32602, 400);
-        assert_eq!(e["message"], json!(message), "{:?}: {e}", self.kind);
-    }
-
-    /// Asserts the -32021 of a missing Tasks declaration, with the full data shape of
-    /// reference 2.3 (the core schema requires `data.requiredCapabilities`).
-    #[track_caller]
-    pub(crate) fn missing_tasks(&self) {
-        let e = self.error(-32021, 400);
-        assert_eq!(
-            e["message"],
-            json!(MISSING_CAPABILITY),
-            "{:?}: {e}",
-            self.kind
-        );
-        assert_eq!(
-            e["data"]["requiredCapabilities"]["extensions"][TASKS],
-            json!({}),
-            "{:?}: data.requiredCapabilities names the Tasks extension: {e}",
-            self.kind
-        );
-    }
-
-    /// Asserts -32601 (HTTP 404).
-    #[track_caller]
-    pub(crate) fn method_not_found(&self) {
-        self.error(-32601, 404);
-    }
-}
-
-/// Checks one message the server sent in answer to `method`: a CreateTaskResult (only
-/// ever for `tools/call`) as a generic result, any other response with the schema
-/// harness, and notifications by method.
-#[track_caller]
-pub(crate) fn check(method: &str, message: &Value) {
-    if message.get("method").is_some() {
-        check_note(message);
-        return;
-    }
-    if method.starts_with("tasks/") && message.get("result").is_some() {
-        // No definition for the tasks/* results: a generic result (resultType a string).
-        assert_valid("JSONRPCResultResponse", message);
-        return;
-    }
-    if message["result"]["resultType"] == "task" {
-        assert_eq!(
-            method, "tools/call",
-            "only tools/call may create a task (errata section 4): {message}"
-        );
-        assert_valid("JSONRPCResultResponse", message);
-        return;
-    }
-    check_response(method, message);
-}
-
-/// Checks a notification: `notifications/tasks` has no schema definition of its own.
-#[track_caller]
-pub(crate) fn check_note(message: &Value) {
-    if message["method"] == "notifications/tasks" {
-        assert_valid("JSONRPCNotification", message);
-    } else {
-        check_notification(message);
-    }
-}
-
-/// The headers a correct client sends for `message` (for the three task methods also
-/// `Mcp-Name` from `params.taskId`, reference section 7), with `extra` replacing them by
-/// name ([`OMIT`] leaves one out).
-pub(crate) fn headers_for(message: &Value, extra: &[(&str, &str)]) -> Vec<(String, String)> {
-    let mut headers = standard_headers(message);
-    let method = message["method"].as_str().unwrap_or("");
-    if matches!(method, "tasks/get" | "tasks/update" | "tasks/cancel")
-        && let Some(id) = message["params"]["taskId"].as_str()
-    {
-        // A value that is not printable ASCII goes base64-wrapped (wire 13.5).
-        let value = if id.bytes().all(|b| (0x20..0x7f).contains(&b)) {
-            id.to_owned()
-        } else {
-            format!("=?base64?{}?=", base64_of(id))
-        };
-        headers.push(("Mcp-Name".to_owned(), value));
-    }
-    for (k, v) in extra {
-        headers.retain(|(h, _)| !h.eq_ignore_ascii_case(k));
-        if *v != OMIT {
-            headers.push(((*k).to_owned(), (*v).to_owned()));
-        }
-    }
-    headers
-}
-
-impl Wire {
-    fn new(kind: Kind, http: Option<Harness>, stdio: Option<Session>) -> Wire {
-        Wire {
-            kind,
-            http,
-            stdio,
-            stray: VecDeque::new(),
-            next: 1,
-        }
-    }
-
-    /// The fixture over `kind`: in process on HTTP, the fixture binary on stdio.
-    pub(crate) async fn fixture(kind: Kind) -> Wire {
-        match kind {
-            Kind::Http => Wire::new(
-                kind,
-                Some(Harness::start(presa_tests::fixture()).await),
-                None,
-            ),
-            Kind::Stdio => Wire::new(
-                kind,
-                None,
-                Some(Session::fixture(env!("CARGO_BIN_EXE_fixture")).await),
-            ),
-        }
-    }
-
-    /// `server` over `kind` (stdio: an in-process pipe).
-    pub(crate) async fn start(kind: Kind, server: &Server) -> Wire {
-        match kind {
-            Kind::Http => Wire::new(kind, Some(Harness::start(server.clone()).await), None),
-            Kind::Stdio => Wire::new(
-                kind,
-                None,
-                Some(Session::in_process(server.clone(), StdioConfig::default())),
-            ),
-        }
-    }
-
-    /// The HTTP harness (HTTP only).
-    #[track_caller]
-    pub(crate) fn harness(&self) -> &Harness {
-        self.http.as_ref().expect("an HTTP wire")
-    }
-
-    fn session(&mut self) -> &mut Session {
-        self.stdio.as_mut().expect("a stdio wire")
-    }
-
-    /// A fresh request id.
-    pub(crate) fn next_id(&mut self) -> i64 {
-        self.next += 1;
-        self.next
-    }
-
-    /// Sends a request (full `_meta`; members of `params._meta` win) and reads its reply.
-    pub(crate) async fn send(&mut self, method: &str, params: Value) -> Got {
-        self.send_with(method, params, &[]).await
-    }
-
-    /// Like [`Wire::send`], with HTTP headers replaced or left out (ignored on stdio).
-    pub(crate) async fn send_with(
-        &mut self,
-        method: &str,
-        params: Value,
-        headers: &[(&str, &str)],
-    ) -> Got {
-        let id = self.next_id();
-        let message = presa_tests::request(id, method, params);
-        self.exchange(id, method, &message, headers).await
-    }
-
-    /// Sends a request with id `id` and reads its reply.
-    pub(crate) async fn exchange(
-        &mut self,
-        id: i64,
-        method: &str,
-        message: &Value,
-        extra: &[(&str, &str)],
-    ) -> Got {
-        let kind = self.kind;
-        if let Some(h) = &self.http {
-            let headers = headers_for(message, extra);
-            let refs: Vec<(&str, &str)> = headers
-                .iter()
-                .map(|(k, v)| (k.as_str(), v.as_str()))
-                .collect();
-            let reply = h.post_raw(message.to_string(), &refs).await;
-            for m in &reply.messages {
-                check(method, m);
-            }
-            return Got {
-                kind,
-                status: Some(reply.status),
-                sse: reply.is_sse(),
-                messages: reply.messages,
-            };
-        }
-        self.session().send(message).await;
-        loop {
-            let m = self
-                .session()
-                .recv()
-                .await
-                .expect("a response before end of output");
-            if m.get("id") == Some(&Value::from(id)) && m.get("method").is_none() {
-                check(method, &m);
-                return Got {
-                    kind,
-                    status: None,
-                    sse: false,
-                    messages: vec![m],
-                };
-            }
-            if m.get("method").is_some() {
-                check_note(&m);
-            }
-            self.stray.push_back(m);
-        }
-    }
-
-    /// Sends a notification (on HTTP a POST that must be accepted with 202).
-    pub(crate) async fn notify(&mut self, method: &str, params: Value) {
-        let message = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        if let Some(h) = &self.http {
-            let reply = h.post(&message, &[]).await;
-            assert_eq!(
-                reply.status, 202,
-                "a notification is accepted: {}",
-                reply.body
-            );
-            return;
-        }
-        self.session().send(&message).await;
-    }
-
-    /// The stdio messages that arrived while waiting for other responses, taken.
-    pub(crate) fn take_stray(&mut self) -> Vec<Value> {
-        self.stray.drain(..).collect()
-    }
-
-    // ---- the task methods ----
-
+/// The task methods, as a client declaring Tasks calls them, with the shapes of their
+/// results asserted beyond the schema.
+pub(crate) trait Tasking {
     /// Calls `name` as a client declaring Tasks, asserts a CreateTaskResult, and returns
     /// the task id.
-    pub(crate) async fn create(&mut self, name: &str, arguments: Value) -> String {
+    async fn create(&mut self, name: &str, arguments: Value) -> String;
+    /// `tasks/get`; the DetailedTask, checked for its status.
+    async fn get(&mut self, id: &str) -> Value;
+    /// `tasks/update`; asserts the empty acknowledgement.
+    async fn update(&mut self, id: &str, responses: Value);
+    /// [`Tasking::update`] with answers invalid on purpose: sent unchecked.
+    async fn update_unchecked(&mut self, id: &str, responses: Value);
+    /// `tasks/cancel`; asserts the empty acknowledgement.
+    async fn cancel(&mut self, id: &str);
+    /// Polls `tasks/get` until the status is one of `statuses` (failing when the task
+    /// reaches another terminal status, or past the tests' patience); the DetailedTask.
+    async fn wait_for(&mut self, id: &str, statuses: &[&str]) -> Value;
+    /// Polls until the task is terminal; the DetailedTask.
+    async fn wait_terminal(&mut self, id: &str) -> Value;
+    /// Opens a `subscriptions/listen` stream with `params`: the stream and its
+    /// acknowledged filter, or the error reply.
+    async fn listen_tasks(&mut self, params: Value) -> Result<Listening, Got>;
+    /// Like [`Tasking::listen_tasks`], with HTTP headers replaced or added (ignored on
+    /// stdio).
+    async fn listen_tasks_with(
+        &mut self,
+        params: Value,
+        headers: &[(&str, &str)],
+    ) -> Result<Listening, Got>;
+    /// The next message of a listen stream within `within`, or `None`.
+    async fn event(&mut self, l: &Listening, within: Duration) -> Option<Value>;
+    /// Reads `notifications/tasks` events for task `id` until one has `status`; every
+    /// event is checked as a full DetailedTask (errata T-2) tagged with the stream's
+    /// subscription id. Returns the events read, the last one with `status`.
+    async fn task_events_until(&mut self, l: &Listening, id: &str, status: &str) -> Vec<Value>;
+}
+
+impl Tasking for Client {
+    async fn create(&mut self, name: &str, arguments: Value) -> String {
         let got = self
             .send("tools/call", declared(tool(name, arguments)))
             .await;
         assert_created(&got)
     }
 
-    /// `tasks/get` as a client declaring Tasks; the DetailedTask, checked for its status.
-    pub(crate) async fn get(&mut self, id: &str) -> Value {
+    async fn get(&mut self, id: &str) -> Value {
         let got = self.send("tasks/get", declared(task_id(id))).await;
         let r = got.result().clone();
         assert_eq!(
@@ -425,8 +154,7 @@ impl Wire {
         r
     }
 
-    /// `tasks/update` as a client declaring Tasks; asserts the empty acknowledgement.
-    pub(crate) async fn update(&mut self, id: &str, responses: Value) {
+    async fn update(&mut self, id: &str, responses: Value) {
         let got = self
             .send(
                 "tasks/update",
@@ -436,16 +164,23 @@ impl Wire {
         assert_ack(got.result());
     }
 
-    /// `tasks/cancel` as a client declaring Tasks; asserts the empty acknowledgement.
-    pub(crate) async fn cancel(&mut self, id: &str) {
+    async fn update_unchecked(&mut self, id: &str, responses: Value) {
+        let got = self
+            .send_unchecked(
+                "tasks/update",
+                declared(json!({"taskId": id, "inputResponses": responses})),
+            )
+            .await;
+        assert_ack(got.result());
+    }
+
+    async fn cancel(&mut self, id: &str) {
         let got = self.send("tasks/cancel", declared(task_id(id))).await;
         assert_ack(got.result());
     }
 
-    /// Polls `tasks/get` until the status is one of `statuses` (failing when the task
-    /// reaches another terminal status or [`PATIENCE`] runs out); the DetailedTask.
-    pub(crate) async fn wait_for(&mut self, id: &str, statuses: &[&str]) -> Value {
-        let deadline = Instant::now() + PATIENCE;
+    async fn wait_for(&mut self, id: &str, statuses: &[&str]) -> Value {
+        let deadline = Deadline::new(format!("task {id} reaches {statuses:?}"));
         loop {
             let task = self.get(id).await;
             let status = task["status"].as_str().unwrap_or("");
@@ -457,160 +192,51 @@ impl Wire {
                 "{:?}: task {id} ended {status}, expected one of {statuses:?}: {task}",
                 self.kind
             );
-            assert!(
-                Instant::now() < deadline,
-                "{:?}: task {id} did not reach {statuses:?} within {PATIENCE:?}: {task}",
-                self.kind
-            );
-            tokio::time::sleep(POLL).await;
+            deadline.tick(&task).await;
         }
     }
 
-    /// Polls until the task is terminal; the DetailedTask.
-    pub(crate) async fn wait_terminal(&mut self, id: &str) -> Value {
+    async fn wait_terminal(&mut self, id: &str) -> Value {
         self.wait_for(id, &["completed", "failed", "cancelled"])
             .await
     }
 
-    // ---- subscriptions/listen ----
-
-    /// Opens a `subscriptions/listen` stream with `params`; the stream and its
-    /// acknowledgement, or the error reply.
-    pub(crate) async fn listen(&mut self, params: Value) -> Result<Listening, Got> {
-        self.listen_with(params, &[]).await
+    async fn listen_tasks(&mut self, params: Value) -> Result<Listening, Got> {
+        self.listen_tasks_with(params, &[]).await
     }
 
-    /// Like [`Wire::listen`], with HTTP headers replaced or added (ignored on stdio).
-    pub(crate) async fn listen_with(
+    async fn listen_tasks_with(
         &mut self,
         params: Value,
-        extra: &[(&str, &str)],
+        headers: &[(&str, &str)],
     ) -> Result<Listening, Got> {
-        let id = self.next_id();
-        let message = presa_tests::request(id, "subscriptions/listen", params);
-        let kind = self.kind;
-        if let Some(h) = &self.http {
-            let mut req = h.client().post(&h.url).body(message.to_string());
-            for (k, v) in headers_for(&message, extra) {
-                req = req.header(k, v);
-            }
-            let resp = req.send().await.expect("the listen request is sent");
-            let status = resp.status().as_u16();
-            let sse = resp
-                .headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok())
-                .is_some_and(|c| c.starts_with("text/event-stream"));
-            if !sse {
-                let body = resp.text().await.expect("the body is read");
-                let m: Value = serde_json::from_str(&body)
-                    .unwrap_or_else(|e| panic!("body {body:?} is not JSON: {e}"));
-                check("subscriptions/listen", &m);
-                return Err(Got {
-                    kind,
-                    status: Some(status),
-                    sse: false,
-                    messages: vec![m],
-                });
-            }
-            assert_eq!(status, 200, "a listen stream opens with 200");
-            let mut listening = Listening {
-                id,
-                ack: Value::Null,
-                stream: Some(SseStream {
-                    resp,
-                    buf: String::new(),
-                    queue: VecDeque::new(),
-                }),
-            };
-            let ack = self
-                .event(&mut listening, PATIENCE)
-                .await
-                .expect("the acknowledgement arrives first");
-            listening.ack = checked_ack(&ack, id);
-            return Ok(listening);
-        }
-        self.session().send(&message).await;
-        loop {
-            let m = self
-                .session()
-                .recv()
-                .await
-                .expect("an acknowledgement or an error before end of output");
-            if m.get("id") == Some(&Value::from(id)) && m.get("method").is_none() {
-                check("subscriptions/listen", &m);
-                return Err(Got {
-                    kind,
-                    status: None,
-                    sse: false,
-                    messages: vec![m],
-                });
-            }
-            if m.get("method").is_some() {
-                check_note(&m);
-            }
-            if m["params"]["_meta"][SUBSCRIPTION_ID] == json!(id) {
-                let ack = checked_ack(&m, id);
-                return Ok(Listening {
-                    id,
-                    ack,
-                    stream: None,
-                });
-            }
-            self.stray.push_back(m);
+        let id = json!(self.next_id());
+        let ack = self.try_listen(id.clone(), params, headers).await?;
+        check_notification(&ack);
+        Ok(Listening {
+            id,
+            ack: ack["params"]["notifications"].clone(),
+        })
+    }
+
+    async fn event(&mut self, l: &Listening, within: Duration) -> Option<Value> {
+        match self.next(&l.id, within).await {
+            Next::Msg(m) => Some(m),
+            Next::End | Next::Timeout => None,
         }
     }
 
-    /// The next message of a listen stream within `within`, or `None`.
-    pub(crate) async fn event(&mut self, l: &mut Listening, within: Duration) -> Option<Value> {
-        let deadline = Instant::now() + within;
-        if let Some(stream) = l.stream.as_mut() {
-            let m = stream.next(deadline).await?;
-            check_note(&m);
-            return Some(m);
-        }
-        let tag = json!(l.id);
-        if let Some(pos) = self
-            .stray
-            .iter()
-            .position(|m| m["params"]["_meta"][SUBSCRIPTION_ID] == tag)
-        {
-            return self.stray.remove(pos);
-        }
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.session().recv_within(left).await?;
-            if m.get("method").is_some() {
-                check_note(&m);
-            }
-            if m["params"]["_meta"][SUBSCRIPTION_ID] == tag {
-                return Some(m);
-            }
-            self.stray.push_back(m);
-        }
-    }
-
-    /// Reads `notifications/tasks` events for task `id` until one has `status`; every
-    /// event is checked as a full DetailedTask (errata T-2) tagged with the stream's
-    /// subscription id. Returns the events read, the last one with `status`.
-    pub(crate) async fn task_events_until(
-        &mut self,
-        l: &mut Listening,
-        id: &str,
-        status: &str,
-    ) -> Vec<Value> {
-        let deadline = Instant::now() + PATIENCE;
+    async fn task_events_until(&mut self, l: &Listening, id: &str, status: &str) -> Vec<Value> {
         let mut seen = Vec::new();
         loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let m = self.event(l, left).await.unwrap_or_else(|| {
+            let m = self.event(l, PATIENCE).await.unwrap_or_else(|| {
                 panic!(
                     "{:?}: no notifications/tasks with status {status} for {id}; saw {seen:#?}",
                     self.kind
                 )
             });
             assert_eq!(m["method"], "notifications/tasks", "{:?}: {m}", self.kind);
-            assert_task_note(&m, l.id);
+            assert_task_note(&m, &l.id);
             assert_eq!(m["params"]["taskId"], json!(id), "{:?}: {m}", self.kind);
             let done = m["params"]["status"] == status;
             seen.push(m);
@@ -619,63 +245,6 @@ impl Wire {
             }
         }
     }
-}
-
-/// An open listen stream.
-pub(crate) struct Listening {
-    /// The listen request's id (the subscription id).
-    pub(crate) id: i64,
-    /// The acknowledged filter (`params.notifications` of the acknowledgement).
-    pub(crate) ack: Value,
-    stream: Option<SseStream>,
-}
-
-/// An HTTP event stream read as it arrives.
-struct SseStream {
-    resp: reqwest::Response,
-    buf: String,
-    queue: VecDeque<Value>,
-}
-
-impl SseStream {
-    async fn next(&mut self, deadline: Instant) -> Option<Value> {
-        loop {
-            if let Some(m) = self.queue.pop_front() {
-                return Some(m);
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            let chunk = tokio::time::timeout(left, self.resp.chunk()).await.ok()?;
-            let bytes = chunk.expect("the stream reads")?;
-            self.buf.push_str(&String::from_utf8_lossy(&bytes));
-            while let Some(end) = self.buf.find("\n\n") {
-                let event: String = self.buf.drain(..end + 2).collect();
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                if !data.is_empty() {
-                    let text = data.join("\n");
-                    self.queue.push_back(
-                        serde_json::from_str(&text)
-                            .unwrap_or_else(|e| panic!("SSE data {text:?} is not JSON: {e}")),
-                    );
-                }
-            }
-        }
-    }
-}
-
-/// Checks a listen acknowledgement for stream `id`; its `notifications`.
-#[track_caller]
-fn checked_ack(m: &Value, id: i64) -> Value {
-    assert_eq!(
-        m["method"], "notifications/subscriptions/acknowledged",
-        "the acknowledgement comes first: {m}"
-    );
-    check_notification(m);
-    assert_eq!(m["params"]["_meta"][SUBSCRIPTION_ID], json!(id), "{m}");
-    m["params"]["notifications"].clone()
 }
 
 // ---- shapes ----
@@ -944,13 +513,13 @@ pub(crate) fn text(result: &Value) -> String {
 /// Asserts a `notifications/tasks`: a full DetailedTask without `resultType`, tagged with
 /// the subscription id `sub` (reference section 8, errata T-2).
 #[track_caller]
-pub(crate) fn assert_task_note(m: &Value, sub: i64) {
+pub(crate) fn assert_task_note(m: &Value, sub: &Value) {
     let p = &m["params"];
     assert!(p.get("resultType").is_none(), "no resultType: {m}");
     assert_task_fields(p);
     let status = p["status"].as_str().unwrap_or("");
     assert_payload(p, status);
-    assert_eq!(p["_meta"][SUBSCRIPTION_ID], json!(sub), "{m}");
+    assert_eq!(p["_meta"][SUBSCRIPTION_ID], *sub, "{m}");
 }
 
 /// A DetailedTask without `resultType` and `_meta`, to compare a notification with
@@ -1026,10 +595,10 @@ pub(crate) fn by_principal(builder: ServerBuilder) -> ServerBuilder {
 pub(crate) const ALICE: [(&str, &str); 1] = [("X-Principal", "alice")];
 
 /// A lab scoping tasks by principal (see [`by_principal`]) served over HTTP, with alice's
-/// `gate` task created: the lab, the wire and the task id.
-pub(crate) async fn alice_gate_task() -> (Lab, Wire, String) {
+/// `gate` task created: the lab, the client and the task id.
+pub(crate) async fn alice_gate_task() -> (Lab, Client, String) {
     let lab = Lab::with(Tasks::builder(), by_principal);
-    let mut w = Wire::start(Kind::Http, &lab.server).await;
+    let mut w = Client::start(Kind::Http, &lab.server).await;
     let got = w
         .send_with("tools/call", declared(tool("gate", json!({}))), &ALICE)
         .await;
@@ -1106,13 +675,12 @@ impl Lab {
         }
     }
 
-    /// Waits until `counter` reaches `n` (bounded by [`PATIENCE`]).
+    /// Waits until `counter` reaches `n`.
     pub(crate) async fn wait_count(&self, counter: &AtomicUsize, n: usize, what: &str) {
-        let deadline = Instant::now() + PATIENCE;
-        while counter.load(Ordering::SeqCst) < n {
-            assert!(Instant::now() < deadline, "{what} did not reach {n}");
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
+        presa_tests::wait::until(&format!("{what} reaches {n}"), || {
+            counter.load(Ordering::SeqCst) >= n
+        })
+        .await;
     }
 }
 
@@ -1311,11 +879,7 @@ pub(crate) fn assert_no_task_decoration(list: &Value) {
     }
 }
 
-/// The standard base64 of a string (for the `=?base64?…?=` header form).
-pub(crate) fn base64_of(s: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(s)
-}
+pub(crate) use presa_tests::http::base64_of;
 
 // ---- section 2: capability negotiation ----
 
@@ -1324,7 +888,7 @@ pub(crate) fn base64_of(s: &str) -> String {
 #[tokio::test]
 async fn discover_advertises_tasks_with_empty_settings_and_no_legacy_key() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         for caps in [tasks_caps(), plain_caps()] {
             let got = w.send("server/discover", with_caps(json!({}), caps)).await;
             let caps = &got.result()["capabilities"];
@@ -1349,7 +913,7 @@ async fn discover_advertises_tasks_with_empty_settings_and_no_legacy_key() {
 async fn without_the_extension_nothing_is_advertised_and_task_methods_are_32601() {
     let server = without_tasks();
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = w.send("server/discover", declared(json!({}))).await;
         let caps = &got.result()["capabilities"];
         assert!(caps.get("extensions").is_none(), "{kind:?}: {caps}");
@@ -1374,7 +938,7 @@ async fn without_the_extension_nothing_is_advertised_and_task_methods_are_32601(
 #[tokio::test]
 async fn sync_tool_runs_in_the_request_either_way() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         for caps in [tasks_caps(), plain_caps(), json!({})] {
             let got = w
                 .send(
@@ -1392,7 +956,7 @@ async fn sync_tool_runs_in_the_request_either_way() {
 #[tokio::test]
 async fn optional_tool_is_a_task_only_for_a_declaring_request() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let args = json!({"seconds": 0, "label": "opt"});
         let got = w
             .send("tools/call", undeclared(tool("slow_compute", args.clone())))
@@ -1416,7 +980,7 @@ async fn optional_tool_is_a_task_only_for_a_declaring_request() {
 #[tokio::test]
 async fn required_tool_without_the_declaration_is_32021_and_does_not_run() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         for caps in [plain_caps(), json!({})] {
             w.send(
                 "tools/call",
@@ -1429,7 +993,7 @@ async fn required_tool_without_the_declaration_is_32021_and_does_not_run() {
         w.wait_terminal(&id).await;
 
         let lab = Lab::new(Tasks::builder());
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         w.send("tools/call", undeclared(tool("quick", json!({"n": 1}))))
             .await
             .missing_tasks();
@@ -1451,7 +1015,7 @@ async fn legacy_tasks_client_capability_counts_as_undeclared() {
         "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
     });
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         w.send(
             "tools/call",
             with_caps(tool("failing_job", json!({})), legacy.clone()),
@@ -1479,7 +1043,7 @@ async fn legacy_tasks_client_capability_counts_as_undeclared() {
 async fn legacy_task_param_is_accepted_and_ignored() {
     let hint = json!({"ttl": 60000, "pollInterval": 5000});
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         for caps in [tasks_caps(), plain_caps()] {
             let mut params = tool("greet", json!({"name": "legacy-hint"}));
             params["task"] = hint.clone();
@@ -1511,7 +1075,7 @@ async fn legacy_task_param_is_accepted_and_ignored() {
 #[tokio::test]
 async fn invalid_arguments_answer_is_error_synchronously_and_create_no_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let bad = tool("slow_compute", json!({"seconds": "soon"}));
         let direct = w.send("tools/call", undeclared(bad.clone())).await;
         let as_task = w.send("tools/call", declared(bad)).await;
@@ -1528,7 +1092,7 @@ async fn invalid_arguments_answer_is_error_synchronously_and_create_no_task() {
         );
 
         let lab = Lab::new(Tasks::builder());
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         for args in [json!({"n": "one"}), json!({"n": 1, "extra": true})] {
             let got = w.send("tools/call", declared(tool("quick", args))).await;
             assert_eq!(got.result()["isError"], json!(true), "{kind:?}");
@@ -1545,11 +1109,11 @@ async fn invalid_arguments_answer_is_error_synchronously_and_create_no_task() {
 async fn unknown_tool_is_32602_before_task_creation() {
     let lab = Lab::new(Tasks::builder());
     for kind in KINDS {
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         w.send("tools/call", declared(tool("no_such_tool", json!({}))))
             .await
             .invalid_params("Unknown tool: no_such_tool");
-        w.send(
+        w.send_unchecked(
             "tools/call",
             declared(json!({"name": "quick", "arguments": [1]})),
         )
@@ -1564,7 +1128,7 @@ async fn unknown_tool_is_32602_before_task_creation() {
 #[tokio::test]
 async fn only_tools_call_creates_tasks() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let got = w
             .send(
                 "prompts/get",
@@ -1591,7 +1155,7 @@ async fn only_tools_call_creates_tasks() {
 #[tokio::test]
 async fn create_task_result_is_flat() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let got = w
             .send(
                 "tools/call",
@@ -1607,7 +1171,10 @@ async fn create_task_result_is_flat() {
             got.messages
         );
         assert!(!got.sse, "{kind:?}: plain JSON");
-        assert!(w.take_stray().is_empty(), "{kind:?}: nothing else was sent");
+        assert!(
+            w.take_backlog().is_empty(),
+            "{kind:?}: nothing else was sent"
+        );
         assert_eq!(r["ttlMs"], json!(3_600_000), "{kind:?}: {r}");
         assert_eq!(r["pollIntervalMs"], json!(100), "{kind:?}: {r}");
         assert_eq!(r["createdAt"], r["lastUpdatedAt"], "{kind:?}: {r}");
@@ -1619,13 +1186,71 @@ async fn create_task_result_is_flat() {
     }
 }
 
-/// Errata section 4: task ids are unguessable: long random url-safe strings, distinct.
+/// How many task ids the entropy test draws.
+const SAMPLES: usize = 512;
+
+/// The Shannon entropy, in bits, of each character position over `ids` (of one length),
+/// with the Miller-Madow correction for a finite sample.
+fn entropy_by_position(ids: &[String]) -> Vec<f64> {
+    let n = ids.len() as f64;
+    (0..ids[0].len())
+        .map(|at| {
+            let mut counts = std::collections::HashMap::new();
+            for id in ids {
+                *counts.entry(id.as_bytes()[at]).or_insert(0usize) += 1;
+            }
+            let shannon: f64 = counts
+                .values()
+                .map(|&c| {
+                    let p = c as f64 / n;
+                    -p * p.log2()
+                })
+                .sum();
+            shannon + (counts.len() as f64 - 1.0) / (2.0 * n * std::f64::consts::LN_2)
+        })
+        .collect()
+}
+
+/// The entropy measure itself: ids drawn at random over the whole alphabet come out
+/// near their ceiling, and ids of the same length made from a counter or a clock fall
+/// far short of 128 bits, with their fixed positions near zero.
+#[test]
+fn the_entropy_measure_tells_random_ids_from_counters() {
+    use base64::Engine;
+    let random: Vec<String> = (0..SAMPLES)
+        .map(|i| {
+            // A keyed hash stands in for randomness: what matters is its spread.
+            let digest = <sha2::Sha256 as sha2::Digest>::digest(format!("sample {i}"));
+            base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&digest[..24])
+        })
+        .collect();
+    let bits: f64 = entropy_by_position(&random).iter().sum();
+    assert!(bits > 180.0, "{bits}");
+    let counter: Vec<String> = (0..SAMPLES).map(|i| format!("{i:032}")).collect();
+    let positions = entropy_by_position(&counter);
+    assert!(positions.iter().sum::<f64>() < 20.0, "{positions:?}");
+    assert!(positions[0] < 0.01, "{positions:?}");
+    let clock: Vec<String> = (0..SAMPLES)
+        .map(|i| format!("{}{}", 1_795_939_501_123u64 + i as u64, &random[i][..19]))
+        .collect();
+    let positions = entropy_by_position(&clock);
+    assert!(positions.iter().sum::<f64>() < 128.0, "{positions:?}");
+}
+
+/// Errata section 4: task ids are unguessable ("sufficient entropy that a third party
+/// cannot enumerate or guess them"): long url-safe strings, distinct, and random in
+/// every place. The entropy is measured on ids the server made, not read off their
+/// alphabet: each character position's Shannon entropy over the sample (with the
+/// Miller-Madow correction for a finite sample), summed, must reach 128 bits, no
+/// position may be nearly fixed (a counter or a clock in the id), and every bit of the
+/// decoded ids must be set about half the time.
 #[tokio::test]
 async fn task_ids_are_distinct_and_unguessable() {
-    let lab = Lab::new(Tasks::builder());
-    let mut w = Wire::start(Kind::Http, &lab.server).await;
-    let mut ids = BTreeSet::new();
-    for n in 0..8 {
+    use base64::Engine;
+    let lab = Lab::new(Tasks::builder().max_workers(SAMPLES));
+    let mut w = Client::start(Kind::Http, &lab.server).await;
+    let mut ids = Vec::new();
+    for n in 0..SAMPLES {
         let id = w.create("quick", json!({"n": n})).await;
         assert!(id.len() >= 22, "at least 128 bits of base64url: {id}");
         assert!(
@@ -1633,9 +1258,48 @@ async fn task_ids_are_distinct_and_unguessable() {
                 .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_'),
             "url-safe: {id}"
         );
-        ids.insert(id);
+        ids.push(id);
     }
-    assert_eq!(ids.len(), 8, "distinct ids: {ids:?}");
+    let distinct: BTreeSet<&String> = ids.iter().collect();
+    assert_eq!(distinct.len(), SAMPLES, "distinct ids");
+
+    let len = ids[0].len();
+    assert!(ids.iter().all(|id| id.len() == len), "one length: {ids:?}");
+    // The most an id of this length and alphabet can hold.
+    let ceiling = len as f64 * 64f64.log2();
+    let positions = entropy_by_position(&ids);
+    for (at, bits) in positions.iter().enumerate() {
+        assert!(
+            *bits > 5.0,
+            "character {at} of the ids is far from random: {bits:.2} bits"
+        );
+    }
+    let bits: f64 = positions.iter().sum();
+    assert!(
+        bits >= 128.0,
+        "task ids carry about {bits:.0} bits (at most {ceiling:.0} for {len} base64url \
+         characters); at least 128 are needed"
+    );
+    let n = SAMPLES as f64;
+    let decoded: Vec<Vec<u8>> = ids
+        .iter()
+        .map(|id| {
+            base64::engine::general_purpose::URL_SAFE_NO_PAD
+                .decode(id)
+                .unwrap_or_else(|e| panic!("{id} is base64url: {e}"))
+        })
+        .collect();
+    for bit in 0..decoded[0].len() * 8 {
+        let ones = decoded
+            .iter()
+            .filter(|d| d[bit / 8] & (0x80 >> (bit % 8)) != 0)
+            .count();
+        let share = ones as f64 / n;
+        assert!(
+            (0.35..=0.65).contains(&share),
+            "bit {bit} of the decoded ids is set in {share:.2} of them"
+        );
+    }
 }
 
 /// 3.3: creation is strongly consistent: the task is stored before the response is
@@ -1644,7 +1308,7 @@ async fn task_ids_are_distinct_and_unguessable() {
 async fn creation_is_strongly_consistent() {
     let lab = Lab::new(Tasks::builder());
     for kind in KINDS {
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         let got = w
             .send(
                 "tools/call",
@@ -1661,7 +1325,7 @@ async fn creation_is_strongly_consistent() {
         assert_eq!(task["createdAt"], got.result()["createdAt"], "{kind:?}");
         w.cancel(&id).await;
     }
-    let mut w = Wire::fixture(Kind::Stdio).await;
+    let mut w = fixture(Kind::Stdio).await;
     let id = w.create("slow_compute", json!({"seconds": 60})).await;
     assert_eq!(w.get(&id).await["status"], "working");
     w.cancel(&id).await;
@@ -1697,7 +1361,7 @@ async fn ttl_and_poll_interval_follow_the_builder() {
     for (knobs, ttl, poll) in cases {
         let lab = Lab::new(knobs);
         for kind in KINDS {
-            let mut w = Wire::start(kind, &lab.server).await;
+            let mut w = Client::start(kind, &lab.server).await;
             let got = w
                 .send("tools/call", declared(tool("quick", json!({}))))
                 .await;

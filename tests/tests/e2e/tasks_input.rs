@@ -4,7 +4,7 @@
 //! `Task input is larger than <n> bytes` and no task exists. Answers given later with
 //! `tasks/update` are held to the same bound.
 
-use crate::tasks::{KINDS, Lab, Probe, Wire, accept, declared, tool};
+use crate::tasks::{Client, KINDS, Lab, Probe, Tasking, accept, declared, tool};
 use presa::tasks::{DEFAULT_MAX_INPUT_BYTES, Tasks};
 use serde_json::json;
 
@@ -17,19 +17,19 @@ async fn task_input_is_size_checked_at_creation() {
         let args = json!({"n": 123_456_789});
         // The exact size of this call's work input, read back from a stored record.
         let lab = Lab::new(Tasks::builder());
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         let id = w.create("quick", args.clone()).await;
         let record = lab.tasks.store().get(&id).expect("stored");
         let size = serde_json::to_vec(&record.work).expect("JSON").len()
             + serde_json::to_vec(&record.answers).expect("JSON").len();
 
         let lab = Lab::new(Tasks::builder().max_input_bytes(size));
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         w.create("quick", args.clone()).await;
         assert_eq!(lab.stored(), 1, "{kind:?}: at the bound, created");
 
         let lab = Lab::new(Tasks::builder().max_input_bytes(size - 1));
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         let got = w.send("tools/call", declared(tool("quick", args))).await;
         let e = got.error(-32602, 400);
         assert_eq!(
@@ -54,7 +54,7 @@ async fn answers_given_by_tasks_update_are_size_checked() {
     for kind in KINDS {
         // The size of the waiting task's record, then room for a small answer only.
         let sized = Lab::new(Tasks::builder());
-        let mut w = Wire::start(kind, &sized.server).await;
+        let mut w = Client::start(kind, &sized.server).await;
         let id = w.create("ask", json!({})).await;
         let record = sized.tasks.store().get(&id).expect("stored");
         let size = serde_json::to_vec(&record.work).expect("JSON").len()
@@ -62,7 +62,7 @@ async fn answers_given_by_tasks_update_are_size_checked() {
         let limit = size + 200;
 
         let lab = Lab::new(Tasks::builder().max_input_bytes(limit));
-        let mut w = Wire::start(kind, &lab.server).await;
+        let mut w = Client::start(kind, &lab.server).await;
         let id = w.create("ask", json!({})).await;
         lab.gate.add_permits(1);
         w.wait_for(&id, &["input_required"]).await;

@@ -6,16 +6,17 @@
 //! runs over both transports against the conformance fixture unless it is about HTTP.
 
 use crate::tasks::{
-    KINDS, Kind, Lab, OMIT, UNKNOWN_TASK, Wire, accept, assert_ack, assert_sync, base64_of,
-    declared, keys, plain_caps, task_id, text, tool, undeclared, with_caps,
+    Client, KINDS, Kind, Lab, Tasking, UNKNOWN_TASK, accept, assert_ack, assert_sync, base64_of,
+    declared, fixture, keys, plain_caps, task_id, text, tool, undeclared, with_caps,
 };
 use presa::tasks::Tasks;
+use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
 /// A confirm_delete task parked on `confirm-delete`, and its DetailedTask.
-async fn parked_confirm_delete(w: &mut Wire, file: &str) -> (String, Value) {
+async fn parked_confirm_delete(w: &mut Client, file: &str) -> (String, Value) {
     let id = w.create("confirm_delete", json!({"filename": file})).await;
     let task = w.wait_for(&id, &["input_required"]).await;
     (id, task)
@@ -27,7 +28,7 @@ async fn parked_confirm_delete(w: &mut Wire, file: &str) -> (String, Value) {
 #[tokio::test]
 async fn get_working_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w
             .create("slow_compute", json!({"seconds": 60, "label": "w"}))
             .await;
@@ -43,7 +44,7 @@ async fn get_working_task() {
 #[tokio::test]
 async fn get_completed_task_inlines_the_direct_result() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let args = json!({"seconds": 0, "label": "rt"});
         let id = w.create("slow_compute", args.clone()).await;
         let task = w.wait_for(&id, &["completed"]).await;
@@ -71,7 +72,7 @@ async fn get_completed_task_inlines_the_direct_result() {
 #[tokio::test]
 async fn tool_error_completes_and_protocol_error_fails() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w.create("failing_job", json!({})).await;
         let task = w.wait_terminal(&id).await;
         assert_eq!(task["status"], "completed", "{kind:?}: {task}");
@@ -94,7 +95,7 @@ async fn tool_error_completes_and_protocol_error_fails() {
 #[tokio::test]
 async fn get_input_required_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let (id, task) = parked_confirm_delete(&mut w, "rt.txt").await;
         let request = &task["inputRequests"]["confirm-delete"];
         assert_eq!(
@@ -119,7 +120,7 @@ async fn get_input_required_task() {
 #[tokio::test]
 async fn get_cancelled_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w.create("slow_compute", json!({"seconds": 60})).await;
         w.cancel(&id).await;
         let task = w.get(&id).await;
@@ -133,7 +134,7 @@ async fn get_cancelled_task() {
 #[tokio::test]
 async fn update_resumes_an_input_required_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let (id, _) = parked_confirm_delete(&mut w, "mrtr-resume.txt").await;
         w.update(
             &id,
@@ -149,9 +150,9 @@ async fn update_resumes_an_input_required_task() {
 #[tokio::test]
 async fn update_with_unknown_keys_is_acknowledged_and_changes_nothing() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let (id, before) = parked_confirm_delete(&mut w, "unknown-key.txt").await;
-        w.update(&id, json!({"unknown-key": {"ignored": true}}))
+        w.update_unchecked(&id, json!({"unknown-key": {"ignored": true}}))
             .await;
         let after = w.get(&id).await;
         assert_eq!(after["status"], "input_required", "{kind:?}: {after}");
@@ -168,19 +169,15 @@ async fn update_with_unknown_keys_is_acknowledged_and_changes_nothing() {
 #[tokio::test]
 async fn partial_fulfilment_keeps_the_other_key_pending() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w.create("multi_input", json!({})).await;
-        let deadline = Instant::now() + Duration::from_secs(5);
+        let deadline = Deadline::new(format!("{kind:?}: both keys show"));
         loop {
             let task = w.wait_for(&id, &["input_required"]).await;
             if keys(&task["inputRequests"]) == BTreeSet::from(["first-input", "second-input"]) {
                 break;
             }
-            assert!(
-                Instant::now() < deadline,
-                "{kind:?}: both keys show: {task}"
-            );
-            tokio::time::sleep(Duration::from_millis(10)).await;
+            deadline.tick(&task).await;
         }
         w.update(
             &id,
@@ -224,7 +221,7 @@ async fn partial_fulfilment_keeps_the_other_key_pending() {
 #[tokio::test]
 async fn update_on_terminal_or_working_task_is_acknowledged_without_change() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w.create("slow_compute", json!({"label": "t"})).await;
         let before = w.wait_for(&id, &["completed"]).await;
         w.update(
@@ -236,11 +233,11 @@ async fn update_on_terminal_or_working_task_is_acknowledged_without_change() {
 
         let id = w.create("slow_compute", json!({"seconds": 60})).await;
         let before = w.get(&id).await;
-        w.update(&id, json!({"anything": {}})).await;
+        w.update_unchecked(&id, json!({"anything": {}})).await;
         assert_eq!(w.get(&id).await, before, "{kind:?}: unchanged");
         w.cancel(&id).await;
         let cancelled = w.get(&id).await;
-        w.update(&id, json!({"anything": {}})).await;
+        w.update_unchecked(&id, json!({"anything": {}})).await;
         assert_eq!(w.get(&id).await, cancelled, "{kind:?}: unchanged");
     }
 }
@@ -250,15 +247,17 @@ async fn update_on_terminal_or_working_task_is_acknowledged_without_change() {
 #[tokio::test]
 async fn update_with_an_answer_off_the_requested_schema_is_not_accepted() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let (id, _) = parked_confirm_delete(&mut w, "schema.txt").await;
         w.update(
             &id,
             json!({"confirm-delete": accept(json!({"confirm": "yes please"}))}),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let task = w.get(&id).await;
+        // The answer completed the pending set: the task is working once the update is
+        // acknowledged, until its tool has run with the answer. It must not complete
+        // (wait_for fails on any other terminal status than those asked for).
+        let task = w.wait_for(&id, &["failed", "input_required"]).await;
         assert!(
             task["status"] != "completed",
             "{kind:?}: an off-schema answer completed the task: {task}"
@@ -284,7 +283,7 @@ async fn update_with_an_answer_off_the_requested_schema_is_not_accepted() {
 #[tokio::test]
 async fn update_params_are_checked_before_lookup() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let live = w.create("slow_compute", json!({"seconds": 60})).await;
         for id in [live.as_str(), "no-such-task"] {
             for params in [
@@ -293,7 +292,7 @@ async fn update_params_are_checked_before_lookup() {
                 json!({"taskId": id, "inputResponses": []}),
                 json!({"taskId": id, "inputResponses": "x"}),
             ] {
-                w.send("tasks/update", declared(params))
+                w.send_unchecked("tasks/update", declared(params))
                     .await
                     .invalid_params("tasks/update requires an inputResponses object");
             }
@@ -304,7 +303,7 @@ async fn update_params_are_checked_before_lookup() {
                 json!({"k": null}),
                 json!({"ok": {}, "k": []}),
             ] {
-                w.send(
+                w.send_unchecked(
                     "tasks/update",
                     declared(json!({"taskId": id, "inputResponses": responses})),
                 )
@@ -331,7 +330,7 @@ async fn update_params_are_checked_before_lookup() {
 #[tokio::test]
 async fn cancel_is_an_empty_ack_and_reads_cancelled_at_once() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let id = w.create("slow_compute", json!({"seconds": 60})).await;
         let started = Instant::now();
         w.cancel(&id).await;
@@ -350,7 +349,7 @@ async fn cancel_is_an_empty_ack_and_reads_cancelled_at_once() {
 #[tokio::test]
 async fn cancel_on_terminal_tasks_is_idempotent() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let done = w.create("slow_compute", json!({"label": "idem"})).await;
         let failed = w.create("protocol_error_job", json!({})).await;
         let cancelled = w.create("slow_compute", json!({"seconds": 60})).await;
@@ -369,17 +368,18 @@ async fn cancel_on_terminal_tasks_is_idempotent() {
 #[tokio::test]
 async fn cancel_an_input_required_task() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let (id, _) = parked_confirm_delete(&mut w, "cancel.txt").await;
         w.cancel(&id).await;
         let task = w.get(&id).await;
         assert_eq!(task["status"], "cancelled", "{kind:?}: {task}");
+        // A terminal task has no worker: what the acknowledged update changed shows in
+        // the next read.
         w.update(
             &id,
             json!({"confirm-delete": accept(json!({"confirm": true}))}),
         )
         .await;
-        tokio::time::sleep(Duration::from_millis(30)).await;
         assert_eq!(w.get(&id).await, task, "{kind:?}: stays cancelled");
     }
 }
@@ -391,7 +391,7 @@ async fn cancel_an_input_required_task() {
 #[tokio::test]
 async fn removed_methods_are_32601_before_any_params_check() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let live = w.create("slow_compute", json!({"seconds": 60})).await;
         let long = "x".repeat(300);
         for method in ["tasks/result", "tasks/list"] {
@@ -404,7 +404,7 @@ async fn removed_methods_are_32601_before_any_params_check() {
                 json!({"taskId": live}),
             ] {
                 for caps in [crate::tasks::tasks_caps(), plain_caps(), json!({})] {
-                    w.send(method, with_caps(params.clone(), caps))
+                    w.send_unchecked(method, with_caps(params.clone(), caps))
                         .await
                         .method_not_found();
                 }
@@ -419,7 +419,7 @@ async fn removed_methods_are_32601_before_any_params_check() {
 #[tokio::test]
 async fn undeclared_task_methods_are_32021_before_params_checks() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let live = w.create("slow_compute", json!({"seconds": 60})).await;
         let long = "x".repeat(300);
         for (method, params) in [
@@ -440,7 +440,7 @@ async fn undeclared_task_methods_are_32021_before_params_checks() {
             ("tasks/cancel", json!({"taskId": live})),
         ] {
             for caps in [plain_caps(), json!({}), json!({"extensions": {}})] {
-                w.send(method, with_caps(params.clone(), caps))
+                w.send_unchecked(method, with_caps(params.clone(), caps))
                     .await
                     .missing_tasks();
             }
@@ -459,17 +459,17 @@ async fn undeclared_task_methods_are_32021_before_params_checks() {
 #[tokio::test]
 async fn task_id_param_checks() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         let long = "é".repeat(129); // 258 bytes, 129 characters
         let longest = "t".repeat(256);
         for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
             let with = |id: Value| json!({"taskId": id, "inputResponses": {}});
             for id in [json!(""), json!(42), json!(null), json!(["t"]), json!({})] {
-                w.send(method, declared(with(id)))
+                w.send_unchecked(method, declared(with(id)))
                     .await
                     .invalid_params("A non-empty taskId is required");
             }
-            w.send(method, declared(json!({"inputResponses": {}})))
+            w.send_unchecked(method, declared(json!({"inputResponses": {}})))
                 .await
                 .invalid_params("A non-empty taskId is required");
             w.send(method, declared(with(json!(long))))
@@ -489,7 +489,7 @@ async fn task_id_param_checks() {
 #[tokio::test]
 async fn unknown_task_ids_are_32602_on_every_method() {
     for kind in KINDS {
-        let mut w = Wire::fixture(kind).await;
+        let mut w = fixture(kind).await;
         for method in ["tasks/get", "tasks/update", "tasks/cancel"] {
             for id in ["tasks-conformance-nonexistent-12345", "gate-test"] {
                 w.send(
@@ -501,7 +501,7 @@ async fn unknown_task_ids_are_32602_on_every_method() {
             }
         }
         // A task of another server is as unknown as a made-up one.
-        let mut other = Wire::fixture(kind).await;
+        let mut other = fixture(kind).await;
         let foreign = other.create("slow_compute", json!({"seconds": 60})).await;
         w.send("tasks/get", declared(task_id(&foreign)))
             .await
@@ -517,7 +517,7 @@ async fn unknown_task_ids_are_32602_on_every_method() {
 /// changes nothing; `Mcp-Method` must match the body too.
 #[tokio::test]
 async fn mcp_name_mirrors_the_task_id_on_http() {
-    let mut w = Wire::fixture(Kind::Http).await;
+    let mut w = fixture(Kind::Http).await;
     let id = w.create("slow_compute", json!({"seconds": 60})).await;
     let got = w
         .send_with("tasks/get", declared(task_id(&id)), &[("mcp-name", &id)])
@@ -538,10 +538,10 @@ async fn mcp_name_mirrors_the_task_id_on_http() {
         ("tasks/cancel", task_id(&id)),
         (
             "tasks/update",
-            json!({"taskId": id, "inputResponses": {"k": {}}}),
+            json!({"taskId": id, "inputResponses": {"k": {"action": "cancel"}}}),
         ),
     ] {
-        for name in [wrong, OMIT] {
+        for name in [wrong, ""] {
             w.send_with(method, declared(params.clone()), &[("Mcp-Name", name)])
                 .await
                 .error(-32020, 400);
@@ -575,7 +575,7 @@ async fn mcp_name_mirrors_the_task_id_on_http() {
 #[tokio::test]
 async fn task_methods_on_stdio_need_no_header() {
     let lab = Lab::new(Tasks::builder());
-    let mut w = Wire::start(Kind::Stdio, &lab.server).await;
+    let mut w = Client::start(Kind::Stdio, &lab.server).await;
     let id = w.create("quick", json!({"n": 3})).await;
     let task = w.wait_for(&id, &["completed"]).await;
     assert_eq!(text(&task["result"]), "quick 3");

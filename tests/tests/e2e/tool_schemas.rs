@@ -3,7 +3,7 @@
 //! and a schema it cannot validate, or a malformed one, is refused when the server is
 //! built (book: tools.md, "Schema validation").
 
-use crate::mrtr::{KINDS, Wire};
+use crate::mrtr::{Client, KINDS};
 use crate::pipeline::{build, build_error, builder};
 use presa::{Tool, ToolCall};
 use serde_json::{Value, json};
@@ -37,7 +37,7 @@ async fn arguments_are_checked_and_problems_worded_on_both_transports() {
         .build()
         .expect("the server builds");
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let good = json!({"sku": "ABC-1234", "tags": ["a", "b"], "size": "small", "point": [1, 2.5], "price": 19.99});
         let got = w
             .call(
@@ -114,7 +114,7 @@ async fn a_huge_exponent_is_checked_at_once() {
         .build()
         .expect("the server builds");
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         // The exponents' difference overflowed an `i32` for the last: a panic in a
         // debug build.
         let cases = [
@@ -229,7 +229,7 @@ async fn integer_arguments_take_whole_numbers_written_with_a_fraction() {
         .build()
         .expect("the server builds");
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let args = json!({"id": 3.0, "delta": -2.0, "ids": [1.0, 2], "ratio": 4.0, "raw": 5.0});
         let got = w
             .call(
@@ -364,7 +364,7 @@ async fn a_default_that_does_not_read_back_is_refused_at_build() {
         .build()
         .expect("a default that reads back builds");
     for kind in KINDS {
-        let mut w = Wire::start(kind, &server).await;
+        let mut w = Client::start(kind, &server).await;
         let got = w
             .call(
                 1,

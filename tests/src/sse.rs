@@ -1,0 +1,194 @@
+//! The one reader of Server-Sent Events in the tests: blocks split on a blank line (CRLF
+//! normalized), comment blocks (`: keepalive`) told apart from `data:` events, and the
+//! JSON of each event schema-checked as a message answering the request that opened the
+//! stream. [`parse`] reads a whole body; [`SseStream`] reads a response as it arrives.
+
+use crate::schema::check_server_message;
+use serde_json::Value;
+use std::time::Duration;
+use tokio::time::Instant;
+
+/// One block of an event stream.
+#[derive(Debug)]
+pub enum Frame {
+    /// A block of comment lines (`: keepalive`), each without its colon, joined.
+    Comment(String),
+    /// A `data:` event, parsed as JSON and schema-checked.
+    Data(Value),
+}
+
+/// What reading a stream gave.
+#[derive(Debug)]
+pub enum Next {
+    /// A message.
+    Msg(Value),
+    /// The stream ended (HTTP body end; stdio end of output).
+    End,
+    /// Nothing within the wait.
+    Timeout,
+}
+
+impl Next {
+    /// The message; panics otherwise.
+    #[track_caller]
+    pub fn msg(self, what: &str) -> Value {
+        match self {
+            Next::Msg(m) => m,
+            other => panic!("expected {what}, got {other:?}"),
+        }
+    }
+}
+
+/// Splits whole blocks off the front of `buf` (which holds normalized text): each block
+/// a [`Frame`], its data checked as answering `method`. A block with neither data nor
+/// comment lines (an `event:`-only block) gives nothing.
+fn take_frames(buf: &mut String, method: &str, out: &mut Vec<Frame>) {
+    while let Some(at) = buf.find("\n\n") {
+        let block: String = buf.drain(..at + 2).collect();
+        let block = block.trim_end_matches('\n');
+        if !block.is_empty() && block.lines().all(|l| l.starts_with(':')) {
+            let text = block
+                .lines()
+                .map(|l| l.trim_start_matches(':').trim())
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push(Frame::Comment(text));
+            continue;
+        }
+        let data: Vec<&str> = block
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .map(|d| d.strip_prefix(' ').unwrap_or(d))
+            .collect();
+        if data.is_empty() {
+            continue;
+        }
+        let json = data.join("\n");
+        let m: Value = serde_json::from_str(&json)
+            .unwrap_or_else(|e| panic!("SSE data {json:?} is not JSON: {e}"));
+        check_server_message(method, &m);
+        out.push(Frame::Data(m));
+    }
+}
+
+/// Every frame of a whole SSE body, each event checked as answering `method` (`""`
+/// when it is not known).
+pub fn frames(body: &str, method: &str) -> Vec<Frame> {
+    let mut buf = body.replace("\r\n", "\n");
+    if !buf.ends_with("\n\n") {
+        buf.push_str("\n\n");
+    }
+    let mut out = Vec::new();
+    take_frames(&mut buf, method, &mut out);
+    out
+}
+
+/// The JSON messages of the `data:` events of a whole SSE body, in order, each checked
+/// as answering `method`.
+pub fn parse(body: &str, method: &str) -> Vec<Value> {
+    frames(body, method)
+        .into_iter()
+        .filter_map(|f| match f {
+            Frame::Data(m) => Some(m),
+            Frame::Comment(_) => None,
+        })
+        .collect()
+}
+
+/// An HTTP response body read as events while it arrives.
+pub struct SseStream {
+    resp: reqwest::Response,
+    method: String,
+    buf: String,
+    queue: std::collections::VecDeque<Frame>,
+    ended: bool,
+    /// Every byte read so far, as text, for assertions on the wire format.
+    pub raw: String,
+}
+
+impl SseStream {
+    /// Reads `resp`'s body as events answering a request for `method`.
+    pub fn new(resp: reqwest::Response, method: &str) -> SseStream {
+        SseStream {
+            resp,
+            method: method.to_owned(),
+            buf: String::new(),
+            queue: Default::default(),
+            ended: false,
+            raw: String::new(),
+        }
+    }
+
+    /// Whether the body has ended and every frame of it was taken.
+    pub fn is_done(&self) -> bool {
+        self.ended && self.queue.is_empty()
+    }
+
+    /// The next frame (comment or event) within `within`: `None` on timeout or at the end
+    /// (tell them apart with [`SseStream::is_done`]).
+    pub async fn frame(&mut self, within: Duration) -> Option<Frame> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(f) = self.queue.pop_front() {
+                return Some(f);
+            }
+            if self.ended {
+                return None;
+            }
+            match tokio::time::timeout_at(deadline, self.resp.chunk()).await {
+                Err(_) => return None,
+                Ok(Ok(Some(chunk))) => {
+                    let text = String::from_utf8(chunk.to_vec()).expect("UTF-8 SSE");
+                    self.raw.push_str(&text);
+                    self.buf.push_str(&text);
+                    // SSE allows CRLF; normalize so blocks split on a blank line. A CR
+                    // left at the end of a chunk waits for the chunk that follows.
+                    let keep_cr = self.buf.ends_with('\r');
+                    if keep_cr {
+                        self.buf.pop();
+                    }
+                    self.buf = self.buf.replace("\r\n", "\n");
+                    if keep_cr {
+                        self.buf.push('\r');
+                    }
+                    let mut out = Vec::new();
+                    take_frames(&mut self.buf, &self.method, &mut out);
+                    self.queue.extend(out);
+                }
+                Ok(Ok(None)) | Ok(Err(_)) => self.ended = true,
+            }
+        }
+    }
+
+    /// The next message (comments skipped) within `within`.
+    pub async fn next(&mut self, within: Duration) -> Next {
+        let deadline = Instant::now() + within;
+        loop {
+            match self
+                .frame(deadline.saturating_duration_since(Instant::now()))
+                .await
+            {
+                Some(Frame::Data(m)) => return Next::Msg(m),
+                Some(Frame::Comment(_)) => continue,
+                None if self.is_done() => return Next::End,
+                None => return Next::Timeout,
+            }
+        }
+    }
+
+    /// Every message until the body ends (failing if it has not ended within `within`).
+    pub async fn to_end(&mut self, within: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + within;
+        let mut out = Vec::new();
+        loop {
+            match self
+                .next(deadline.saturating_duration_since(Instant::now()))
+                .await
+            {
+                Next::Msg(m) => out.push(m),
+                Next::End => return out,
+                Next::Timeout => panic!("the stream did not end within {within:?}: {out:?}"),
+            }
+        }
+    }
+}
