@@ -59,7 +59,6 @@ impl Core {
     /// Admits a request: the `_meta` checks (with the HTTP version header where wire
     /// section 2 says), the trace context, the method gate, the HTTP mirror checks, the
     /// principal, the multi round-trip state, and the context the handler gets.
-    #[inline]
     pub(super) fn admit(
         self: &Arc<Self>,
         request: Request,
@@ -148,7 +147,6 @@ impl Core {
     /// runs while it is held), serves the whole request: the gate, the tool a
     /// `tools/call` names, and, kept, the catalog itself for the other methods the server
     /// answers (an extension's method needs none of it).
-    #[inline]
     fn gate(&self, method: &str, params: &RequestParams) -> Result<Gate, Error> {
         let extension = self.extension_for(method).cloned();
         let catalog = self.read_catalog();
@@ -192,7 +190,6 @@ fn refuse_initialize(method: &str, meta: &RawMeta, params: &RequestParams) -> Re
 
 /// The `_meta` checks of wire section 2, with the HTTP version header checked against
 /// the body's version where the transport has headers.
-#[inline]
 fn admit_meta(
     meta: RawMeta,
     mirrored: Option<&headers::Mirrored<'_>>,
@@ -208,7 +205,6 @@ fn admit_meta(
 }
 
 /// W3C trace context from `_meta`, carried into the request's span.
-#[inline]
 fn record_trace_context(meta: &RequestMeta) {
     let span = super::request_span();
     for (field, value) in [
@@ -224,7 +220,6 @@ fn record_trace_context(meta: &RequestMeta) {
 
 /// The HTTP mirror checks of `Mcp-Method` and `Mcp-Name` (wire sections 13.4 and 13.5).
 /// When the body lacks the mirrored value, params validation reports it (-32602).
-#[inline]
 fn check_mirrors(
     mirrored: &headers::Mirrored<'_>,
     method: &str,
@@ -244,7 +239,6 @@ fn check_mirrors(
 }
 
 /// Whether the capability behind `method` is advertised now.
-#[inline]
 fn offered(catalog: &Catalog, method: &str) -> bool {
     match method {
         "tools/list" | "tools/call" => !catalog.tools.is_empty(),

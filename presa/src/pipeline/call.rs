@@ -22,7 +22,6 @@ use std::sync::Arc;
 /// handler is polled once. One done at that poll is answered at once; one that waits
 /// comes back as the rest of the call, which holds only what the handler needs. The
 /// result is written in `buffer` ([`Exchange::buffer`](super::Exchange::buffer)).
-#[inline]
 pub(super) fn start(
     core: &Arc<Core>,
     params: RequestParams,
@@ -53,7 +52,6 @@ pub(super) fn start(
 }
 
 /// A handler's outcome, checked, shaped as the `tools/call` result (in `buffer`).
-#[inline]
 fn shape(
     core: &Core,
     entry: &ToolEntry,
@@ -82,7 +80,6 @@ enum Prepared {
 /// the name, the arguments' shape, an unknown tool, the HTTP header mirror, the input
 /// schema (an `isError` result), then the extensions' interception. `tool` is what
 /// admission found under the name in the catalog, if anything.
-#[inline]
 fn prepare(
     core: &Core,
     mut params: RequestParams,

@@ -175,14 +175,12 @@ impl<'de> Deserialize<'de> for ReadClientInfo {
 }
 
 impl<'a> Scan<'a> for ReadClientInfo {
-    #[inline]
     fn scan(c: &mut Cursor<'a>) -> Result<Self, Unread> {
         c.object(|m| read_client_info(m))
     }
 }
 
 /// Reads an object `clientInfo` member by member.
-#[inline]
 fn read_client_info<'de, M: Members<'de>>(m: &mut M) -> Result<ReadClientInfo, M::Error> {
     let mut info = ReadClientInfo {
         object: true,

@@ -491,13 +491,19 @@ impl Server {
         // main thread): hand-offs between them then stay on one worker instead of waking
         // another thread for every batch.
         let server = self.clone();
+        let stopped = Arc::new(AtomicBool::new(false));
+        let stop = Arc::clone(&stopped);
         let serving = tokio::spawn(async move {
             let (reader, writer) = stdio_streams();
-            server.serve_io(reader, writer, config).await
+            server.serve_lines(reader, writer, config, &stop).await
         });
-        // Dropping this future (a `select!` against Ctrl-C, a timeout) stops serving,
-        // as it would if the loop ran here.
-        let _stop_on_drop = AbortOnDrop(serving.abort_handle());
+        // Dropping this future (a `select!` against Ctrl-C, a timeout) stops serving, as
+        // it would if the loop ran here: the loop dispatches no line read after the drop,
+        // even one it reads before the abort reaches it.
+        let _stop_on_drop = StopOnDrop {
+            stopped,
+            serving: serving.abort_handle(),
+        };
         match serving.await {
             Ok(result) => result,
             Err(e) => Err(io::Error::other(e)),
@@ -509,6 +515,23 @@ impl Server {
     /// finished (or the grace period ran out), or, once the writer has failed, before the
     /// next line is read (with the writer's error).
     pub async fn serve_io<R, W>(&self, reader: R, writer: W, config: StdioConfig) -> io::Result<()>
+    where
+        R: AsyncRead + Unpin,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.serve_lines(reader, writer, config, &AtomicBool::new(false))
+            .await
+    }
+
+    /// [`Server::serve_io`], stopping before the next line is dispatched once `stopped`
+    /// is set.
+    async fn serve_lines<R, W>(
+        &self,
+        reader: R,
+        writer: W,
+        config: StdioConfig,
+        stopped: &AtomicBool,
+    ) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
@@ -536,6 +559,9 @@ impl Server {
                 break;
             }
             let read = lines.next_line(&mut || answers.hand_over()).await;
+            if stopped.load(Ordering::Acquire) {
+                break;
+            }
             let next = match read {
                 Ok(Line::Eof) => break,
                 Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
@@ -766,11 +792,17 @@ fn answer_text(reply: Reply) -> Option<String> {
 }
 
 /// Aborts a task when dropped.
-struct AbortOnDrop(tokio::task::AbortHandle);
+/// Stops the serving task when dropped: first the flag its loop looks at after each
+/// line, then the abort, which takes effect at the task's next wait.
+struct StopOnDrop {
+    stopped: Arc<AtomicBool>,
+    serving: tokio::task::AbortHandle,
+}
 
-impl Drop for AbortOnDrop {
+impl Drop for StopOnDrop {
     fn drop(&mut self) {
-        self.0.abort();
+        self.stopped.store(true, Ordering::Release);
+        self.serving.abort();
     }
 }
 
