@@ -21,12 +21,30 @@
 //! }
 //! ```
 //!
+//! Every module, lowest layer first (a module imports only those above it in this table;
+//! `ARCHITECTURE.md` at the repository's root is the map, and a test holds the order):
+//!
 //! | module | what it owns |
 //! | --- | --- |
-//! | [`wire`] | the JSON-RPC envelope, request `_meta`, typed results and content |
-//! | [`registry`] | tools, resources, templates, prompts and completion providers as data |
+//! | `error` | [`Error`] (protocol errors with their codes and HTTP statuses) and [`BuildError`] |
+//! | [`wire`] | the JSON-RPC envelope and its decoder, request `_meta`, typed results and content, method names, URI rules, pagination cursors |
+//! | `shape` | every result as it goes on the wire (a fast writer and its serde twin) |
+//! | `schema` | compiled tool schemas, the `x-mcp-header` table, URI templates |
+//! | `context` | [`RequestContext`]: progress, logs, cancellation, inputs and state of one request |
+//! | [`extract`] | the extractors handlers take as parameters |
+//! | [`registry`] | tools, resources, templates, prompts and completion providers as data; the catalog |
+//! | [`mrtr`] | multi round-trip requests: asking the client, signed request state |
+//! | [`subscriptions`] | the hub of `subscriptions/listen` streams |
+//! | [`extension`] | the hooks protocol extensions plug into |
+//! | `pipeline` | the serving state (`Core`) and the path of a request: admission, dispatch, shaping |
+//! | `server` | [`Server`], the handle, and [`ServerBuilder`] |
 //! | [`transport`] | stdio and Streamable HTTP framing |
 //! | [`testing`] | an in-process client that drives the same pipeline with no socket |
+//! | `tasks` | the Tasks extension (the `tasks` feature) |
+//! | `__private` | what the macros' generated code names (not public API) |
+//!
+//! With the `fast` feature (on by default) a few steps of the request path use
+//! hand-written fast paths; without it, their plain twins serve, with the same answers.
 
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
