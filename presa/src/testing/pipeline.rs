@@ -165,8 +165,8 @@ async fn the_request_span_records_its_fields() {
 }
 
 /// The level lowered (a reload) while a request runs: its span, enabled when made,
-/// still gets its outcome and duration (found by review of 72e74f4, which looked the
-/// span up again at the end and so lost them).
+/// still gets its outcome and duration (the span is kept, not looked up again at the
+/// end).
 #[tokio::test(flavor = "current_thread")]
 async fn a_level_lowered_mid_request_loses_no_field() {
     use tracing_subscriber::filter::LevelFilter;

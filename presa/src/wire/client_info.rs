@@ -371,7 +371,7 @@ mod tests {
     /// generated values: duplicates, escaped keys, every member's wrong types, junk that
     /// only a `Value` parse would refuse, and the keys serde_json gives a meaning of its
     /// own (`$serde_json::private::Number`, `...::RawValue`, which presa refuses), from
-    /// bytes and from a parsed `Value` (a review's differential test of 2a07faa, kept).
+    /// bytes and from a parsed `Value`.
     #[test]
     fn agrees_with_the_plain_way() {
         let deep = |n: usize| format!("{}1{}", "[".repeat(n), "]".repeat(n));

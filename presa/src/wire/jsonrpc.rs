@@ -1063,8 +1063,8 @@ mod tests {
     /// escaped or not, in every member the decoders read (kept, lifted or read through),
     /// by both decoders and by `decode_value`; a key or a string that only looks like it
     /// is ordinary. serde_json's own `Value` parse reads the key's text afresh with a
-    /// fresh nesting limit: a chain of such keys overflowed a 2 MiB worker stack in a
-    /// debug build, which this test runs on (it aborts when the refusal is taken out).
+    /// fresh nesting limit, so a chain of such keys is unbounded recursion: without the
+    /// refusal, this test (in a debug build, on a worker's stack) aborts.
     #[test]
     fn raw_value_key_is_refused_wherever_it_stands() {
         let call = |arguments: &str| {

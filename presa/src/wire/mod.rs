@@ -163,8 +163,8 @@ const NUMBER_TOKEN: &str = "$serde_json::private::Number";
 /// The key by which, with serde_json's `raw_value` feature (always on: axum and presa
 /// enable it), serde_json's own `Value` parse reads `{"<key>": "<json text>"}` as the
 /// value of that text, parsed afresh, with a fresh nesting limit. A text holding another
-/// such object nests again, so a message of some 100 KiB of nested tokens overflowed a
-/// worker's stack (a debug build; about 2 MiB in release). No client means it: presa
+/// such object nests again, so a chain of them is recursion with no bound, enough to
+/// overflow a worker's stack from a message of modest size. No client means it: presa
 /// refuses the key wherever it stands (-32700), and reads values through [`Json`]
 /// rather than serde_json's `Value` parse, which would give it that meaning.
 const RAW_TOKEN: &str = "$serde_json::private::RawValue";
