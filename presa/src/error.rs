@@ -12,7 +12,8 @@ use std::fmt;
 /// The JSON-RPC and MCP error codes presa uses.
 ///
 /// Codes in -32099..=-32000 are reserved by the 2026-07-28 revision: only the three it
-/// defines (-32020, -32021, -32022) may be emitted, and presa never emits -32002 or -32042.
+/// defines (-32020, -32021, -32022) may be emitted to a 2026-07-28 request; the legacy
+/// revisions' -32002 (resource not found) goes only to legacy sessions.
 pub mod code {
     /// The message is not valid JSON (or not UTF-8).
     pub const PARSE_ERROR: i64 = -32700;
@@ -30,6 +31,8 @@ pub mod code {
     pub const MISSING_CLIENT_CAPABILITY: i64 = -32021;
     /// The requested protocol version is not supported.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// A resource does not exist, as the legacy revisions (2025-11-25, 2025-06-18) say it.
+    pub const RESOURCE_NOT_FOUND_LEGACY: i64 = -32002;
 }
 
 /// A protocol error: a JSON-RPC error object with a code, a message and optional `data`.

@@ -36,6 +36,7 @@
 //! | [`mrtr`] | multi round-trip requests: asking the client, signed request state |
 //! | [`subscriptions`] | the hub of `subscriptions/listen` streams |
 //! | [`extension`] | the hooks protocol extensions plug into |
+//! | `session` | legacy sessions: what a client that opened with `initialize` established |
 //! | `pipeline` | the serving state (`Core`) and the path of a request: admission, dispatch, shaping |
 //! | `server` | [`Server`], the handle, and [`ServerBuilder`] |
 //! | [`transport`] | stdio and Streamable HTTP framing |
@@ -58,6 +59,7 @@ mod pipeline;
 pub mod registry;
 mod schema;
 mod server;
+mod session;
 mod shape;
 pub mod subscriptions;
 #[cfg(feature = "tasks")]
@@ -85,6 +87,7 @@ pub use registry::resource::{
 };
 pub use registry::tool::{IntoCallToolResult, Json, Tool, ToolCall, ToolError};
 pub use server::{Item, Server, ServerBuilder};
+pub use session::SessionConfig;
 pub use transport::http::HttpConfig;
 pub use transport::stdio::StdioConfig;
 pub use wire::meta::{LogLevel, PROTOCOL_VERSION, RequestMeta};

@@ -15,6 +15,7 @@ use crate::registry::linked::Registered;
 use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
+use crate::session::SessionConfig;
 use crate::subscriptions::Event;
 use crate::wire::types::{CachePolicy, Implementation};
 use std::any::Any;
@@ -44,6 +45,8 @@ pub struct ServerBuilder {
     replay: Option<Arc<dyn crate::mrtr::ReplayStore>>,
     state_ttl: std::time::Duration,
     principal: Option<Arc<PrincipalFn>>,
+    legacy: bool,
+    sessions: SessionConfig,
     info: Implementation,
     config: Config,
     tools: Vec<Tool>,
@@ -85,6 +88,8 @@ impl Server {
             replay: None,
             state_ttl: crate::mrtr::token::DEFAULT_TTL,
             principal: None,
+            legacy: true,
+            sessions: SessionConfig::default(),
             info,
             config: Config::default(),
             tools: Vec::new(),
@@ -378,6 +383,20 @@ impl ServerBuilder {
         self
     }
 
+    /// Whether clients of the earlier revisions, which open with `initialize` (2025-11-25
+    /// and 2025-06-18), are served (default true). Off, such a client is told which
+    /// versions this server speaks (-32022) and nothing else.
+    pub fn legacy_clients(mut self, on: bool) -> Self {
+        self.legacy = on;
+        self
+    }
+
+    /// Sets how legacy sessions wait for their clients' answers (see [`SessionConfig`]).
+    pub fn sessions(mut self, config: SessionConfig) -> Self {
+        self.sessions = config;
+        self
+    }
+
     /// Whether the server offers (deprecated) logging to clients (default true).
     pub fn logging(mut self, on: bool) -> Self {
         self.config.logging = on;
@@ -497,6 +516,8 @@ impl ServerBuilder {
             },
             principal: self.principal,
             state: self.state,
+            legacy: self.legacy,
+            sessions: self.sessions,
         })
         .map_err(BuildError::new)?;
         Ok(Server {

@@ -114,7 +114,8 @@ struct Pending {
 }
 
 struct Listener {
-    filter: Filter,
+    /// What it wants; a legacy session's subscriptions change while it lives.
+    filter: Mutex<Filter>,
     pending: Mutex<Pending>,
     wake: Notify,
 }
@@ -147,7 +148,10 @@ impl Hub {
         let Ok(listeners) = self.listeners.lock() else {
             return;
         };
-        for l in listeners.values().filter(|l| l.filter.wants(event)) {
+        for l in listeners
+            .values()
+            .filter(|l| l.filter.lock().is_ok_and(|f| f.wants(event)))
+        {
             if let Ok(mut p) = l.pending.lock() {
                 match event {
                     Event::ToolsListChanged => p.tools = true,
@@ -198,16 +202,110 @@ impl Hub {
     }
 
     fn register(&self, filter: Filter) -> (Registration<'_>, Arc<Listener>) {
+        let (id, listener) = self.add(filter);
+        (Registration { hub: self, id }, listener)
+    }
+
+    /// Adds a listener; whoever adds it removes it.
+    fn add(&self, filter: Filter) -> (u64, Arc<Listener>) {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let listener = Arc::new(Listener {
-            filter,
+            filter: Mutex::new(filter),
             pending: Mutex::default(),
             wake: Notify::new(),
         });
         if let Ok(mut l) = self.listeners.lock() {
             l.insert(id, Arc::clone(&listener));
         }
-        (Registration { hub: self, id }, listener)
+        (id, listener)
+    }
+}
+
+/// A legacy session's share of the hub: the list changes the server offers and updates of
+/// the resources the session subscribed to, for as long as the session lives (dropping
+/// the feed leaves the hub).
+pub(crate) struct Feed {
+    hub: Arc<Hub>,
+    id: u64,
+    listener: Arc<Listener>,
+}
+
+impl Hub {
+    /// A feed for a legacy session, of the list changes in `offer`.
+    pub(crate) fn feed(self: &Arc<Self>, offer: Offer) -> Feed {
+        let filter = Filter {
+            tools: offer.tools,
+            prompts: offer.prompts,
+            resources: offer.resources_list,
+            ..Filter::default()
+        };
+        let (id, listener) = self.add(filter);
+        Feed {
+            hub: Arc::clone(self),
+            id,
+            listener,
+        }
+    }
+}
+
+impl Feed {
+    /// Subscribes to (`on`) or unsubscribes from updates of `uri` and the resources it
+    /// contains. Returns false past [`MAX_RESOURCE_SUBSCRIPTIONS`].
+    pub(crate) fn subscribe(&self, uri: &str, on: bool) -> bool {
+        let Ok(mut filter) = self.listener.filter.lock() else {
+            return false;
+        };
+        let known = filter.subscriptions.iter().position(|s| s == uri);
+        match (on, known) {
+            (true, None) if filter.subscriptions.len() >= MAX_RESOURCE_SUBSCRIPTIONS => false,
+            (true, None) => {
+                filter.subscriptions.push(uri.to_owned());
+                true
+            }
+            (false, Some(at)) => {
+                filter.subscriptions.swap_remove(at);
+                true
+            }
+            _ => true,
+        }
+    }
+
+    /// Waits for events, then takes them as the notifications a legacy session sends
+    /// (method and params). An overflow of pending updates is reported as a
+    /// `notifications/resources/list_changed`, after which the client re-reads what it
+    /// watches.
+    pub(crate) async fn next(&self) -> Vec<(&'static str, Value)> {
+        loop {
+            let pending = match self.listener.pending.lock() {
+                Ok(mut p) => std::mem::take(&mut *p),
+                Err(_) => return Vec::new(),
+            };
+            let mut out = Vec::new();
+            if pending.tools {
+                out.push(("notifications/tools/list_changed", json!({})));
+            }
+            if pending.prompts {
+                out.push(("notifications/prompts/list_changed", json!({})));
+            }
+            if pending.resources || pending.overflow {
+                out.push(("notifications/resources/list_changed", json!({})));
+            }
+            for uri in pending.updated {
+                out.push(("notifications/resources/updated", json!({ "uri": uri })));
+            }
+            if !out.is_empty() {
+                return out;
+            }
+            self.listener.wake.notified().await;
+        }
+    }
+}
+
+impl Drop for Feed {
+    fn drop(&mut self) {
+        if let Ok(mut l) = self.hub.listeners.lock() {
+            l.remove(&self.id);
+        }
     }
 }
 

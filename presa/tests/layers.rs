@@ -18,6 +18,7 @@ const LAYERS: &[&str] = &[
     "mrtr",
     "subscriptions",
     "extension",
+    "session",
     "pipeline",
     "server",
     "transport",

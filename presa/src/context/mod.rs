@@ -192,13 +192,7 @@ impl RequestContext {
                 meta: init.meta,
                 outbound: init.outbound,
                 logging_enabled: init.logging_enabled,
-                limits: Mutex::new(Limits {
-                    last_progress: None,
-                    progress_sent: 0,
-                    logs_sent: 0,
-                    tokens: NOTIFICATION_RATE_PER_SECOND,
-                    refilled: None,
-                }),
+                limits: Mutex::new(Limits::full()),
                 // Every field named: `..Default::default()` would build a default
                 // `answers` map only to drop it.
                 inputs: InputsState {
@@ -218,6 +212,45 @@ impl RequestContext {
 
     pub(crate) fn inputs(&self) -> &InputsState {
         &self.inner.inputs
+    }
+
+    /// The context of the next round of this request, served in place (a legacy
+    /// session's request whose handler asked the client for input): the same request,
+    /// with `answers` and `carried` for the handler, and the progress and notification
+    /// bounds as this round left them (progress keeps increasing across rounds).
+    pub(crate) fn next_round(
+        &self,
+        answers: Map<String, Value>,
+        carried: Option<Value>,
+    ) -> RequestContext {
+        let i = &self.inner;
+        let limits = i
+            .limits
+            .lock()
+            .map(|l| Limits {
+                last_progress: l.last_progress,
+                progress_sent: l.progress_sent,
+                logs_sent: l.logs_sent,
+                tokens: l.tokens,
+                refilled: l.refilled,
+            })
+            .unwrap_or_else(|_| Limits::full());
+        let next = RequestContext::new(ContextInit {
+            id: i.id.clone(),
+            method: i.method.clone(),
+            meta: i.meta.clone(),
+            outbound: Arc::clone(&i.outbound),
+            logging_enabled: i.logging_enabled,
+            principal: i.principal.clone(),
+            host: Arc::clone(&i.host),
+            answers: Some(answers),
+            carried,
+            hold: i.held.is_some(),
+        });
+        if let Ok(mut l) = next.inner.limits.lock() {
+            *l = limits;
+        }
+        next
     }
 
     /// What the handler's asks came to; read once, after the handler has run (the lists
@@ -461,6 +494,17 @@ impl RequestContext {
 }
 
 impl Limits {
+    /// No notification sent yet, the rate bucket full.
+    fn full() -> Limits {
+        Limits {
+            last_progress: None,
+            progress_sent: 0,
+            logs_sent: 0,
+            tokens: NOTIFICATION_RATE_PER_SECOND,
+            refilled: None,
+        }
+    }
+
     fn take_token(&mut self) -> bool {
         let now = Instant::now();
         let elapsed = self

@@ -5,7 +5,7 @@
 
 use super::inputs;
 use super::token::{self, BindingText, Keyring, ReplayStore};
-use crate::context::RequestContext;
+use crate::context::{InputsOutcome, RequestContext};
 use crate::error::{Error, code};
 use crate::shape::Shaper;
 use crate::wire::jsonrpc::RequestParams;
@@ -78,7 +78,7 @@ impl Seals {
     fn input_required(
         &self,
         shaper: &Shaper,
-        outcome: crate::context::InputsOutcome,
+        outcome: InputsOutcome,
         bind: String,
     ) -> Result<String, Error> {
         if outcome.missing.is_empty() {
@@ -155,46 +155,56 @@ impl Closing {
         result: Result<String, Error>,
     ) -> Result<String, Error> {
         let Closing { ctx, mrtr, bound } = self;
-        // A handler that asked nothing (most) has no outcome to read.
-        let answer = if ctx.inputs().asked() {
-            input_required(&ctx, mrtr, bound, seals, shaper)?
-        } else {
-            None
-        };
-        let answer = match answer {
-            Some(shaped) => shaped,
-            None => result?,
-        };
-        ctx.release_held();
-        Ok(answer)
+        match end_round(&ctx, result) {
+            RoundEnd::Answer(answer) => answer,
+            RoundEnd::NeedsInput(outcome) => {
+                let Some(bind) = bound.map(|text| text.digest()) else {
+                    if mrtr {
+                        tracing::error!("a tool declared with asks_input(false) asked for input");
+                    }
+                    return Err(Error::new(
+                        code::INTERNAL_ERROR,
+                        "Input-required result is not permitted for this operation",
+                    ));
+                };
+                let answer = seals.input_required(shaper, outcome, bind);
+                if answer.is_ok() {
+                    ctx.release_held();
+                }
+                answer
+            }
+        }
     }
 }
 
-/// What the asks of a handler that asked for input come to: the failure of an ask, the
-/// `input_required` result when it demanded input it was not given, or nothing (its own
-/// result stands).
-fn input_required(
-    ctx: &RequestContext,
-    mrtr: bool,
-    bound: Option<BindingText>,
-    seals: &Seals,
-    shaper: &Shaper,
-) -> Result<Option<String>, Error> {
+/// What one round of a handler came to.
+pub(crate) enum RoundEnd {
+    /// The request's answer: the handler's result, or the failure of one of its asks.
+    Answer(Result<String, Error>),
+    /// The handler demanded input it was not given: these are its asks.
+    NeedsInput(InputsOutcome),
+}
+
+/// What a handler's round came to, from its result and its asks. Notifications held for
+/// the outcome are released with an answer (a `NeedsInput` keeps them until the caller
+/// knows what it answers).
+pub(crate) fn end_round(ctx: &RequestContext, result: Result<String, Error>) -> RoundEnd {
+    // A handler that asked nothing (most) has no outcome to read.
+    if !ctx.inputs().asked() {
+        if result.is_ok() {
+            ctx.release_held();
+        }
+        return RoundEnd::Answer(result);
+    }
     let outcome = ctx.inputs_outcome();
     if let Some(failure) = outcome.failure {
-        return Err(failure);
+        return RoundEnd::Answer(Err(failure));
     }
     if !outcome.demanded {
-        return Ok(None);
-    }
-    let Some(bind) = bound.map(|text| text.digest()) else {
-        if mrtr {
-            tracing::error!("a tool declared with asks_input(false) asked for input");
+        if result.is_ok() {
+            ctx.release_held();
         }
-        return Err(Error::new(
-            code::INTERNAL_ERROR,
-            "Input-required result is not permitted for this operation",
-        ));
-    };
-    seals.input_required(shaper, outcome, bind).map(Some)
+        return RoundEnd::Answer(result);
+    }
+    RoundEnd::NeedsInput(outcome)
 }

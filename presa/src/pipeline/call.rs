@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::extension::{Intercepted, ToolInvocation};
 use crate::mrtr::round::Closing;
 use crate::registry::tool::{ToolEntry, ToolOutput};
+use crate::shape::Shaper;
 use crate::wire::jsonrpc::RequestParams;
 use crate::wire::types::CallToolResult;
 use axum::http::HeaderMap;
@@ -31,41 +32,42 @@ pub(super) fn start(
     buffer: String,
 ) -> Step {
     let ctx = closing.ctx.clone();
-    let (entry, arguments, ctx) = match prepare(core, params, headers, ctx, tool) {
-        Err(error) => return Step::Done(closing.close(&core.seals, &core.shaper, Err(error))),
+    let shaper = &core.shaper;
+    let (entry, arguments, ctx) = match prepare(core, shaper, params, headers, ctx, tool) {
+        Err(error) => return Step::Done(closing.close(&core.seals, shaper, Err(error))),
         Ok(Prepared::Answered(answer)) => {
-            return Step::Done(closing.close(&core.seals, &core.shaper, answer));
+            return Step::Done(closing.close(&core.seals, shaper, answer));
         }
         Ok(Prepared::Run(entry, arguments, ctx)) => (entry, arguments, ctx),
     };
     let mut handler = entry.start(arguments, ctx);
     if let Some(result) = handler.as_mut().now_or_never() {
-        let answer = shape(core, &entry, result, buffer);
-        return Step::Done(closing.close(&core.seals, &core.shaper, answer));
+        let answer = shape(shaper, &entry, result, buffer);
+        return Step::Done(closing.close(&core.seals, shaper, answer));
     }
     let core = Arc::clone(core);
     Step::Rest(Box::pin(async move {
         let result = handler.await;
-        let answer = shape(&core, &entry, result, buffer);
+        let answer = shape(&core.shaper, &entry, result, buffer);
         closing.close(&core.seals, &core.shaper, answer)
     }))
 }
 
 /// A handler's outcome, checked, shaped as the `tools/call` result (in `buffer`).
-fn shape(
-    core: &Core,
+pub(super) fn shape(
+    shaper: &Shaper,
     entry: &ToolEntry,
     result: Result<ToolOutput, Error>,
     buffer: String,
 ) -> Result<String, Error> {
     entry.check(result).and_then(|output| match output {
-        ToolOutput::Text(text) => core.shaper.text(&text, buffer),
-        ToolOutput::Result(result) => core.shaper.call(&result, buffer),
+        ToolOutput::Text(text) => shaper.text(&text, buffer),
+        ToolOutput::Result(result) => shaper.call(&result, buffer),
     })
 }
 
 /// What a `tools/call` comes to before its handler runs.
-enum Prepared {
+pub(super) enum Prepared {
     /// Answered already: arguments that fail the schema, or an extension's answer.
     Answered(Result<String, Error>),
     /// The handler's inputs.
@@ -80,8 +82,9 @@ enum Prepared {
 /// the name, the arguments' shape, an unknown tool, the HTTP header mirror, the input
 /// schema (an `isError` result), then the extensions' interception. `tool` is what
 /// admission found under the name in the catalog, if anything.
-fn prepare(
+pub(super) fn prepare(
     core: &Core,
+    shaper: &Shaper,
     mut params: RequestParams,
     headers: Option<&HeaderMap>,
     ctx: crate::context::RequestContext,
@@ -120,7 +123,7 @@ fn prepare(
             "Invalid arguments for tool {}: {problems}",
             entry.tool.name
         ));
-        return Ok(Prepared::Answered(core.shaper.call(&result, String::new())));
+        return Ok(Prepared::Answered(shaper.call(&result, String::new())));
     }
     let Value::Object(arguments) = arguments else {
         return Err(Error::internal());
@@ -134,13 +137,13 @@ fn prepare(
         arguments,
         params: params.into_map(),
         ctx,
-        shaper: core.shaper.clone(),
+        shaper: shaper.clone(),
     };
     for extension in &core.extensions {
         match extension.intercept_tool_call(invocation)? {
             Intercepted::Continue(i) => invocation = i,
             Intercepted::Result(result) => {
-                return Ok(Prepared::Answered(core.shaper.object(result)));
+                return Ok(Prepared::Answered(shaper.object(result)));
             }
         }
     }

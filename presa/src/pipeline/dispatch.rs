@@ -9,6 +9,7 @@ use crate::registry::completion::CompletionRequest;
 use crate::registry::prompt::PromptGet;
 use crate::registry::resource::ResourceRead;
 use crate::registry::{Catalog, Listed, Listing};
+use crate::shape::Shaper;
 use crate::subscriptions;
 use crate::wire::meta::SUPPORTED_VERSIONS;
 use crate::wire::types::CachePolicy;
@@ -23,6 +24,7 @@ pub const MAX_COMPLETION_VALUES: usize = 100;
 /// served here is answered -32601.
 pub(super) async fn method(
     core: &Core,
+    shaper: &Shaper,
     catalog: &Arc<Catalog>,
     method: &str,
     params: Map<String, Value>,
@@ -32,9 +34,17 @@ pub(super) async fn method(
     let config = &core.config;
     match method {
         "server/discover" => discover(core, catalog),
-        "tools/list" => list(core, &catalog.tools, "tools", &params, config.tools_cache),
+        "tools/list" => list(
+            core,
+            shaper,
+            &catalog.tools,
+            "tools",
+            &params,
+            config.tools_cache,
+        ),
         "prompts/list" => list(
             core,
+            shaper,
             &catalog.prompts,
             "prompts",
             &params,
@@ -42,6 +52,7 @@ pub(super) async fn method(
         ),
         "resources/list" => list(
             core,
+            shaper,
             &catalog.resources,
             "resources",
             &params,
@@ -49,14 +60,15 @@ pub(super) async fn method(
         ),
         "resources/templates/list" => list(
             core,
+            shaper,
             &catalog.templates,
             "resourceTemplates",
             &params,
             config.templates_cache,
         ),
-        "resources/read" => read_resource(core, catalog, params, ctx, retry).await,
-        "prompts/get" => get_prompt(core, catalog, params, ctx).await,
-        "completion/complete" => complete(core, catalog, params, ctx).await,
+        "resources/read" => read_resource(core, shaper, catalog, params, ctx, retry).await,
+        "prompts/get" => get_prompt(shaper, catalog, params, ctx).await,
+        "completion/complete" => complete(shaper, catalog, params, ctx).await,
         "subscriptions/listen" => {
             let mut filter = subscriptions::parse_filter(&params, offer(core, catalog))?;
             if let Some(Value::Object(n)) = params.get("notifications") {
@@ -76,7 +88,7 @@ pub(super) async fn method(
 }
 
 /// What list-changed and resource events the server can produce now.
-fn offer(core: &Core, catalog: &Catalog) -> subscriptions::Offer {
+pub(super) fn offer(core: &Core, catalog: &Catalog) -> subscriptions::Offer {
     let resources = !catalog.resources.is_empty() || !catalog.templates.is_empty();
     let events = core.config.resource_notifications;
     subscriptions::Offer {
@@ -143,6 +155,7 @@ fn cursor(params: &Map<String, Value>) -> Result<Option<&str>, Error> {
 /// One page of a listing.
 fn list<T: Listed>(
     core: &Core,
+    shaper: &Shaper,
     listing: &Listing<T>,
     key: &str,
     params: &Map<String, Value>,
@@ -150,7 +163,7 @@ fn list<T: Listed>(
 ) -> Result<String, Error> {
     let page = listing.page(key, cursor(params)?, core.config.page_size)?;
     let items = page.items.iter().map(|i| i.listing());
-    core.shaper.page(key, items, page.next_after, cache)
+    shaper.page(key, items, page.next_after, cache)
 }
 
 /// A member that must be a non-empty string.
@@ -166,6 +179,7 @@ pub(super) fn required_string<'a>(
 
 async fn read_resource(
     core: &Core,
+    shaper: &Shaper,
     catalog: &Catalog,
     params: Map<String, Value>,
     ctx: RequestContext,
@@ -194,7 +208,7 @@ async fn read_resource(
             .iter()
             .find_map(|t| t.parsed.matches(&uri).map(|vars| (t, vars)));
         let Some((entry, vars)) = found else {
-            return Err(Error::resource_not_found(&uri));
+            return Err(not_found(shaper, &uri));
         };
         (
             Arc::clone(&entry.handler),
@@ -212,7 +226,7 @@ async fn read_resource(
     // forbids (errata: it MUST NOT be sent for a missing resource): a handler that finds
     // nothing to return is answered as not found.
     if result.contents.is_empty() {
-        return Err(Error::resource_not_found(&uri));
+        return Err(not_found(shaper, &uri));
     }
     // A result produced by a retry must not be cached (errata W-10).
     let policy = if retry {
@@ -220,11 +234,26 @@ async fn read_resource(
     } else {
         cache.unwrap_or(core.config.read_cache)
     };
-    core.shaper.read(&result.contents, policy)
+    shaper.read(&result.contents, policy)
+}
+
+/// The error for a resource that does not exist: -32602 in 2026-07-28, and -32002 in the
+/// legacy revisions, which define it.
+fn not_found(shaper: &Shaper, uri: &str) -> Error {
+    let error = Error::resource_not_found(uri);
+    if shaper.is_modern() {
+        error
+    } else {
+        Error::new(
+            crate::error::code::RESOURCE_NOT_FOUND_LEGACY,
+            error.message().to_owned(),
+        )
+        .with_data(json!({ "uri": uri }))
+    }
 }
 
 async fn get_prompt(
-    core: &Core,
+    shaper: &Shaper,
     catalog: &Catalog,
     params: Map<String, Value>,
     ctx: RequestContext,
@@ -279,7 +308,7 @@ async fn get_prompt(
         return Err(Error::internal());
     }
     match serde_json::to_value(result) {
-        Ok(Value::Object(m)) => core.shaper.object(m),
+        Ok(Value::Object(m)) => shaper.object(m),
         _ => Err(Error::internal()),
     }
 }
@@ -302,7 +331,7 @@ fn string_map(
 }
 
 async fn complete(
-    core: &Core,
+    shaper: &Shaper,
     catalog: &Catalog,
     params: Map<String, Value>,
     ctx: RequestContext,
@@ -408,5 +437,5 @@ async fn complete(
         "completion".into(),
         serde_json::to_value(completion).map_err(|_| Error::internal())?,
     );
-    core.shaper.object(result)
+    shaper.object(result)
 }

@@ -28,6 +28,7 @@ mod call;
 pub(crate) mod config;
 mod dispatch;
 mod headers;
+mod legacy;
 
 use crate::context::state::StateMap;
 use crate::context::{Host, Outbound};
@@ -35,6 +36,7 @@ use crate::error::Error;
 use crate::extension::Extension;
 use crate::mrtr::round::Seals;
 use crate::registry::Catalog;
+use crate::session::{Session, SessionConfig};
 use crate::shape::Shaper;
 use crate::subscriptions::{Event, Hub};
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
@@ -66,12 +68,19 @@ pub(crate) struct Core {
     pub(crate) info: Implementation,
     pub(crate) config: Config,
     pub(crate) shaper: Shaper,
+    /// The shaper of a legacy session's results.
+    pub(crate) legacy_shaper: Shaper,
     catalog: RwLock<Arc<Catalog>>,
     pub(crate) extensions: Vec<Arc<dyn Extension>>,
     pub(crate) seals: Seals,
     pub(crate) principal: Option<Arc<PrincipalFn>>,
-    pub(crate) hub: Hub,
+    pub(crate) hub: Arc<Hub>,
     pub(crate) state: StateMap,
+    /// Whether clients that open with `initialize` are served (else they are told the
+    /// versions this server speaks).
+    pub(crate) legacy: bool,
+    /// How legacy sessions ask their clients.
+    pub(crate) sessions: SessionConfig,
 }
 
 /// Everything a [`Core`] is made from (the builder checks each part first).
@@ -83,6 +92,8 @@ pub(crate) struct Parts {
     pub(crate) seals: Seals,
     pub(crate) principal: Option<Arc<PrincipalFn>>,
     pub(crate) state: StateMap,
+    pub(crate) legacy: bool,
+    pub(crate) sessions: SessionConfig,
 }
 
 impl Host for Core {
@@ -113,10 +124,20 @@ impl Transport {
     }
 }
 
+/// Which era of the protocol a request belongs to.
+pub(crate) enum Era {
+    /// 2026-07-28: the request carries everything it needs in its `_meta`.
+    Modern,
+    /// A session a client opened with `initialize` (2025-11-25, 2025-06-18).
+    Legacy(Arc<Session>),
+}
+
 /// What a transport hands the pipeline along with a request.
 pub(crate) struct Exchange {
     /// What the transport is.
     pub(crate) transport: Transport,
+    /// Which era the request belongs to.
+    pub(crate) era: Era,
     /// Where the request's notifications go, and its cancellation (fired when the
     /// client cancels the request or goes away).
     pub(crate) outbound: Arc<dyn Outbound>,
@@ -184,14 +205,17 @@ impl Core {
     pub(crate) fn new(parts: Parts) -> Result<Core, String> {
         Ok(Core {
             shaper: Shaper::new(&parts.info, parts.config.server_info_in_results)?,
+            legacy_shaper: Shaper::legacy(),
             info: parts.info,
             config: parts.config,
             catalog: RwLock::new(Arc::new(parts.catalog)),
             extensions: parts.extensions,
             seals: parts.seals,
             principal: parts.principal,
-            hub: Hub::default(),
+            hub: Arc::default(),
             state: parts.state,
+            legacy: parts.legacy,
+            sessions: parts.sessions,
         })
     }
 
@@ -295,9 +319,13 @@ impl Core {
     fn start(self: &Arc<Self>, request: Request, exchange: Exchange) -> Step {
         let Exchange {
             transport,
+            era,
             outbound,
             buffer,
         } = exchange;
+        if let Era::Legacy(session) = era {
+            return self.start_legacy(request, &transport, session, outbound, buffer);
+        }
         let admit::Admitted {
             method,
             params,
@@ -326,8 +354,16 @@ impl Core {
                 Step::first_poll(Box::pin(async move {
                     let ctx = closing.ctx.clone();
                     let params = params.into_map();
-                    let result =
-                        dispatch::method(&core, &catalog, &method, params, retry, ctx).await;
+                    let result = dispatch::method(
+                        &core,
+                        &core.shaper,
+                        &catalog,
+                        &method,
+                        params,
+                        retry,
+                        ctx,
+                    )
+                    .await;
                     closing.close(&core.seals, &core.shaper, result)
                 }))
             }
@@ -349,6 +385,11 @@ impl Core {
         if notification.method != names::CANCELLED {
             return Ok(NotificationEffect::None);
         }
+        self.cancellation(notification)
+    }
+
+    /// Reads a `notifications/cancelled`: the request to cancel, its reason logged.
+    fn cancellation(&self, notification: &Notification) -> Result<NotificationEffect, Error> {
         let id = notification
             .params
             .get("requestId")

@@ -2,7 +2,7 @@
 //! the member order its serde form has, with no `Value` tree in between. The serverInfo
 //! `_meta` goes in as the text written once when the server was built.
 
-use super::ServerInfo;
+use super::Extras;
 use crate::wire::meta::KEY_SERVER_INFO;
 use crate::wire::types::{
     BlobResourceContents, CachePolicy, CallToolResult, Content, ResourceContents,
@@ -25,7 +25,7 @@ fn result_buffer(mut buffer: String) -> String {
 }
 
 pub(super) fn call(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     result: &CallToolResult,
     buffer: String,
 ) -> Result<String, serde_json::Error> {
@@ -48,11 +48,11 @@ pub(super) fn call(
         out.push_str(",\"structuredContent\":");
         push_json_text(&mut out, structured)?;
     }
-    end_call(info, out, result.is_error, result.meta.as_ref())
+    end_call(extras, out, result.is_error, result.meta.as_ref())
 }
 
 pub(super) fn text(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     text: &str,
     buffer: String,
 ) -> Result<String, serde_json::Error> {
@@ -60,7 +60,7 @@ pub(super) fn text(
     out.push_str("{\"content\":[");
     push_text_block(&mut out, text);
     out.push(']');
-    end_call(info, out, false, None)
+    end_call(extras, out, false, None)
 }
 
 /// One text block without annotations, as serde writes a `Content::Text` (tag first).
@@ -72,22 +72,23 @@ fn push_text_block(out: &mut String, text: &str) {
 
 /// A `tools/call` result after its content and structured content.
 fn end_call(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     mut out: String,
     is_error: bool,
     meta: Option<&Map<String, Value>>,
 ) -> Result<String, serde_json::Error> {
-    out.push_str(if is_error {
-        ",\"isError\":true,\"resultType\":\"complete\""
-    } else {
-        ",\"isError\":false,\"resultType\":\"complete\""
+    out.push_str(match (is_error, extras.modern) {
+        (true, true) => ",\"isError\":true,\"resultType\":\"complete\"",
+        (false, true) => ",\"isError\":false,\"resultType\":\"complete\"",
+        (true, false) => ",\"isError\":true",
+        (false, false) => ",\"isError\":false",
     });
-    end(info, &mut out, meta)?;
+    end(extras, &mut out, meta)?;
     Ok(out)
 }
 
 pub(super) fn page<'a>(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     key: &str,
     items: impl ExactSizeIterator<Item = &'a RawValue> + Clone,
     next_after: Option<&str>,
@@ -95,7 +96,7 @@ pub(super) fn page<'a>(
 ) -> Result<String, serde_json::Error> {
     let items_len: usize = items.clone().map(|i| i.get().len() + 1).sum();
     let cursor_len = next_after.map_or(0, |last| cursor::len(key, last.len()) + 16);
-    let tail = cursor_len + info.map_or(0, |i| i.raw.get().len());
+    let tail = cursor_len + extras.info.map_or(0, |i| i.raw.get().len());
     let mut out = String::with_capacity(items_len + key.len() + tail + 192);
     out.push('{');
     write::push_str(&mut out, key);
@@ -113,11 +114,11 @@ pub(super) fn page<'a>(
         cursor::push(&mut out, key, last);
         out.push('"');
     }
-    end_cached(info, out, cache)
+    end_cached(extras, out, cache)
 }
 
 pub(super) fn read(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     contents: &[ResourceContents],
     cache: CachePolicy,
 ) -> Result<String, serde_json::Error> {
@@ -130,50 +131,53 @@ pub(super) fn read(
         push_contents(&mut out, item)?;
     }
     out.push(']');
-    end_cached(info, out, cache)
+    end_cached(extras, out, cache)
 }
 
 pub(super) fn object(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     mut result: Map<String, Value>,
 ) -> Result<String, serde_json::Error> {
     if result.contains_key("_meta") {
         // Its own entries are kept, with serverInfo added among them.
-        return serde_json::to_string(&Value::Object(super::complete_object(info, result)));
+        return serde_json::to_string(&Value::Object(super::complete_object(extras, result)));
     }
-    if !result.contains_key("resultType") {
+    if extras.modern && !result.contains_key("resultType") {
         result.insert("resultType".into(), Value::from("complete"));
     }
     // The object written without its closing brace, then ended as the other results
     // are: serverInfo goes in as its text, not as a value cloned into the map.
     let mut out = serde_json::to_string(&Value::Object(result))?;
     out.pop();
-    end(info, &mut out, None)?;
+    end(extras, &mut out, None)?;
     Ok(out)
 }
 
 /// Ends a result after its last member: the caching hints, `resultType`, `_meta`.
 fn end_cached(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     mut out: String,
     cache: CachePolicy,
 ) -> Result<String, serde_json::Error> {
-    out.push_str(",\"ttlMs\":");
-    out.push_str(itoa::Buffer::new().format(cache.ttl_ms));
-    out.push_str(",\"cacheScope\":\"");
-    out.push_str(cache.scope.as_str());
-    out.push_str("\",\"resultType\":\"complete\"");
-    end(info, &mut out, None)?;
+    if extras.modern {
+        out.push_str(",\"ttlMs\":");
+        out.push_str(itoa::Buffer::new().format(cache.ttl_ms));
+        out.push_str(",\"cacheScope\":\"");
+        out.push_str(cache.scope.as_str());
+        out.push_str("\",\"resultType\":\"complete\"");
+    }
+    end(extras, &mut out, None)?;
     Ok(out)
 }
 
 /// Ends a result after its last member: its `_meta` (`own` entries first, then serverInfo
 /// unless `own` holds it; no `_meta` when there is neither) and the closing brace.
 fn end(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     out: &mut String,
     own: Option<&Map<String, Value>>,
 ) -> Result<(), serde_json::Error> {
+    let info = extras.info;
     if own.is_some() || info.is_some() {
         out.push_str(",\"_meta\":{");
         let mut has_info = false;

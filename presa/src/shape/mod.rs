@@ -39,6 +39,16 @@ use std::sync::Arc;
 pub(crate) struct Shaper {
     /// `None` when results carry no serverInfo.
     info: Option<Arc<ServerInfo>>,
+    /// Whether results take the 2026-07-28 members (`resultType`, serverInfo, caching
+    /// hints); a legacy session's results take none of them.
+    modern: bool,
+}
+
+/// What a writer adds to a result besides its own members.
+#[derive(Clone, Copy)]
+struct Extras<'a> {
+    info: Option<&'a ServerInfo>,
+    modern: bool,
 }
 
 /// The server's identity, as a value and as the text written into every result.
@@ -52,18 +62,39 @@ impl Shaper {
     /// results carry it.
     pub(crate) fn new(info: &Implementation, in_results: bool) -> Result<Shaper, String> {
         if !in_results {
-            return Ok(Shaper { info: None });
+            return Ok(Shaper {
+                info: None,
+                modern: true,
+            });
         }
         let value = serde_json::to_value(info).map_err(|e| e.to_string())?;
         let raw = serde_json::value::to_raw_value(&value).map_err(|e| e.to_string())?;
         Ok(Shaper {
             info: Some(Arc::new(ServerInfo { value, raw })),
+            modern: true,
         })
     }
 
-    /// The serverInfo results carry, if they carry it.
-    fn info(&self) -> Option<&ServerInfo> {
-        self.info.as_deref()
+    /// A shaper for the results of a legacy session (2025-11-25, 2025-06-18): results as
+    /// those revisions define them, without `resultType`, serverInfo or caching hints.
+    pub(crate) fn legacy() -> Shaper {
+        Shaper {
+            info: None,
+            modern: false,
+        }
+    }
+
+    /// Whether this shapes results of 2026-07-28.
+    pub(crate) fn is_modern(&self) -> bool {
+        self.modern
+    }
+
+    /// What the writers add.
+    fn info(&self) -> Extras<'_> {
+        Extras {
+            info: self.info.as_deref(),
+            modern: self.modern,
+        }
     }
 
     /// A `tools/call` result. `buffer` is reused for the answer (its contents dropped).
@@ -110,8 +141,10 @@ impl Shaper {
         mut result: Map<String, Value>,
         cache: CachePolicy,
     ) -> Result<String, Error> {
-        result.insert("ttlMs".into(), Value::from(cache.ttl_ms));
-        result.insert("cacheScope".into(), Value::from(cache.scope.as_str()));
+        if self.modern {
+            result.insert("ttlMs".into(), Value::from(cache.ttl_ms));
+            result.insert("cacheScope".into(), Value::from(cache.scope.as_str()));
+        }
         self.object(result)
     }
 
@@ -122,17 +155,17 @@ impl Shaper {
     }
 }
 
-/// An object result with the members every result carries: `resultType` (`complete`
-/// unless it names another), and serverInfo in its `_meta` (unless it set its own, or
-/// its `_meta` is not an object).
-fn complete_object(
-    info: Option<&ServerInfo>,
-    mut result: Map<String, Value>,
-) -> Map<String, Value> {
+/// An object result with the members every result carries: in 2026-07-28, `resultType`
+/// (`complete` unless it names another), and serverInfo in its `_meta` (unless it set its
+/// own, or its `_meta` is not an object); in a legacy session, none.
+fn complete_object(extras: Extras<'_>, mut result: Map<String, Value>) -> Map<String, Value> {
+    if !extras.modern {
+        return result;
+    }
     if !result.contains_key("resultType") {
         result.insert("resultType".into(), Value::from("complete"));
     }
-    if let Some(info) = info
+    if let Some(info) = extras.info
         && let Value::Object(meta) = result
             .entry("_meta")
             .or_insert_with(|| Value::Object(Map::new()))

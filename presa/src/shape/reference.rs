@@ -2,7 +2,7 @@
 //! derived or hand-ordered `Serialize`, or a `Value` object) and serialized by
 //! serde_json. They are the definition of what the fast writers must write.
 
-use super::ServerInfo;
+use super::{Extras, ServerInfo};
 use crate::wire::meta::KEY_SERVER_INFO;
 use crate::wire::types::{CachePolicy, CallToolResult, Content, ResourceContents};
 use serde::Serialize;
@@ -45,14 +45,14 @@ struct CallForm<'a> {
     structured_content: Option<&'a Value>,
     #[serde(rename = "isError")]
     is_error: bool,
-    #[serde(rename = "resultType")]
-    result_type: &'static str,
+    #[serde(rename = "resultType", skip_serializing_if = "Option::is_none")]
+    result_type: Option<&'static str>,
     #[serde(rename = "_meta", skip_serializing_if = "Meta::is_absent")]
     meta: Meta<'a>,
 }
 
 pub(super) fn call(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     result: &CallToolResult,
     _buffer: String,
 ) -> Result<String, serde_json::Error> {
@@ -60,32 +60,37 @@ pub(super) fn call(
         content: &result.content,
         structured_content: result.structured_content.as_ref(),
         is_error: result.is_error,
-        result_type: "complete",
+        result_type: extras.modern.then_some("complete"),
         meta: Meta {
             own: result.meta.as_ref(),
-            info,
+            info: extras.info,
         },
     })
 }
 
 pub(super) fn text(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     text: &str,
     buffer: String,
 ) -> Result<String, serde_json::Error> {
-    call(info, &CallToolResult::text(text), buffer)
+    call(extras, &CallToolResult::text(text), buffer)
 }
 
 /// The members a cacheable result ends with: its caching hints, `resultType`, `_meta`.
 fn end_cached<M: SerializeMap>(
     map: &mut M,
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     cache: CachePolicy,
 ) -> Result<(), M::Error> {
-    map.serialize_entry("ttlMs", &cache.ttl_ms)?;
-    map.serialize_entry("cacheScope", cache.scope.as_str())?;
-    map.serialize_entry("resultType", "complete")?;
-    let meta = Meta { own: None, info };
+    if extras.modern {
+        map.serialize_entry("ttlMs", &cache.ttl_ms)?;
+        map.serialize_entry("cacheScope", cache.scope.as_str())?;
+        map.serialize_entry("resultType", "complete")?;
+    }
+    let meta = Meta {
+        own: None,
+        info: extras.info,
+    };
     if !meta.is_absent() {
         map.serialize_entry("_meta", &meta)?;
     }
@@ -93,7 +98,7 @@ fn end_cached<M: SerializeMap>(
 }
 
 pub(super) fn page<'a>(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     key: &str,
     items: impl ExactSizeIterator<Item = &'a RawValue> + Clone,
     next_after: Option<&str>,
@@ -107,13 +112,13 @@ pub(super) fn page<'a>(
     if let Some(last) = next_after {
         map.serialize_entry("nextCursor", &crate::wire::cursor::encode(key, last))?;
     }
-    end_cached(&mut map, info, cache)?;
+    end_cached(&mut map, extras, cache)?;
     map.end()?;
     String::from_utf8(out).map_err(serde::ser::Error::custom)
 }
 
 pub(super) fn read(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     contents: &[ResourceContents],
     cache: CachePolicy,
 ) -> Result<String, serde_json::Error> {
@@ -121,14 +126,14 @@ pub(super) fn read(
     let mut s = serde_json::Serializer::new(&mut out);
     let mut map = s.serialize_map(None)?;
     map.serialize_entry("contents", contents)?;
-    end_cached(&mut map, info, cache)?;
+    end_cached(&mut map, extras, cache)?;
     map.end()?;
     String::from_utf8(out).map_err(serde::ser::Error::custom)
 }
 
 pub(super) fn object(
-    info: Option<&ServerInfo>,
+    extras: Extras<'_>,
     result: Map<String, Value>,
 ) -> Result<String, serde_json::Error> {
-    serde_json::to_string(&Value::Object(super::complete_object(info, result)))
+    serde_json::to_string(&Value::Object(super::complete_object(extras, result)))
 }

@@ -12,11 +12,13 @@ use proptest::prelude::*;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-fn shapers() -> [Shaper; 2] {
+/// Results with serverInfo, without it, and a legacy session's.
+fn shapers() -> [Shaper; 3] {
     let info = Implementation::new("shape \"s\" é", "1.0");
     [
         Shaper::new(&info, true).expect("a shaper"),
         Shaper::new(&info, false).expect("a shaper"),
+        Shaper::legacy(),
     ]
 }
 
@@ -209,7 +211,7 @@ fn the_server_info_member_is_the_key_written() {
 /// caching hints come before `resultType`.
 #[test]
 fn results_end_with_the_server_info() {
-    let [on, off] = shapers();
+    let [on, off, legacy] = shapers();
     let listing = on
         .page(
             "tools",
@@ -228,6 +230,20 @@ fn results_end_with_the_server_info() {
     assert_eq!(
         listing,
         r#"{"tools":[],"ttlMs":0,"cacheScope":"private","resultType":"complete"}"#
+    );
+    let listing = legacy
+        .page("tools", std::iter::empty(), Some("t"), CachePolicy::NONE)
+        .expect("writes");
+    assert_eq!(
+        listing,
+        r#"{"tools":[],"nextCursor":"cHJlc2ExCnRvb2xzCnQ"}"#
+    );
+    assert_eq!(legacy.object(Map::new()).expect("writes"), "{}");
+    assert_eq!(
+        legacy
+            .call(&CallToolResult::text("hi"), String::new())
+            .expect("writes"),
+        r#"{"content":[{"type":"text","text":"hi"}],"isError":false}"#
     );
     let mut named = Map::new();
     named.insert("resultType".into(), json!("input_required"));

@@ -20,7 +20,7 @@
 
 use crate::LogLevel;
 use crate::context::{Cancellation, Outbound};
-use crate::pipeline::{Exchange, Reply, Served, Transport};
+use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound};
 use crate::wire::meta::{
@@ -235,7 +235,7 @@ impl TestClient {
         let message = match decoded {
             Err(rejection) if rejection.notification => None,
             Err(rejection) => Some(rejection.to_response()),
-            Ok(Inbound::Response) => None,
+            Ok(Inbound::Response(_)) => None,
             Ok(Inbound::Notification(n)) => {
                 // In process there is nothing in flight to cancel; the check still runs.
                 let _ = self
@@ -247,6 +247,7 @@ impl TestClient {
             Ok(Inbound::Request(request)) => {
                 let exchange = Exchange {
                     transport: Transport::InProcess,
+                    era: Era::Modern,
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
                     buffer: String::new(),
                 };

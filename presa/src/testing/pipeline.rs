@@ -218,7 +218,7 @@ async fn a_level_lowered_mid_request_loses_no_field() {
 #[tokio::test(flavor = "current_thread")]
 async fn a_call_completing_at_once_is_answered_without_a_future() {
     use crate::context::Outbound;
-    use crate::pipeline::{Exchange, Reply, Served, Transport};
+    use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
     use crate::testing::Collect as Sink;
     use crate::wire::jsonrpc::{Inbound, decode_value};
     use std::sync::Arc;
@@ -273,6 +273,7 @@ async fn a_call_completing_at_once_is_answered_without_a_future() {
         };
         let exchange = Exchange {
             transport: Transport::InProcess,
+            era: Era::Modern,
             outbound: sink,
             buffer: String::new(),
         };

@@ -220,9 +220,19 @@ pub enum Inbound {
     Request(Request),
     /// A notification, never answered.
     Notification(Notification),
-    /// A response or error object sent by the client: ignored (servers send no requests in
-    /// 2026-07-28, so there is nothing it could answer).
-    Response,
+    /// A response or error object sent by the client: the answer to a request the server
+    /// sent in a legacy session (2026-07-28 servers send none, so there it is ignored).
+    Response(Response),
+}
+
+/// A response the client sent.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Response {
+    /// The id of the request it answers, when it could be read.
+    pub id: Option<RequestId>,
+    /// Its `result`, or its `error` object.
+    pub outcome: Result<Value, Value>,
 }
 
 /// Why a frame could not be decoded into an [`Inbound`].
@@ -342,7 +352,8 @@ fn envelope_of(mut obj: Map<String, Value>) -> Envelope {
             }
             _ => Params::NotObject,
         }),
-        reply: obj.contains_key("result") || obj.contains_key("error"),
+        result: obj.remove("result"),
+        error: obj.remove("error"),
     }
 }
 
@@ -364,8 +375,10 @@ struct Envelope {
     method: Option<Method>,
     jsonrpc_2_0: bool,
     params: Option<Params>,
-    /// Whether a `result` or `error` member is present (a response).
-    reply: bool,
+    /// The `result` member, when present (a response).
+    result: Option<Value>,
+    /// The `error` member, when present (an error response).
+    error: Option<Value>,
 }
 
 /// The `params` member: an object, with `_meta` read apart (and, when lifting, a
@@ -520,8 +533,13 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
                 envelope.params = Some(m.seed(ParamsSeed { lift })?);
             }
             Next::Known(Key::JsonRpc, _) => envelope.jsonrpc_2_0 = m.value::<JsonRpc2>()?.0,
-            Next::Key(key) => {
-                envelope.reply |= key == "result" || key == "error";
+            Next::Key(key) if key == "result" => {
+                envelope.result = Some(m.value::<super::Json>()?.0);
+            }
+            Next::Key(key) if key == "error" => {
+                envelope.error = Some(m.value::<super::Json>()?.0);
+            }
+            Next::Key(_) => {
                 m.value::<super::Any>()?;
             }
             Next::End => return Ok(Frame::Object(envelope)),
@@ -625,13 +643,20 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
         method,
         jsonrpc_2_0,
         params,
-        reply,
+        result,
+        error,
     } = envelope;
 
-    // A frame without a method is a response (or garbage). Responses are ignored.
+    // A frame without a method is a response (or garbage).
     let Some(method) = method else {
-        if reply {
-            return Ok(Inbound::Response);
+        let outcome = match (result, error) {
+            (_, Some(error)) => Some(Err(error)),
+            (Some(result), None) => Some(Ok(result)),
+            (None, None) => None,
+        };
+        if let Some(outcome) = outcome {
+            let id = id_value.and_then(|v| RequestId::read(&v).ok());
+            return Ok(Inbound::Response(Response { id, outcome }));
         }
         let id = id_value.and_then(|v| readable_id(&v));
         return Err(Rejection::new(
@@ -811,6 +836,25 @@ pub fn encode_notification(method: &str, params: &Value) -> String {
         params,
     };
     // A borrowed string and a value always serialize.
+    serde_json::to_string(&frame).unwrap_or_default()
+}
+
+/// A request the server sends the client (in a legacy session).
+pub(crate) fn encode_request(id: &RequestId, method: &str, params: &Value) -> String {
+    #[derive(Serialize)]
+    struct Frame<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        method: &'a str,
+        params: &'a Value,
+    }
+    let frame = Frame {
+        jsonrpc: "2.0",
+        id,
+        method,
+        params,
+    };
+    // A borrowed string, an id and a value always serialize.
     serde_json::to_string(&frame).unwrap_or_default()
 }
 

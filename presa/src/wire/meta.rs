@@ -11,8 +11,11 @@ use std::fmt;
 
 /// The protocol revision presa speaks.
 pub const PROTOCOL_VERSION: &str = "2026-07-28";
-/// Every revision presa serves (the `supportedVersions` of `server/discover`).
+/// Every revision presa serves statelessly (the `supportedVersions` of `server/discover`).
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+/// The earlier revisions presa serves to clients that open with `initialize`, newest
+/// first: a session negotiates one of them.
+pub const LEGACY_VERSIONS: &[&str] = &["2025-11-25", "2025-06-18"];
 
 /// `_meta` key: the protocol version of the request.
 pub const KEY_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -448,6 +451,56 @@ pub(crate) fn admit_request(
         client_capabilities,
         client_info,
         log_level,
+        progress_token,
+        traceparent: text(meta.traceparent),
+        tracestate: text(meta.tracestate),
+        baggage: text(meta.baggage),
+    })
+}
+
+/// What a legacy session knows of its client, for the requests it sends: the revision
+/// negotiated, and what `initialize` declared.
+pub(crate) struct LegacyClient<'a> {
+    pub(crate) version: &'static str,
+    pub(crate) capabilities: &'a Map<String, Value>,
+    pub(crate) info: &'a Value,
+    pub(crate) log_level: Option<LogLevel>,
+}
+
+/// Admits the `_meta` of a request in a legacy session: optional, with keys of the `_meta`
+/// syntax, and a `progressToken` of a request id's shape; the version, capabilities,
+/// client info and log level are the session's.
+pub(crate) fn admit_legacy_request(
+    meta: RawMeta,
+    client: &LegacyClient<'_>,
+) -> Result<RequestMeta, Error> {
+    let meta = match meta {
+        RawMeta::Absent => Box::default(),
+        RawMeta::Object(fields) => fields,
+        RawMeta::NotObject => return Err(Error::invalid_params("_meta must be an object")),
+    };
+    if !meta.keys_valid {
+        return Err(Error::invalid_params(
+            "_meta contains an invalid key or non-JSON value",
+        ));
+    }
+    let progress_token = match &meta.progress_token {
+        None => None,
+        Some(v) => Some(RequestId::read(v).map_err(|_| {
+            Error::invalid_params(
+                "progressToken must be a string of at most 256 bytes or an int64 integer",
+            )
+        })?),
+    };
+    let text = |v: Option<Value>| match v {
+        Some(Value::String(s)) => Some(s),
+        _ => None,
+    };
+    Ok(RequestMeta {
+        protocol_version: client.version,
+        client_capabilities: client.capabilities.clone(),
+        client_info: Some(ReadClientInfo::from_value(client.info.clone())),
+        log_level: client.log_level,
         progress_token,
         traceparent: text(meta.traceparent),
         tracestate: text(meta.tracestate),

@@ -11,7 +11,7 @@ mod queue;
 
 use crate::context::Outbound;
 use crate::error::Error;
-use crate::pipeline::{Exchange, Reply, Served, Transport};
+use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
 use crate::server::Server;
 use crate::wire::jsonrpc::{self, Inbound, encode_error};
 use axum::Router;
@@ -378,7 +378,7 @@ fn route(
                 rejection.to_response(),
             ));
         }
-        Ok(Inbound::Response) => return Routed::Done(StatusCode::ACCEPTED.into_response()),
+        Ok(Inbound::Response(_)) => return Routed::Done(StatusCode::ACCEPTED.into_response()),
         Ok(Inbound::Notification(n)) => {
             // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
             // request is cancelled by closing its connection.
@@ -409,6 +409,7 @@ fn route(
     let (outbound, rx) = queue::channel();
     let exchange = Exchange {
         transport: Transport::Http(headers),
+        era: Era::Modern,
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
         // The body leaves with the response: nothing to reuse.
         buffer: String::new(),

@@ -21,8 +21,9 @@
 mod lines;
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
-use crate::pipeline::{Exchange, NotificationEffect, Reply, Served, Transport};
+use crate::pipeline::{Era, Exchange, NotificationEffect, Reply, Served, Transport};
 use crate::server::Server;
+use crate::session::{Channel, Session};
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use lines::{Line, Lines, ReadLines};
 use std::collections::HashMap;
@@ -550,6 +551,7 @@ impl Server {
         let mut lines = Lines::new(reader, config.max_line_bytes);
         let mut answers = Answers::new(tx.clone());
         let mut gates = Gates::new(&tx);
+        let mut era = Pinned::Open;
 
         loop {
             // Reap finished tasks so the set does not grow with the session.
@@ -565,7 +567,7 @@ impl Server {
             let next = match read {
                 Ok(Line::Eof) => break,
                 Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
-                Ok(Line::Text(line)) => self.read_message(line, &in_flight),
+                Ok(Line::Text(line)) => self.read_message(line, &in_flight, &mut era, &tx),
                 Err(e) => return Err(e),
             };
             let Some(next) = next else {
@@ -593,8 +595,9 @@ impl Server {
                 )
             };
             match next {
-                Next::Request(request) => self.start_request(
+                Next::Request(request, era) => self.start_request(
                     request,
+                    era,
                     slot,
                     &mut gates,
                     &mut answers,
@@ -604,6 +607,11 @@ impl Server {
                 Next::Reply(text) => answers.push(&text, slot, false),
             }
         }
+        // The client is gone: a legacy session ends (its feed holds a sender of the queue).
+        if let Pinned::Legacy(session) = &era {
+            session.close();
+        }
+        drop(era);
         // Handed over now, and its sender dropped before the writer is awaited (as the
         // spare gate's).
         drop(answers);
@@ -643,8 +651,8 @@ impl Server {
 
 /// What one line of input asks the read loop to answer.
 enum Next {
-    /// A request to serve.
-    Request(jsonrpc::Request),
+    /// A request to serve, in its era.
+    Request(jsonrpc::Request, Era),
     /// A reply already made (an error), to queue.
     Reply(String),
 }
@@ -654,17 +662,34 @@ impl Server {
     /// answer (`None`: a notification, a response, a blank line; a notification is acted
     /// on here: a cancellation closes its request's gate).
     #[inline]
-    fn read_message(&self, line: &[u8], in_flight: &InFlight) -> Option<Next> {
+    fn read_message(
+        &self,
+        line: &[u8],
+        in_flight: &InFlight,
+        era: &mut Pinned,
+        tx: &mpsc::UnboundedSender<Frame>,
+    ) -> Option<Next> {
         if line.iter().all(u8::is_ascii_whitespace) {
             return None;
         }
         match jsonrpc::decode_lifting(line) {
-            Ok(Inbound::Request(request)) => Some(Next::Request(request)),
+            Ok(Inbound::Request(request)) => self.era_of(request, era, tx),
             Err(rejection) if !rejection.notification => Some(Next::Reply(rejection.to_response())),
-            Err(_) | Ok(Inbound::Response) => None,
+            Err(_) => None,
+            Ok(Inbound::Response(response)) => {
+                if let Pinned::Legacy(session) = era
+                    && !session.deliver(response)
+                {
+                    tracing::debug!("the client answered a request the server did not send");
+                }
+                None
+            }
             Ok(Inbound::Notification(n)) => {
-                if let Ok(NotificationEffect::Cancel(id)) =
-                    self.core.accept_notification(&n, &Transport::Stdio)
+                let effect = match era {
+                    Pinned::Legacy(session) => self.core.accept_legacy_notification(&n, session),
+                    _ => self.core.accept_notification(&n, &Transport::Stdio),
+                };
+                if let Ok(NotificationEffect::Cancel(id)) = effect
                     && let Some(gate) = in_flight.get(&id)
                 {
                     gate.close_and_cancel();
@@ -672,6 +697,41 @@ impl Server {
                 None
             }
         }
+    }
+
+    /// The era a request is served in, which the process's first `initialize` or first
+    /// 2026-07-28 request decides for good (`basic/versioning.mdx`): a request carrying
+    /// the modern `_meta` pins the process to 2026-07-28, an `initialize` without it to a
+    /// legacy session. Until then a `ping` is answered as the legacy revisions answer it,
+    /// and any other request is served as 2026-07-28 would serve it.
+    #[inline]
+    fn era_of(
+        &self,
+        request: jsonrpc::Request,
+        era: &mut Pinned,
+        tx: &mpsc::UnboundedSender<Frame>,
+    ) -> Option<Next> {
+        let chosen = match era {
+            Pinned::Modern => Era::Modern,
+            Pinned::Legacy(session) => Era::Legacy(Arc::clone(session)),
+            Pinned::Open => {
+                let claimed = request.meta.protocol_version().is_some();
+                if claimed {
+                    *era = Pinned::Modern;
+                    Era::Modern
+                } else if request.method == "initialize" && self.core.legacy {
+                    let session = Session::new(None, &self.core.sessions);
+                    session.set_channel(Arc::new(Stdout(tx.clone())));
+                    *era = Pinned::Legacy(Arc::clone(&session));
+                    Era::Legacy(session)
+                } else if request.method == "ping" {
+                    return Some(Next::Reply(jsonrpc::encode_result(&request.id, "{}")));
+                } else {
+                    Era::Modern
+                }
+            }
+        };
+        Some(Next::Request(request, chosen))
     }
 
     /// Starts serving a request that holds `slot`. A request that completes without
@@ -682,6 +742,7 @@ impl Server {
     fn start_request(
         &self,
         request: jsonrpc::Request,
+        era: Era,
         slot: Slot<'_>,
         gates: &mut Gates,
         answers: &mut Answers,
@@ -698,6 +759,7 @@ impl Server {
         let mut gate = gates.take(request.method == "subscriptions/listen");
         let exchange = Exchange {
             transport: Transport::Stdio,
+            era,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
             buffer: std::mem::take(&mut answers.spare),
         };
@@ -792,6 +854,26 @@ fn answer_text(reply: Reply) -> Option<String> {
 }
 
 /// Aborts a task when dropped.
+/// The era of a stdio process, decided by its first `initialize` or 2026-07-28 request.
+enum Pinned {
+    /// Not decided yet.
+    Open,
+    /// 2026-07-28.
+    Modern,
+    /// A legacy session, for the life of the process.
+    Legacy(Arc<Session>),
+}
+
+/// A legacy session's messages that belong to no request, written to stdout.
+struct Stdout(mpsc::UnboundedSender<Frame>);
+
+impl Channel for Stdout {
+    fn send(&self, frame: String) {
+        // The writer is gone only when serving ends; the message then has nowhere to go.
+        let _ = self.0.send(Frame::answer(frame, None));
+    }
+}
+
 /// Stops the serving task when dropped: first the flag its loop looks at after each
 /// line, then the abort, which takes effect at the task's next wait.
 struct StopOnDrop {
