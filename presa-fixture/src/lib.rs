@@ -3,6 +3,7 @@
 //! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports.
 
 pub mod cli;
+mod legacy;
 mod mrtr;
 mod prompts;
 mod resources;
@@ -17,11 +18,14 @@ pub fn build() -> Result<Server, presa::BuildError> {
         Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
             .title("presa conformance fixture"),
     )
-    .instructions("The presa conformance fixture: test tools, resources and prompts for the official MCP conformance runner.");
+    .instructions("The presa conformance fixture: test tools, resources and prompts for the official MCP conformance runner.")
+    // Clients may subscribe to resources (the legacy lanes' resources/subscribe).
+    .resource_notifications(true);
     let builder = tools::register(builder);
     let builder = resources::register(builder);
     let builder = prompts::register(builder);
     let builder = mrtr::register(builder);
+    let builder = legacy::register(builder);
     let builder = tasks::register(builder).extension(
         presa::tasks::Tasks::builder()
             .poll_interval(std::time::Duration::from_millis(100))

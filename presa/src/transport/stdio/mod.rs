@@ -595,9 +595,8 @@ impl Server {
                 )
             };
             match next {
-                Next::Request(request, era) => self.start_request(
-                    request,
-                    era,
+                Next::Request(incoming) => self.start_request(
+                    incoming,
                     slot,
                     &mut gates,
                     &mut answers,
@@ -652,7 +651,7 @@ impl Server {
 /// What one line of input asks the read loop to answer.
 enum Next {
     /// A request to serve, in its era.
-    Request(jsonrpc::Request, Era),
+    Request(Incoming),
     /// A reply already made (an error), to queue.
     Reply(String),
 }
@@ -731,7 +730,10 @@ impl Server {
                 }
             }
         };
-        Some(Next::Request(request, chosen))
+        Some(Next::Request(Incoming {
+            request,
+            era: chosen,
+        }))
     }
 
     /// Starts serving a request that holds `slot`. A request that completes without
@@ -741,8 +743,7 @@ impl Server {
     #[inline]
     fn start_request(
         &self,
-        request: jsonrpc::Request,
-        era: Era,
+        Incoming { request, era }: Incoming,
         slot: Slot<'_>,
         gates: &mut Gates,
         answers: &mut Answers,
@@ -854,6 +855,12 @@ fn answer_text(reply: Reply) -> Option<String> {
 }
 
 /// Aborts a task when dropped.
+/// A request read from stdin, with the era it is served in.
+struct Incoming {
+    request: jsonrpc::Request,
+    era: Era,
+}
+
 /// The era of a stdio process, decided by its first `initialize` or 2026-07-28 request.
 enum Pinned {
     /// Not decided yet.
