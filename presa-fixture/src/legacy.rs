@@ -19,6 +19,7 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<test_elicitation_sep1034_defaults>()
         .add::<test_elicitation_sep1330_enums>()
         .add::<watched_resource>()
+        .add::<test_trigger_resource_update>()
 }
 
 /// Logs three messages at `info`, about 50 ms apart, while it works.
@@ -218,6 +219,14 @@ async fn test_elicitation_sep1330_enums(ctx: RequestContext) -> Result<String, I
             Elicitation::Declined | Elicitation::Cancelled => "The user did not choose.".into(),
         },
     )
+}
+
+/// Tells subscribers that `test://watched-resource` changed.
+#[presa::tool]
+async fn test_trigger_resource_update(ctx: RequestContext) -> &'static str {
+    ctx.server()
+        .notify_resource_updated("test://watched-resource");
+    "Resource update triggered"
 }
 
 /// A resource clients subscribe to.
