@@ -787,8 +787,20 @@ impl Extension for Tasks {
             .extension_data()
             .get::<TaskPolicy>()
             .map_or(TaskMode::Sync, |policy| policy.mode(call.params()));
+        // A client of a legacy revision (2025-11-25, 2025-06-18) cannot declare this
+        // extension: an optional task runs in the request, and a required one is refused
+        // as those revisions refuse a call of a tool whose task support it does not use.
+        let legacy = call.ctx().meta().protocol_version != crate::wire::meta::PROTOCOL_VERSION;
         match (mode, declared(call.ctx(), ID)) {
             (TaskMode::Sync, _) | (TaskMode::Optional, false) => Ok(Intercepted::Continue(call)),
+            (TaskMode::Required, false) if legacy => Err(Error::new(
+                crate::error::code::METHOD_NOT_FOUND,
+                format!(
+                    "Tool {} runs only as a task, which this client's protocol revision ({}) cannot ask for",
+                    call.tool().name(),
+                    call.ctx().meta().protocol_version
+                ),
+            )),
             (TaskMode::Required, false) => Err(missing(ID)),
             (TaskMode::Optional | TaskMode::Required, true) => {
                 self.create(call).map(Intercepted::Result)
