@@ -189,6 +189,62 @@ mod tests {
         assert_eq!(bookings.0.lock().unwrap().len(), 1);
     }
 
+    // ANCHOR: legacy
+    /// The same handler, served to a client of 2025-11-25 over stdio: its questions become
+    /// `elicitation/create` requests to the client, and the handler runs again with each
+    /// answer, as it does for a 2026-07-28 client's retry.
+    #[tokio::test]
+    async fn a_legacy_client_is_asked_with_real_requests() {
+        use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+        let bookings = Bookings::default();
+        let server = server(bookings.clone()).unwrap();
+        let (client, serving) = tokio::io::duplex(1 << 16);
+        let (from_client, to_client) = tokio::io::split(serving);
+        let config = presa::StdioConfig::default();
+        tokio::spawn(async move { server.serve_io(from_client, to_client, config).await });
+        let (from_server, mut to_server) = tokio::io::split(client);
+        let mut lines = BufReader::new(from_server).lines();
+        let mut send = async |message: Value| {
+            let line = format!("{message}\n");
+            to_server.write_all(line.as_bytes()).await.unwrap();
+        };
+        send(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+            "clientInfo": {"name": "a-legacy-host", "version": "1"}}}),
+        )
+        .await;
+        send(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).await;
+        send(json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                    "params": {"name": "book_table", "arguments": {"day": "Friday"}}}))
+        .await;
+        loop {
+            let line = lines
+                .next_line()
+                .await
+                .unwrap()
+                .expect("the server answers");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["method"] == "elicitation/create" {
+                // A question: the user answers it.
+                let content = if message["params"]["message"] == "Who is coming?" {
+                    json!({"guests": 4, "name": "Ada"})
+                } else {
+                    json!({"confirm": true})
+                };
+                send(json!({"jsonrpc": "2.0", "id": message["id"],
+                            "result": {"action": "accept", "content": content}}))
+                .await;
+            } else if message["id"] == 2 {
+                let text = &message["result"]["content"][0]["text"];
+                assert_eq!(text, "Booked: Friday at 19:30 for Ada, 4 guests");
+                break;
+            }
+        }
+        assert_eq!(bookings.0.lock().unwrap().len(), 1);
+    }
+    // ANCHOR_END: legacy
+
     #[tokio::test]
     async fn a_client_without_elicitation_gets_a_tool_error() {
         let server = server(Bookings::default()).unwrap();
