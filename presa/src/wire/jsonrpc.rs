@@ -354,6 +354,8 @@ fn envelope_of(mut obj: Map<String, Value>) -> Envelope {
         }),
         result: obj.remove("result"),
         error: obj.remove("error"),
+        // A parsed object holds each member once.
+        duplicate: None,
     }
 }
 
@@ -379,6 +381,9 @@ struct Envelope {
     result: Option<Value>,
     /// The `error` member, when present (an error response).
     error: Option<Value>,
+    /// The first of `jsonrpc`, `id`, `method` and `params` given twice, if any: a gateway
+    /// that reads the first and presa, the last, would disagree.
+    duplicate: Option<&'static str>,
 }
 
 /// The `params` member: an object, with `_meta` read apart (and, when lifting, a
@@ -387,6 +392,9 @@ struct Envelope {
 enum Params {
     Object(Map<String, Value>, Lifted, RawMeta),
     NotObject,
+    /// An object that names one of the members presa reads twice (`name`, `arguments`,
+    /// `uri`, `_meta`): a gateway that reads the first and presa, the last, would disagree.
+    Duplicate(&'static str),
 }
 
 /// Reads `params`, lifting `name` and `arguments` out of the map when `lift` is set.
@@ -431,17 +439,29 @@ fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M:
         Name,
         Arguments,
         Meta,
+        Uri,
     }
-    const KEYS: Expected<3, Key> = Expected::keyed([
+    const KEYS: Expected<4, Key> = Expected::keyed([
         ("name", Key::Name),
         ("arguments", Key::Arguments),
         ("_meta", Key::Meta),
+        ("uri", Key::Uri),
     ]);
     let mut params = Map::new();
     let mut lifted = Lifted::default();
     let mut meta = RawMeta::Absent;
+    // The members presa reads, each noted when read, so a second one is found; the object
+    // is still read through to its end.
+    let mut seen = [false; 4];
+    let mut duplicate = None;
     loop {
-        let key = match m.next_of(&KEYS)? {
+        let next = m.next_of(&KEYS)?;
+        if let Next::Known(key, name) = &next {
+            if std::mem::replace(&mut seen[*key as usize], true) {
+                duplicate.get_or_insert(*name);
+            }
+        }
+        let key = match next {
             Next::Known(Key::Meta, _) => {
                 meta = m.value()?;
                 continue;
@@ -456,7 +476,12 @@ fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M:
             }
             Next::Known(_, name) => Cow::Borrowed(name),
             Next::Key(key) => key,
-            Next::End => return Ok(Params::Object(params, lifted, meta)),
+            Next::End => {
+                return Ok(match duplicate {
+                    Some(name) => Params::Duplicate(name),
+                    None => Params::Object(params, lifted, meta),
+                });
+            }
             Next::Number(_) => return Ok(Params::NotObject),
         };
         let value = m.value::<super::Json>()?.0;
@@ -518,8 +543,15 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
         ("params", Key::Params),
     ]);
     let mut envelope = Envelope::default();
+    let mut seen = [false; 4];
     loop {
-        match m.next_of(&KEYS)? {
+        let next = m.next_of(&KEYS)?;
+        if let Next::Known(key, name) = &next {
+            if std::mem::replace(&mut seen[*key as usize], true) {
+                envelope.duplicate.get_or_insert(*name);
+            }
+        }
+        match next {
             Next::Known(Key::Id, _) => {
                 envelope.has_id = true;
                 envelope.id = Some(m.value::<super::Json>()?.0);
@@ -645,6 +677,7 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
         params,
         result,
         error,
+        duplicate,
     } = envelope;
 
     // A frame without a method is a response (or garbage).
@@ -685,6 +718,20 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
     };
     let echo = id.as_ref().map(RequestId::to_value);
 
+    let duplicate = duplicate.or(match &params {
+        Some(Params::Duplicate(name)) => Some(*name),
+        _ => None,
+    });
+    if let Some(name) = duplicate {
+        // A repeated id is echoed in neither of its forms.
+        let echo = if name == "id" { None } else { echo };
+        return Err(Rejection::new(
+            Error::invalid_request(format!("Invalid Request: duplicate member `{name}`")),
+            echo,
+            notification,
+        ));
+    }
+
     if !jsonrpc_2_0 {
         return Err(Rejection::new(
             Error::invalid_request("Expected a JSON-RPC 2.0 request"),
@@ -708,6 +755,10 @@ fn classify(envelope: Envelope) -> Result<Inbound, Rejection> {
                 echo,
                 notification,
             ));
+        }
+        // Refused above.
+        Some(Params::Duplicate(_)) => {
+            return Err(Rejection::new(Error::internal(), echo, notification));
         }
     };
     // Lifted only for a request that is a tools/call in the end (a second `method`
@@ -935,13 +986,70 @@ mod tests {
         r#"{}"#,
     ];
 
+    /// Frames that give a member presa reads twice (a parse into a value keeps the last).
+    const DUPLICATES: &[&str] = &[
+        r#"{"jsonrpc":"2.0","id":1,"id":2,"method":"a","method":"b"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","method":"prompts/get","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{},"params":{}}"#,
+        r#"{"jsonrpc":"2.0","jsonrpc":"2.0","id":7,"method":"tools/call"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","name":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"a","n\u0061me":"b"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{},"arguments":{"x":1}}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"resources/read","params":{"uri":"a://x","uri":"a://y"}}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"_meta":{},"_meta":{}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"_meta":{},"_meta":{}}}"#,
+    ];
+
+    /// A member presa reads, given twice, is an invalid request (-32600) for both readers,
+    /// lifting or not: a gateway in front that read the first would disagree with the
+    /// last. The id is echoed unless it is the member repeated; a notification's is a
+    /// rejected notification.
+    #[test]
+    fn duplicate_members_are_invalid_requests() {
+        for &frame in DUPLICATES {
+            for decoded in [decode(frame.as_bytes()), decode_lifting(frame.as_bytes())] {
+                let Err(rejection) = decoded else {
+                    panic!("accepted: {frame}");
+                };
+                assert_eq!(rejection.error.code(), -32600, "{frame}");
+                assert!(
+                    rejection.error.message().contains("duplicate member"),
+                    "{frame}"
+                );
+                let id_repeated = frame.contains(r#""id":1,"id":2"#);
+                let note = !frame.contains(r#""id""#);
+                assert_eq!(rejection.notification, note, "{frame}");
+                let echo = (!id_repeated && !note).then(|| json!(7));
+                assert_eq!(rejection.id, echo, "{frame}");
+            }
+            for lift in [false, true] {
+                scanned_as_parsed(frame, lift);
+            }
+        }
+        // Another member given twice is read as a parse reads it: the last one.
+        let other = r#"{"jsonrpc":"2.0","id":7,"method":"tools/list","params":{"cursor":"a","cursor":"b"}}"#;
+        let Ok(Inbound::Request(r)) = decode(other.as_bytes()) else {
+            panic!("{other}");
+        };
+        assert_eq!(r.params.get("cursor"), Some(&json!("b")));
+    }
+
     /// Reading the envelope straight from bytes must classify every frame exactly as
     /// parsing it into a value first would.
     #[test]
     fn decoding_bytes_agrees_with_decoding_a_value() {
         for &frame in FRAMES {
             let value: Value = serde_json::from_str(frame).expect("test frames are JSON");
-            let direct = format!("{:?}", decode(frame.as_bytes()));
+            let decoded = decode(frame.as_bytes());
+            // A member given twice: the bytes say so, a parsed value cannot (it kept the
+            // last); duplicate_members_are_invalid_requests covers these.
+            if decoded
+                .as_ref()
+                .is_err_and(|r| r.error.message().contains("duplicate member"))
+            {
+                continue;
+            }
+            let direct = format!("{:?}", decoded);
             let via_value = format!("{:?}", decode_value(value));
             assert_eq!(direct, via_value, "{frame}");
         }
@@ -1211,19 +1319,15 @@ mod tests {
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"echo","arguments":{{"text":"hi"}},{meta}}}}}"#
             ),
-            // Other members stay in the map; a member given twice counts with its last value.
+            // Other members stay in the map.
             format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"a","task":{{"ttl":1}},"name":"b","arguments":null,"inputResponses":{{}},{meta}}}}}"#
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"task":{{"ttl":1}},"name":"b","arguments":null,"inputResponses":{{}},{meta}}}}}"#
             ),
             // The id after params: nothing lifted.
             format!(r#"{{"jsonrpc":"2.0","method":"tools/call","params":{{"name":"echo","arguments":{{}},{meta}}},"id":3}}"#),
             // Method after params: nothing lifted.
             format!(
                 r#"{{"jsonrpc":"2.0","id":1,"params":{{"name":"echo","arguments":{{}},{meta}}},"method":"tools/call"}}"#
-            ),
-            // A second method member after params: not a tools/call in the end (put back).
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"p","arguments":{{"x":"1"}},{meta}}},"method":"prompts/get"}}"#
             ),
             // Other methods with the same members: nothing lifted.
             r#"{"jsonrpc":"2.0","id":"x","method":"prompts/get","params":{"name":"p","arguments":{}}}"#
@@ -1243,7 +1347,7 @@ mod tests {
             if i < 2 {
                 assert!(!lifting.lifted.is_empty(), "{frame}");
                 assert!(!lifting.params.contains_key("name"), "{frame}");
-            } else if i < 6 {
+            } else if i < 5 {
                 assert!(lifting.lifted.is_empty(), "{frame}");
             }
             let params = RequestParams::new(lifting.params, lifting.lifted);

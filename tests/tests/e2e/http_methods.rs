@@ -51,7 +51,8 @@ async fn discover_result_shape() {
     assert_eq!(res["supportedVersions"], json!([VERSION]));
     assert_eq!(
         res["capabilities"],
-        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}, "logging": {},
+        json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
+               "resources": {"listChanged": true, "subscribe": true}, "completions": {}, "logging": {},
                "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     assert_eq!(res["ttlMs"], json!(0));
@@ -366,7 +367,7 @@ async fn tools_list_is_sorted_and_complete() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     assert_eq!(names.first(), Some(&"a_header_probe"));
-    assert_eq!(names.len(), 30, "{names:?}");
+    assert_eq!(names.len(), 36, "{names:?}");
     assert!(result(&r).get("nextCursor").is_none());
     for t in &tools {
         assert!(t["description"].is_string(), "{t}");
@@ -563,6 +564,7 @@ async fn resources_list_and_templates_list() {
         [
             "test://static-binary",
             "test://static-text",
+            "test://watched-resource",
             "z-mrtr://input-required-preview"
         ]
     );
