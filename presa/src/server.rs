@@ -274,6 +274,28 @@ fn check_extensions(extensions: &[Arc<dyn Extension>]) -> Result<(), BuildError>
     Ok(())
 }
 
+/// A canonical URI is an absolute `https` or `http` URI with a host, no user information
+/// and no fragment (RFC 8707's resource indicator, which authorization uses too).
+fn check_canonical_uri(uri: &str) -> Result<(), BuildError> {
+    let fail = |why: &str| BuildError::new(format!("canonical URI {uri:?}: {why}"));
+    crate::wire::uri::uri_characters(uri).map_err(|e| fail(&e))?;
+    let rest = uri
+        .strip_prefix("https://")
+        .or_else(|| uri.strip_prefix("http://"))
+        .ok_or_else(|| fail("it must be an https (or http) URI"))?;
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if authority.is_empty() {
+        return Err(fail("it has no host"));
+    }
+    if authority.contains('@') {
+        return Err(fail("it must not carry user information"));
+    }
+    if uri.contains('#') {
+        return Err(fail("it must not have a fragment"));
+    }
+    Ok(())
+}
+
 impl ServerBuilder {
     /// Registers a tool.
     pub fn tool(mut self, tool: Tool) -> Self {
@@ -383,6 +405,15 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the server's canonical URI: the `https` (or, for local development, `http`)
+    /// URI its clients reach it by, such as `https://mcp.example.com/mcp`. Request state is
+    /// bound to it, so two deployments that share a name and a key still refuse each
+    /// other's state. Checked when the server is built.
+    pub fn canonical_uri(mut self, uri: impl Into<String>) -> Self {
+        self.config.canonical_uri = Some(uri.into());
+        self
+    }
+
     /// Whether clients of the earlier revisions, which open with `initialize` (2025-11-25
     /// and 2025-06-18), are served (default true). Off, such a client is told which
     /// versions this server speaks (-32022) and nothing else.
@@ -457,6 +488,9 @@ impl ServerBuilder {
         }
         crate::registry::check_icons(&self.info.icons)
             .map_err(|e| BuildError::new(format!("server info: {e}")))?;
+        if let Some(uri) = &self.config.canonical_uri {
+            check_canonical_uri(uri)?;
+        }
         check_extensions(&self.extensions)?;
         let mut catalog = Catalog::default();
         for t in self.tools {
@@ -500,7 +534,13 @@ impl ServerBuilder {
                 }
             },
         };
-        let audience = self.info.name.clone();
+        // Request state sealed by one server is refused by another: the audience is the
+        // server's name, and its canonical URI when it has one (two services that share a
+        // name and a key still refuse each other's state).
+        let audience = match &self.config.canonical_uri {
+            Some(uri) => format!("{}\n{uri}", self.info.name),
+            None => self.info.name.clone(),
+        };
         let core = Core::new(Parts {
             info: self.info,
             config: self.config,

@@ -41,11 +41,11 @@ pub(crate) fn invalid() -> Error {
     Error::invalid_params("Invalid or expired request state")
 }
 
-/// One signing key with its id.
+/// One signing key with its id. Its secret is wiped from memory when the key is dropped.
 #[derive(Clone)]
 pub struct StateKey {
     id: String,
-    secret: Vec<u8>,
+    secret: zeroize::Zeroizing<Vec<u8>>,
 }
 
 impl StateKey {
@@ -69,7 +69,10 @@ impl StateKey {
                 "request-state key {id:?} must have at least {MIN_KEY_BYTES} bytes"
             ));
         }
-        Ok(StateKey { id, secret })
+        Ok(StateKey {
+            id,
+            secret: zeroize::Zeroizing::new(secret),
+        })
     }
 
     /// A random key, for a single process; `None` without OS randomness (a guessable
@@ -77,7 +80,7 @@ impl StateKey {
     pub(crate) fn random() -> Option<Self> {
         Some(StateKey {
             id: "r".into(),
-            secret: random_bytes(32)?,
+            secret: zeroize::Zeroizing::new(random_bytes(32)?),
         })
     }
 
@@ -127,9 +130,14 @@ impl Keyring {
     }
 
     /// Reads `PRESA_STATE_KEYS`: `id:base64key` entries separated by commas, the signing
-    /// key first. `None` when the variable is not set.
+    /// key first. `None` when the variable is not set; an error when it is set but is not
+    /// such a list (not UTF-8 among them): a server must not fall back to a random key
+    /// when its operator meant to give it one.
     pub fn from_env() -> Option<Result<Self, String>> {
-        let text = std::env::var("PRESA_STATE_KEYS").ok()?;
+        let text = std::env::var_os("PRESA_STATE_KEYS")?;
+        let Some(text) = text.to_str() else {
+            return Some(Err("PRESA_STATE_KEYS is not valid UTF-8".into()));
+        };
         let keys: Result<Vec<StateKey>, String> = text
             .split(',')
             .map(|entry| {
@@ -137,10 +145,12 @@ impl Keyring {
                     .trim()
                     .split_once(':')
                     .ok_or("PRESA_STATE_KEYS entries are id:base64key")?;
-                let secret = base64::engine::general_purpose::STANDARD
-                    .decode(key.trim())
-                    .map_err(|_| format!("PRESA_STATE_KEYS key {id:?} is not base64"))?;
-                StateKey::new(id, secret)
+                let secret = zeroize::Zeroizing::new(
+                    base64::engine::general_purpose::STANDARD
+                        .decode(key.trim())
+                        .map_err(|_| format!("PRESA_STATE_KEYS key {id:?} is not base64"))?,
+                );
+                StateKey::new(id, secret.to_vec())
             })
             .collect();
         Some(keys.and_then(Keyring::new))
@@ -228,7 +238,8 @@ pub(crate) fn binding(method: &str, params: &RequestParams, principal: Option<&s
 }
 
 /// What a binding is the digest of: the method, the params without `_meta`,
-/// `inputResponses` and `requestState` as canonical JSON, and the principal. Written
+/// `inputResponses` and `requestState` as canonical JSON, and the principal (after a
+/// marker, so that no principal and an empty one differ). Written
 /// once while the params are at hand (cheaper than keeping a copy of them), hashed only
 /// if a handler asks for input.
 pub(crate) struct BindingText(Vec<u8>);
@@ -236,14 +247,16 @@ pub(crate) struct BindingText(Vec<u8>);
 impl BindingText {
     pub(crate) fn new(method: &str, params: &RequestParams, principal: Option<&str>) -> Self {
         let mut text = Vec::with_capacity(128);
-        text.extend_from_slice(b"presa-bind-v1\0");
+        text.extend_from_slice(b"presa-bind-v2\0");
         text.extend_from_slice(method.as_bytes());
         text.push(0);
         let bound = |k: &str| !matches!(k, "_meta" | "inputResponses" | "requestState");
         // Every member, wherever the decoder put it (see `Lifted`), in key order.
         canonical_members(params.members().filter(|m| bound(m.0)), &mut text);
         text.push(0);
+        // No principal and an empty one are told apart: a marker precedes a principal.
         if let Some(p) = principal {
+            text.push(1);
             text.extend_from_slice(p.as_bytes());
         }
         BindingText(text)
@@ -611,8 +624,12 @@ mod tests {
         let text = BindingText::new("tools/call", &params.clone().into(), Some("alice"));
         assert_eq!(
             String::from_utf8_lossy(&text.0),
-            "presa-bind-v1\0tools/call\0{\"arguments\":{\"a\":[1,\"x\\\"y\",{\"c\":true,\"d\":2.5}],\"b\":null},\"name\":\"echo\"}\0alice"
+            "presa-bind-v2\0tools/call\0{\"arguments\":{\"a\":[1,\"x\\\"y\",{\"c\":true,\"d\":2.5}],\"b\":null},\"name\":\"echo\"}\0\u{1}alice"
         );
+        // No principal and an empty one bind differently.
+        let none = BindingText::new("tools/call", &params.clone().into(), None);
+        let empty = BindingText::new("tools/call", &params.clone().into(), Some(""));
+        assert_ne!(none.digest(), empty.digest());
         assert_eq!(
             text.digest(),
             binding("tools/call", &params.into(), Some("alice"))
@@ -644,7 +661,7 @@ mod tests {
         assert_eq!(text.0, BindingText::new("tools/call", &plain, None).0);
         assert_eq!(
             String::from_utf8_lossy(&text.0),
-            "presa-bind-v1\0tools/call\0{\"arguments\":{\"a\":[true],\"b\":1},\"name\":\"echo\",\"task\":{},\"zz\":1}\0"
+            "presa-bind-v2\0tools/call\0{\"arguments\":{\"a\":[true],\"b\":1},\"name\":\"echo\",\"task\":{},\"zz\":1}\0"
         );
     }
 

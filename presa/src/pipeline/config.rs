@@ -52,6 +52,9 @@ pub struct Config {
     /// so `resources.listChanged` and `resources.subscribe` are advertised (default
     /// false).
     pub resource_notifications: bool,
+    /// The URI clients reach the server by, when configured
+    /// ([`ServerBuilder::canonical_uri`](crate::ServerBuilder::canonical_uri)).
+    pub canonical_uri: Option<String>,
 }
 
 impl Default for Config {
@@ -68,6 +71,7 @@ impl Default for Config {
             logging: true,
             instructions: None,
             resource_notifications: false,
+            canonical_uri: None,
         }
     }
 }

@@ -409,3 +409,77 @@ async fn a_builder_handler_gets_its_tools_name_and_arguments() {
         .await
         .assert_text("second: b");
 }
+
+/// Request state is bound to the server's canonical URI when it has one: two servers with
+/// one name and one key, reached by different URIs, refuse each other's state; the same
+/// URI accepts it. A URI that is not an absolute http(s) URI with a host is refused when
+/// the server is built.
+#[tokio::test]
+async fn request_state_is_bound_to_the_canonical_uri() {
+    use crate::mrtr::{Keyring, StateKey};
+    #[derive(serde::Deserialize, schemars::JsonSchema, crate::ElicitForm)]
+    #[presa(crate = "crate")]
+    #[allow(dead_code, reason = "only the form's schema and answer are read")]
+    struct Ok {
+        ok: bool,
+    }
+    let server = |uri: &str| {
+        let keys =
+            Keyring::new(vec![StateKey::new("k", [7u8; 32]).expect("a key")]).expect("a keyring");
+        crate::Server::builder(Implementation::new("same", "1"))
+            .state_keys(keys)
+            .canonical_uri(uri)
+            .tool(
+                crate::Tool::new("ask").handler(|call: crate::ToolCall| async move {
+                    call.ctx.elicit::<Ok>("ok", "OK?").get()?;
+                    Result::<_, crate::Error>::Ok("done")
+                }),
+            )
+            .build()
+            .expect("a server")
+    };
+    let first = server("https://a.example/mcp");
+    let client = crate::testing::TestClient::new(&first)
+        .with_capabilities(json!({"elicitation": {"form": {}}}));
+    let round = client.call_tool("ask", json!({})).await;
+    let state = round.result()["requestState"].clone();
+    let retry = json!({"name": "ask", "arguments": {}, "requestState": state,
+        "inputResponses": {"ok": {"action": "accept", "content": {"ok": true}}}});
+    for (uri, accepted) in [
+        ("https://a.example/mcp", true),
+        ("https://b.example/mcp", false),
+    ] {
+        let other = server(uri);
+        let client = crate::testing::TestClient::new(&other)
+            .with_capabilities(json!({"elicitation": {"form": {}}}));
+        let answer = client.request("tools/call", retry.clone()).await;
+        if accepted {
+            answer.assert_text("done");
+        } else {
+            answer.assert_error(-32602);
+        }
+    }
+    for bad in [
+        "mcp.example.com",
+        "ftp://x.example/",
+        "https:///mcp",
+        "https://user@x.example/",
+        "https://x.example/#frag",
+        "https://x.example/a b",
+    ] {
+        let built = crate::Server::builder(Implementation::new("s", "1"))
+            .canonical_uri(bad)
+            .build();
+        assert!(built.is_err(), "{bad}");
+    }
+    for good in [
+        "https://x.example",
+        "http://127.0.0.1:3000/mcp",
+        "https://x.example/a?b=c",
+    ] {
+        let built = crate::Server::builder(Implementation::new("s", "1"))
+            .canonical_uri(good)
+            .build();
+        assert!(built.is_ok(), "{good}");
+    }
+}
