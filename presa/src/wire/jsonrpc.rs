@@ -456,10 +456,10 @@ fn read_params<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Params, M:
     let mut duplicate = None;
     loop {
         let next = m.next_of(&KEYS)?;
-        if let Next::Known(key, name) = &next {
-            if std::mem::replace(&mut seen[*key as usize], true) {
-                duplicate.get_or_insert(*name);
-            }
+        if let Next::Known(key, name) = &next
+            && std::mem::replace(&mut seen[*key as usize], true)
+        {
+            duplicate.get_or_insert(*name);
         }
         let key = match next {
             Next::Known(Key::Meta, _) => {
@@ -546,10 +546,10 @@ fn read_frame<'de, M: Members<'de>>(m: &mut M, lift: bool) -> Result<Frame, M::E
     let mut seen = [false; 4];
     loop {
         let next = m.next_of(&KEYS)?;
-        if let Next::Known(key, name) = &next {
-            if std::mem::replace(&mut seen[*key as usize], true) {
-                envelope.duplicate.get_or_insert(*name);
-            }
+        if let Next::Known(key, name) = &next
+            && std::mem::replace(&mut seen[*key as usize], true)
+        {
+            envelope.duplicate.get_or_insert(*name);
         }
         match next {
             Next::Known(Key::Id, _) => {
