@@ -44,8 +44,16 @@ const UPDATE_ATTEMPTS: usize = 1000;
 pub const ID: &str = "io.modelcontextprotocol/tasks";
 /// Longest task id accepted, in bytes.
 pub const MAX_TASK_ID_BYTES: usize = 256;
-/// How often a worker looks at the store for changes made through another replica.
+/// The default of [`TasksBuilder::remote_check`]: how often a worker looks at the store
+/// for changes made through another replica.
 pub const REMOTE_CHECK: Duration = Duration::from_millis(500);
+/// The default of [`TasksBuilder::max_result_bytes`].
+pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
+
+/// What a principal's scope starts with.
+const PRINCIPAL_SCOPE: &str = "principal:";
+/// What the scope of a task made without a principal starts with (its id follows).
+const ANONYMOUS_SCOPE: &str = "anonymous:";
 
 /// Most task ids one listen request may follow.
 pub const MAX_LISTEN_TASK_IDS: usize = 100;
@@ -151,6 +159,8 @@ pub struct TasksBuilder {
     max_tasks: usize,
     max_tasks_per_scope: usize,
     max_input_bytes: usize,
+    max_result_bytes: usize,
+    remote_check: Duration,
     reap_every: Duration,
 }
 
@@ -164,6 +174,8 @@ impl Default for TasksBuilder {
             max_tasks: 10_000,
             max_tasks_per_scope: 1_000,
             max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
+            max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
+            remote_check: REMOTE_CHECK,
             reap_every: Duration::from_secs(60),
         }
     }
@@ -204,7 +216,10 @@ impl TasksBuilder {
         self
     }
 
-    /// Most tasks kept at once for one principal (default 1 000).
+    /// Most tasks kept at once for one principal (default 1 000). Callers without a
+    /// principal share no scope: each of their tasks is reachable by its (unguessable) id
+    /// alone, by any caller without a principal, so none of them can use up a scope the
+    /// others need; `max_tasks` bounds them all.
     pub fn max_tasks_per_scope(mut self, n: usize) -> Self {
         self.max_tasks_per_scope = n;
         self
@@ -217,6 +232,21 @@ impl TasksBuilder {
     /// stored.
     pub fn max_input_bytes(mut self, bytes: usize) -> Self {
         self.max_input_bytes = bytes;
+        self
+    }
+
+    /// Largest result a task keeps, in bytes of JSON (default 4 MiB): a tool whose result
+    /// is larger fails its task (-32603, logged), since the record keeps the result until
+    /// the task expires.
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
+    }
+
+    /// How often a running or parked task looks at the store for a cancellation or an
+    /// answer given through another replica sharing it (default 500 ms, at least 10 ms).
+    pub fn remote_check(mut self, every: Duration) -> Self {
+        self.remote_check = every.max(Duration::from_millis(10));
         self
     }
 
@@ -269,16 +299,25 @@ impl Tasks {
         &self.inner.config.store
     }
 
-    fn scope(ctx: &RequestContext) -> String {
-        ctx.principal().unwrap_or_default().to_owned()
+    /// The scope of `ctx`'s principal; `None` for a caller without one (or with an empty
+    /// one), whose tasks have a scope each.
+    fn scope(ctx: &RequestContext) -> Option<String> {
+        ctx.principal()
+            .filter(|p| !p.is_empty())
+            .map(|p| format!("{PRINCIPAL_SCOPE}{p}"))
     }
 
     /// The task `id` as `ctx`'s principal may see it: unknown, expired and other scopes'
-    /// tasks are all the same -32602.
+    /// tasks are all the same -32602. A caller without a principal sees the tasks of
+    /// callers without one.
     fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
         let unknown = || Error::invalid_params("Unknown or inaccessible taskId");
         let record = self.inner.config.store.get(id).ok_or_else(unknown)?;
-        if record.scope != Self::scope(ctx) || record.expired(time::now_ms()) {
+        let visible = match Self::scope(ctx) {
+            Some(scope) => record.scope == scope,
+            None => record.scope.starts_with(ANONYMOUS_SCOPE),
+        };
+        if !visible || record.expired(time::now_ms()) {
             return Err(unknown());
         }
         Ok(record)
@@ -352,7 +391,7 @@ impl Tasks {
 
     /// Checks a new task against the limits, in the order their errors are reported;
     /// within them, the worker slot it will run in.
-    fn capacity(&self, scope: &str) -> Result<OwnedSemaphorePermit, Error> {
+    fn capacity(&self, scope: Option<&str>) -> Result<OwnedSemaphorePermit, Error> {
         let now = time::now_ms();
         let full = |limit: &str| {
             Error::new(code::INTERNAL_ERROR, "Task capacity exhausted")
@@ -364,7 +403,9 @@ impl Tasks {
         if self.inner.config.store.count(None, now) >= self.inner.config.max_tasks {
             return Err(full("max_tasks"));
         }
-        if self.inner.config.store.count(Some(scope), now) >= self.inner.config.max_tasks_per_scope
+        if let Some(scope) = scope
+            && self.inner.config.store.count(Some(scope), now)
+                >= self.inner.config.max_tasks_per_scope
         {
             return Err(full("max_tasks_per_scope"));
         }
@@ -405,13 +446,15 @@ impl Tasks {
         // The record keeps the work input until it expires: bounded before anything is
         // stored (Tasks reference section 3.2, step 5).
         self.input_within_limit(&work, &answers)?;
-        let scope = Self::scope(&ctx);
+        let principal = Self::scope(&ctx);
         let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
-        let slot = self.capacity(&scope)?;
+        let slot = self.capacity(principal.as_deref())?;
         let now = time::now_ms();
+        // Unguessable (errata section 4); without OS randomness no task is made.
+        let id = mrtr::token::random_id(24).ok_or_else(Error::internal)?;
+        let scope = principal.unwrap_or_else(|| format!("{ANONYMOUS_SCOPE}{id}"));
         let record = TaskRecord {
-            // Unguessable (errata section 4); without OS randomness no task is made.
-            id: mrtr::token::random_id(24).ok_or_else(Error::internal)?,
+            id,
             scope,
             status: TaskStatus::Working,
             status_message: Some("Task accepted".into()),
@@ -556,6 +599,14 @@ impl Tasks {
                 };
                 continue;
             }
+            let limit = self.inner.config.max_result_bytes;
+            let outcome = match outcome {
+                Ok(Ok(result)) if crate::wire::json_len(&result) > limit => {
+                    tracing::error!(task = %id, limit, "a task's result is larger than max_result_bytes");
+                    Ok(Err(Error::internal()))
+                }
+                other => other,
+            };
             match outcome {
                 Ok(Ok(result)) => {
                     self.update(&server, &id, |r| {
@@ -581,10 +632,10 @@ impl Tasks {
     }
 
     /// Completes when the stored task is cancelled by someone else (another replica
-    /// sharing the store), checked every [`REMOTE_CHECK`].
+    /// sharing the store), checked every [`TasksBuilder::remote_check`].
     async fn cancelled_elsewhere(&self, id: &str) {
         loop {
-            tokio::time::sleep(REMOTE_CHECK).await;
+            tokio::time::sleep(self.inner.config.remote_check).await;
             match self.inner.config.store.status(id) {
                 Some(s) if s != TaskStatus::Cancelled => {}
                 _ => return,
@@ -593,10 +644,10 @@ impl Tasks {
     }
 
     /// Completes when the stored task's status is no longer `status` (or it is gone),
-    /// checked every [`REMOTE_CHECK`].
+    /// checked every [`TasksBuilder::remote_check`].
     async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
         loop {
-            tokio::time::sleep(REMOTE_CHECK).await;
+            tokio::time::sleep(self.inner.config.remote_check).await;
             match self.inner.config.store.status(id) {
                 Some(s) if s == status => {}
                 _ => return,

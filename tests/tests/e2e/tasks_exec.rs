@@ -596,7 +596,8 @@ async fn max_tasks_refuses_a_creation_and_stores_nothing() {
 
 /// `max_tasks_per_scope(1)`: a principal with one task gets -32603 with `limit:
 /// "max_tasks_per_scope"` and nothing stored, while another principal can still create.
-/// On stdio (no principal) every request shares one scope.
+/// Callers without a principal (stdio here) share no scope, so the per-scope bound never
+/// lets one of them use up what the others need; `max_tasks` bounds them.
 #[tokio::test]
 async fn max_tasks_per_scope_limits_each_principal() {
     let lab = Lab::with(Tasks::builder().max_tasks_per_scope(1), by_principal);
@@ -616,8 +617,18 @@ async fn max_tasks_per_scope_limits_each_principal() {
     let lab = Lab::new(Tasks::builder().max_tasks_per_scope(1));
     let mut w = Client::start(Kind::Stdio, &lab.server).await;
     w.create("quick", json!({})).await;
+    w.create("quick", json!({})).await;
+    assert_eq!(
+        lab.stored(),
+        2,
+        "each task without a principal is a scope of its own"
+    );
+
+    let lab = Lab::new(Tasks::builder().max_tasks(1));
+    let mut w = Client::start(Kind::Stdio, &lab.server).await;
+    w.create("quick", json!({})).await;
     let got = w.send("tools/call", params).await;
-    assert_capacity(&got, "max_tasks_per_scope");
+    assert_capacity(&got, "max_tasks");
     assert_eq!(lab.stored(), 1, "nothing stored");
 }
 
@@ -1018,4 +1029,39 @@ async fn a_waiting_task_polls_the_store_for_its_status_only() {
         before,
         "no whole record read while waiting"
     );
+}
+
+/// `max_result_bytes`: a result at the bound completes its task; one byte past it fails
+/// the task with -32603 (the record would keep it until it expires), and the server stays
+/// up.
+#[tokio::test]
+async fn a_result_past_max_result_bytes_fails_its_task() {
+    let sized = |b: presa::ServerBuilder| {
+        b.tool(
+            presa::Tool::new("sized")
+                .description("Answers as much text as asked")
+                .task(presa::tasks::TaskMode::Required)
+                .input_schema(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+                .handler(|call: presa::ToolCall| async move {
+                    let n = call.arguments["n"].as_u64().unwrap_or(0) as usize;
+                    "x".repeat(n)
+                }),
+        )
+    };
+    // The size of the result of 1,000 bytes of text, as the task record keeps it.
+    let lab = Lab::with(Tasks::builder(), sized);
+    let mut w = Client::start(Kind::Stdio, &lab.server).await;
+    let id = w.create("sized", json!({"n": 1000})).await;
+    let task = w.wait_terminal(&id).await;
+    let limit = serde_json::to_string(&task["result"]).expect("JSON").len();
+    for (n, status) in [(1000, "completed"), (1001, "failed")] {
+        let lab = Lab::with(Tasks::builder().max_result_bytes(limit), sized);
+        let mut w = Client::start(Kind::Stdio, &lab.server).await;
+        let id = w.create("sized", json!({"n": n})).await;
+        let task = w.wait_terminal(&id).await;
+        assert_eq!(task["status"], status, "{n}: {task}");
+        if status == "failed" {
+            assert_eq!(task["error"]["code"], json!(-32603), "{task}");
+        }
+    }
 }
