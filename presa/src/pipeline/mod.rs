@@ -256,6 +256,15 @@ impl Core {
         self.hub.publish(event);
     }
 
+    /// The name a span records for `method`: the method itself when presa or an
+    /// extension serves it, else `other` (a client's arbitrary string is not recorded).
+    fn method_label<'m>(&self, method: &'m str) -> &'m str {
+        let known = names::SERVED.contains(&method)
+            || names::LEGACY_SERVED.contains(&method)
+            || self.extension_for(method).is_some();
+        if known { method } else { "other" }
+    }
+
     /// The extension that owns `method`, if any.
     fn extension_for(&self, method: &str) -> Option<&Arc<dyn Extension>> {
         self.extensions
@@ -270,7 +279,7 @@ impl Core {
     pub(crate) fn serve(self: &Arc<Self>, request: Request, exchange: Exchange) -> Served {
         let span = tracing::info_span!(
             "mcp.request",
-            mcp.method.name = %request.method,
+            mcp.method.name = self.method_label(&request.method),
             jsonrpc.request.id = %request.id,
             mcp.name = tracing::field::Empty,
             outcome = tracing::field::Empty,

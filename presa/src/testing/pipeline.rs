@@ -128,6 +128,7 @@ async fn cancellation_reasons_are_logged() {
 async fn the_request_span_records_its_fields() {
     use tracing_subscriber::layer::SubscriberExt;
     let fields = capture::Fields::default();
+    let fields_handle = std::sync::Arc::clone(&fields);
     let subscriber =
         tracing_subscriber::registry().with(capture::Capture(std::sync::Arc::clone(&fields)));
     let _guard = tracing::subscriber::set_default(subscriber);
@@ -162,6 +163,23 @@ async fn the_request_span_records_its_fields() {
         Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
     );
     assert!(fields.contains_key("duration_us"), "{fields:?}");
+    // A method no one serves is recorded as `other`, not as the client wrote it.
+    if let Ok(mut f) = fields_handle.lock() {
+        f.clear();
+    }
+    let reply = client
+        .send(
+            json!({"jsonrpc": "2.0", "id": 8, "method": "x/\u{1b}[31m-attacker-chosen",
+            "params": {"_meta": client.meta()}}),
+        )
+        .await;
+    assert_eq!(reply.message["error"]["code"], -32601, "{}", reply.message);
+    let recorded = capture::snapshot(&fields_handle);
+    assert_eq!(
+        recorded.get("mcp.method.name").map(String::as_str),
+        Some("other"),
+        "{recorded:?}"
+    );
 }
 
 /// The level lowered (a reload) while a request runs: its span, enabled when made,
