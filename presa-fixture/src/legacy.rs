@@ -126,8 +126,16 @@ async fn test_elicitation_sep1034_defaults(ctx: RequestContext) -> Result<String
         .get()?;
     Ok(match answer {
         Elicitation::Accepted(d) => format!(
-            "Elicitation completed: name={}, age={}, score={}, verified={}",
-            d.name, d.age, d.score, d.verified
+            "Elicitation completed: name={}, age={}, score={}, status={}, verified={}",
+            d.name,
+            d.age,
+            d.score,
+            match d.status {
+                Status::Active => "active",
+                Status::Inactive => "inactive",
+                Status::Pending => "pending",
+            },
+            d.verified
         ),
         Elicitation::Declined | Elicitation::Cancelled => "The user did not fill the form.".into(),
     })
@@ -213,7 +221,22 @@ async fn test_elicitation_sep1330_enums(ctx: RequestContext) -> Result<String, I
             .get()?
         {
             Elicitation::Accepted(e) => format!(
-                "Elicitation completed: {} multi-select choices",
+                "Elicitation completed: {}, {}, {}, and {} multi-select choices",
+                match e.untitled_single {
+                    Untitled::Option1 => "option1",
+                    Untitled::Option2 => "option2",
+                    Untitled::Option3 => "option3",
+                },
+                match e.titled_single {
+                    Titled::Value1 => "value1",
+                    Titled::Value2 => "value2",
+                    Titled::Value3 => "value3",
+                },
+                match e.legacy_enum {
+                    Legacy::Opt1 => "opt1",
+                    Legacy::Opt2 => "opt2",
+                    Legacy::Opt3 => "opt3",
+                },
                 e.untitled_multi.len() + e.titled_multi.0.len()
             ),
             Elicitation::Declined | Elicitation::Cancelled => "The user did not choose.".into(),
