@@ -738,7 +738,10 @@ impl Validator {
                     // `name` is a temporary: its address is reused, so it gets its own memo.
                     if !self.passes(*schema, &name, &mut memo.apart(), depth) {
                         return fail(report, || {
-                            format!("the property name {key:?} does not match `propertyNames`")
+                            format!(
+                                "the property name {} does not match `propertyNames`",
+                                show_key(key)
+                            )
                         });
                     }
                 }
@@ -837,7 +840,9 @@ impl Validator {
             }
             for key in o.keys() {
                 if named.get(key).is_none() {
-                    fail(report, || format!("the property {key:?} is not allowed"));
+                    fail(report, || {
+                        format!("the property {} is not allowed", show_key(key))
+                    });
                 }
             }
             return false;
@@ -859,9 +864,9 @@ impl Validator {
             if !matched && let Some(schema) = additional {
                 let passed = match &self.nodes[schema] {
                     // Worded as what it is rather than "no value is allowed here".
-                    Node::Bool(false) => {
-                        fail(report, || format!("the property {key:?} is not allowed"))
-                    }
+                    Node::Bool(false) => fail(report, || {
+                        format!("the property {} is not allowed", show_key(key))
+                    }),
                     _ => self.eval_at(schema, value, Seg::Key(key), report, memo),
                 };
                 ok &= passed;
@@ -916,11 +921,24 @@ fn note(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) {
     if r.problems.len() >= MAX_PROBLEMS {
         return;
     }
+    let problem = line(&r.path, &message());
+    r.problems.push(problem);
+}
+
+/// A problem's line: the JSON Pointer of `path` (each key cut as [`cut`] says), then
+/// `message`.
+fn line(path: &[Seg<'_>], message: &str) -> String {
     let mut line = String::new();
-    for seg in &r.path {
+    for seg in path {
         line.push('/');
         match seg {
-            Seg::Key(k) => line.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Seg::Key(k) => {
+                let (head, cut) = cut(k);
+                line.push_str(&head.replace('~', "~0").replace('/', "~1"));
+                if cut {
+                    line.push('…');
+                }
+            }
             Seg::Index(i) => {
                 let _ = write!(line, "{i}");
             }
@@ -929,8 +947,21 @@ fn note(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) {
     if !line.is_empty() {
         line.push_str(": ");
     }
-    line.push_str(&message());
-    r.problems.push(line);
+    line.push_str(message);
+    line
+}
+
+/// The first [`MAX_SHOWN`] bytes of `text`, cut back to a character boundary, and
+/// whether anything was cut: what a problem repeats of a text the client chose.
+fn cut(text: &str) -> (&str, bool) {
+    if text.len() <= MAX_SHOWN {
+        return (text, false);
+    }
+    let mut end = MAX_SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
 }
 
 /// Records a problem and answers `false`, for `ok || fail(...)`.
@@ -979,40 +1010,55 @@ fn required(
     ok
 }
 
-/// A short rendering of a value for messages.
+/// How many bytes of a client's key or value a problem repeats: a key in an instance
+/// path, or the JSON text of a value or key in a message, is cut there (at a character
+/// boundary) and ends with `…`.
+const MAX_SHOWN: usize = 60;
+
+/// A short rendering of a value for messages: its JSON text, cut as [`MAX_SHOWN`] says.
 fn show(v: &Value) -> String {
-    const MAX: usize = 60;
-    /// Keeps the first bytes written, past `MAX` by at most one character, then refuses
-    /// more: a large argument is not serialized whole to show its start.
-    struct Head(Vec<u8>);
-    impl std::io::Write for Head {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            let room = (MAX + 4).saturating_sub(self.0.len());
-            if room == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            let n = room.min(bytes.len());
-            self.0.extend_from_slice(&bytes[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut head = Head(Vec::with_capacity(MAX + 4));
+    shown(|head| serde_json::to_writer(head, v))
+}
+
+/// A key of the instance as [`show`] renders a value: a JSON string, cut the same way.
+fn show_key(key: &str) -> String {
+    shown(|head| serde_json::to_writer(head, key))
+}
+
+/// The JSON text `write` writes, cut as [`MAX_SHOWN`] says, written only as far as that:
+/// a large argument is not serialized whole to show its start.
+fn shown(write: impl FnOnce(&mut Head) -> serde_json::Result<()>) -> String {
+    let mut head = Head(Vec::with_capacity(MAX_SHOWN + 4));
     // Ends with an error once the head is full, which is the point.
-    let _ = serde_json::to_writer(&mut head, v);
-    // A character cut at the end becomes U+FFFD there, past `MAX`, and is cut off below.
-    let mut text = String::from_utf8_lossy(&head.0).into_owned();
-    if text.len() > MAX {
-        let mut end = MAX;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+    let _ = write(&mut head);
+    // A character cut at the end becomes U+FFFD there, past `MAX_SHOWN`, and is cut off
+    // below.
+    let text = String::from_utf8_lossy(&head.0);
+    let (text, was_cut) = cut(&text);
+    let mut text = text.to_owned();
+    if was_cut {
         text.push('…');
     }
     text
+}
+
+/// Keeps the first bytes written, past [`MAX_SHOWN`] by at most one character, then
+/// refuses more.
+struct Head(Vec<u8>);
+
+impl std::io::Write for Head {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = (MAX_SHOWN + 4).saturating_sub(self.0.len());
+        if room == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let n = room.min(bytes.len());
+        self.0.extend_from_slice(&bytes[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn type_names(types: u8) -> String {
@@ -2483,6 +2529,74 @@ mod tests {
             ),
             // Three inner arrays, each tried against both alternatives.
             (true, 6)
+        );
+    }
+
+    /// A key of the instance that a problem repeats, in its path or its message, is cut
+    /// after 60 bytes (of the key in a path, of its JSON text in a message) at a
+    /// character boundary, with `…`.
+    #[test]
+    fn reflected_keys_are_cut() {
+        let closed = Validator::compile(&json!({"additionalProperties": false,
+            "patternProperties": {"^n": {}}}))
+        .expect("compiles");
+        let not_allowed = |key: &str| {
+            let mut o = Map::new();
+            o.insert(key.to_owned(), json!(1));
+            closed.validate(&Value::Object(o)).expect_err("invalid")
+        };
+        // 58 characters and the quotes: 60 bytes, shown whole.
+        let at = "k".repeat(58);
+        assert_eq!(
+            not_allowed(&at),
+            format!("the property \"{at}\" is not allowed")
+        );
+        // One more: the JSON text is cut after 60 bytes, in the key.
+        let past = "k".repeat(59);
+        assert_eq!(
+            not_allowed(&past),
+            format!("the property \"{past}… is not allowed")
+        );
+        // A character across the bound is left out whole.
+        assert_eq!(
+            not_allowed(&format!("{at}é")),
+            format!("the property \"{at}… is not allowed")
+        );
+        let names =
+            Validator::compile(&json!({"propertyNames": {"maxLength": 3}})).expect("compiles");
+        let mut o = Map::new();
+        o.insert("p".repeat(100_000), json!(1));
+        assert_eq!(
+            names.validate(&Value::Object(o)),
+            Err(format!(
+                "the property name \"{}… does not match `propertyNames`",
+                "p".repeat(59)
+            ))
+        );
+        // In a path: the key's first 60 bytes, escaped as a JSON Pointer.
+        let typed = Validator::compile(&json!({"additionalProperties": {"type": "string"}}))
+            .expect("compiles");
+        let at_path = |key: &str| {
+            let mut o = Map::new();
+            o.insert(key.to_owned(), json!(1));
+            typed.validate(&Value::Object(o)).expect_err("invalid")
+        };
+        let key = format!("a/b~{}", "c".repeat(56));
+        assert_eq!(
+            at_path(&key),
+            format!("/a~1b~0{}: 1 is not of type \"string\"", "c".repeat(56))
+        );
+        assert_eq!(
+            at_path(&format!("{key}d")),
+            format!("/a~1b~0{}…: 1 is not of type \"string\"", "c".repeat(56))
+        );
+        assert_eq!(
+            at_path(&format!("{}😀", "c".repeat(58))),
+            format!("/{}…: 1 is not of type \"string\"", "c".repeat(58))
+        );
+        assert_eq!(
+            at_path(&"c".repeat(1_000_000)),
+            format!("/{}…: 1 is not of type \"string\"", "c".repeat(60))
         );
     }
 }
