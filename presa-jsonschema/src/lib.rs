@@ -59,35 +59,124 @@ fn invalid<T>(why: impl Into<String>) -> Compiled<T> {
     Err(CompileError::Invalid(why.into()))
 }
 
-/// What [`Validator::passes`] found for a (schema node, instance value) pair during one
-/// run. Evaluation is pure, so an `anyOf`/`oneOf`/`not`/`if` whose alternatives recurse
-/// into the same children evaluates each pair once, rather than once per alternative at
-/// every level above it (exponential in the instance's nesting). The key leaves out the
-/// depth, which only decides anything past [`MAX_EVAL_DEPTH`] (a reference cycle that
-/// reads no instance), where the answer is arbitrary anyway.
+/// The default of [`Validator::max_steps`]: how many steps one pass of evaluation may
+/// take. A step is one visit of a (subschema, instance value) pair, a remembered answer
+/// included. Every value of an instance is visited a number of times fixed by the schema
+/// (see the crate's doc, "Cost"), so a budget in steps bounds the time any instance can
+/// take; past it the instance is invalid, with the problem "the value is too complex to
+/// evaluate against this schema".
+pub const DEFAULT_MAX_STEPS: u64 = 1_000_000;
+
+/// The problem reported when evaluation runs out of steps.
+const TOO_COMPLEX: &str = "the value is too complex to evaluate against this schema";
+
+/// What is known of a memoised (subschema, instance value) pair during one validation.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Known {
+    /// The value passes the subschema.
+    Valid,
+    /// It does not; its problems were not recorded.
+    Invalid,
+    /// It does not, and its problems were recorded (or there was no room left for
+    /// them): evaluating it again with a report would only repeat them.
+    Reported,
+}
+
+/// A bound evaluation reached. Each makes the whole instance invalid, whatever keyword
+/// the step was under (`not` included): evaluation fails closed.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Stop {
+    /// More than [`MAX_EVAL_DEPTH`] steps on one value without stepping into it.
+    Cycle,
+    /// More than [`MAX_EVAL_FRAMES`] steps in progress at once.
+    Frames,
+    /// More than [`Validator::max_steps`] steps in one pass.
+    Budget,
+}
+
+impl Stop {
+    fn message(self, max_steps: u64) -> String {
+        match self {
+            Stop::Cycle => {
+                "the schema nests too deeply to evaluate (a reference cycle?)".to_owned()
+            }
+            Stop::Frames => "the value nests too deeply to evaluate against this schema".to_owned(),
+            Stop::Budget => format!("{TOO_COMPLEX} (more than {max_steps} steps)"),
+        }
+    }
+}
+
+/// The state of one pass of evaluation: what each memoised (subschema, instance value)
+/// pair answered, the steps taken and in progress, and the bound reached, if any.
 ///
-/// Only pairs that can be worth it are kept: a container (its children are what would be
-/// evaluated again), or any value once [`MEMO_SCALARS_FROM`] steps were taken on it in
-/// place (schema-only recursion). A scalar met near the top of its evaluation costs no
+/// Evaluation is pure, so a pair needs evaluating once per validation. Which pairs are
+/// kept is decided per subschema at compile time ([`memoised`]): those of a subschema
+/// that more than one place applies (two `$ref`s to it, `allOf` branches that both lead
+/// to it, a `$ref` beside keywords that reach it again, the root under `#`, a name
+/// matched by `properties` and by `patternProperties` whose schemas both lead to it) and
+/// that applies subschemas itself. Any other subschema is evaluated at a value once per
+/// evaluation of the place that applies it, which is itself either kept or applied from
+/// one place, up to the root, evaluated once. By induction, every pair of a subschema and
+/// an array or object is evaluated at most once without a report and once with one in a
+/// pass, and every value is visited a number of times that depends on the schema alone:
+/// time linear in the instance, whatever keywords recurse. A cycle of references enters
+/// through a subschema applied from two places (the way in, the way round), so every
+/// recursive type is kept at least once per turn.
+///
+/// Of a memoised subschema, pairs with a scalar are kept only once [`MEMO_SCALARS_FROM`]
+/// steps were taken on it in place: a scalar near the top of its evaluation costs no
 /// more to evaluate again than to look up, and keeping it would make the memo as long as
-/// a flat array under `contains` or `items: {anyOf: …}`, several times the memory of the
+/// a flat array of scalars under a recursive type, several times the memory of the
 /// arguments themselves.
 ///
-/// It also counts the steps in progress, held to [`MAX_EVAL_FRAMES`].
-#[derive(Default)]
+/// The key is the value's address, which names its location in the instance (the
+/// instance is borrowed, unchanged, for the whole validation); a value that is not part
+/// of the instance (a `propertyNames` name) is evaluated with a memo of its own. The key
+/// leaves out the depth, which only decides anything past [`MAX_EVAL_DEPTH`], where
+/// evaluation stops.
 struct Memo {
-    seen: HashMap<(NodeId, *const Value), bool>,
+    seen: HashMap<(NodeId, *const Value), Known>,
+    /// Steps in progress, held to [`MAX_EVAL_FRAMES`].
     frames: u32,
+    /// Steps taken in this pass, held to `max_steps`.
+    steps: u64,
+    /// [`Validator::max_steps`].
+    max_steps: u64,
+    /// The bound reached, after which every step answers "invalid" at once.
+    stop: Option<Stop>,
+    /// The bound's problem, worded with its instance path, when a report was kept.
+    stop_line: Option<String>,
 }
 
 impl Memo {
-    /// A memo for values that are not part of the instance (their addresses mean
-    /// nothing across runs), continuing this one's count of steps in progress.
-    fn apart(&self) -> Memo {
+    fn new(max_steps: u64) -> Memo {
         Memo {
-            seen: HashMap::default(),
-            frames: self.frames,
+            seen: HashMap::new(),
+            frames: 0,
+            steps: 0,
+            max_steps,
+            stop: None,
+            stop_line: None,
         }
+    }
+
+    /// Stops evaluation at `stop`, noting where when reporting; answers `false`.
+    fn halt(&mut self, stop: Stop, report: &Option<Report<'_>>) -> bool {
+        self.stop = Some(stop);
+        if let Some(r) = report {
+            self.stop_line = Some(line(&r.path, &stop.message(self.max_steps)));
+        }
+        false
+    }
+
+    /// The problem of the bound reached, if any.
+    fn stopped(&self) -> Option<String> {
+        let stop = self.stop?;
+        Some(
+            self.stop_line
+                .clone()
+                .unwrap_or_else(|| stop.message(self.max_steps)),
+        )
     }
 }
 
@@ -99,6 +188,10 @@ const MEMO_SCALARS_FROM: u32 = 4;
 #[derive(Debug)]
 pub struct Validator {
     nodes: Vec<Node>,
+    /// Per node, whether its evaluations are memoised (see [`Memo`]).
+    memoised: Vec<bool>,
+    /// The steps one pass of evaluation may take.
+    max_steps: u64,
     /// The root's checks, when they have the flat shape (see [`Flat`]).
     flat: Option<Flat>,
 }
@@ -191,6 +284,33 @@ impl Flat {
 
 /// Index of a node in [`Validator::nodes`]; the root is 0.
 type NodeId = usize;
+
+/// Per node, whether its evaluations are memoised: whether more than one place applies
+/// it (the root counts as applied once, by the caller) and it applies subschemas itself
+/// (see [`Memo`] for why exactly these).
+fn memoised(nodes: &[Node]) -> Vec<bool> {
+    let mut applied = vec![0u32; nodes.len()];
+    if let Some(root) = applied.first_mut() {
+        *root = 1;
+    }
+    let mut applies = vec![false; nodes.len()];
+    for (id, node) in nodes.iter().enumerate() {
+        let Node::Checks(checks) = node else {
+            continue;
+        };
+        for check in checks {
+            check.each_subschema(|sub| {
+                applies[id] = true;
+                applied[sub] = applied[sub].saturating_add(1);
+            });
+        }
+    }
+    applied
+        .iter()
+        .zip(&applies)
+        .map(|(count, applies)| *count > 1 && *applies)
+        .collect()
+}
 
 #[derive(Debug)]
 enum Node {
@@ -289,6 +409,58 @@ enum Check {
         otherwise: Option<NodeId>,
     },
     Ref(NodeId),
+}
+
+impl Check {
+    /// Calls `f` with each subschema this check applies, once per place it names one.
+    fn each_subschema(&self, mut f: impl FnMut(NodeId)) {
+        match self {
+            Check::Items { prefix, rest } => prefix.iter().chain(rest).copied().for_each(f),
+            Check::Contains { schema, .. }
+            | Check::PropertyNames(schema)
+            | Check::Not(schema)
+            | Check::Ref(schema) => f(*schema),
+            Check::DependentSchemas(deps) => deps.iter().for_each(|(_, s)| f(*s)),
+            Check::Properties {
+                named,
+                patterns,
+                additional,
+            } => {
+                named.list.iter().for_each(|(_, s)| f(*s));
+                patterns.iter().for_each(|(_, s)| f(*s));
+                additional.iter().copied().for_each(f);
+            }
+            Check::AllOf(all) | Check::AnyOf(all) | Check::OneOf(all) => {
+                all.iter().copied().for_each(f)
+            }
+            Check::IfThenElse {
+                condition,
+                then,
+                otherwise,
+            } => [Some(*condition), *then, *otherwise]
+                .into_iter()
+                .flatten()
+                .for_each(f),
+            Check::Type(_)
+            | Check::Enum(_)
+            | Check::Const(_)
+            | Check::MultipleOf(_)
+            | Check::Minimum(_)
+            | Check::Maximum(_)
+            | Check::ExclusiveMinimum(_)
+            | Check::ExclusiveMaximum(_)
+            | Check::MinLength(_)
+            | Check::MaxLength(_)
+            | Check::Pattern(_)
+            | Check::MinItems(_)
+            | Check::MaxItems(_)
+            | Check::UniqueItems
+            | Check::MinProperties(_)
+            | Check::MaxProperties(_)
+            | Check::Required(_)
+            | Check::DependentRequired(_) => {}
+        }
+    }
 }
 
 /// A compiled `pattern`, with its source for messages.
@@ -432,8 +604,22 @@ impl Validator {
         compiler.node(schema, true)?;
         Ok(Validator {
             flat: Flat::of(&compiler.nodes),
+            memoised: memoised(&compiler.nodes),
             nodes: compiler.nodes,
+            max_steps: DEFAULT_MAX_STEPS,
         })
+    }
+
+    /// Sets how many steps one pass of evaluation may take ([`DEFAULT_MAX_STEPS`] unless
+    /// set). A step is one visit of a (subschema, instance value) pair; an instance that
+    /// needs more is invalid, with the problem "the value is too complex to evaluate
+    /// against this schema". [`Validator::is_valid`] makes one pass, and so does
+    /// [`Validator::validate`] on a valid instance; on an invalid one it makes a second,
+    /// with its own budget, to word the problems.
+    #[must_use]
+    pub fn max_steps(mut self, steps: u64) -> Validator {
+        self.max_steps = steps;
+        self
     }
 
     /// Whether `instance` is valid.
@@ -442,7 +628,8 @@ impl Validator {
         if self.flat.as_ref().is_some_and(|flat| flat.passes(instance)) {
             return true;
         }
-        self.eval(0, instance, &mut None, &mut Memo::default(), 0)
+        let mut memo = Memo::new(self.max_steps);
+        self.eval(0, instance, &mut None, &mut memo, 0) && memo.stop.is_none()
     }
 
     /// Validates `instance`.
@@ -451,14 +638,34 @@ impl Validator {
     ///
     /// The instance's first few problems (at most five), each after the JSON Pointer of
     /// the instance location it is at, separated by `; `, for example
-    /// `/tags/1: 7 is not of type "string"; "n" is a required property`.
+    /// `/tags/1: 7 is not of type "string"; "n" is a required property`. When evaluation
+    /// reached one of its bounds (see the crate's doc), that bound's problem alone.
     #[inline]
     pub fn validate(&self, instance: &Value) -> Result<(), String> {
-        if self.is_valid(instance) {
+        if self.flat.as_ref().is_some_and(|flat| flat.passes(instance)) {
             return Ok(());
         }
+        let mut memo = Memo::new(self.max_steps);
+        let ok = self.eval(0, instance, &mut None, &mut memo, 0);
+        let first = memo.stop;
+        match first {
+            None if ok => return Ok(()),
+            // Wording the problems would take as many steps again.
+            Some(Stop::Budget) => return Err(Stop::Budget.message(self.max_steps)),
+            // The answers kept are those of a complete evaluation: the second pass
+            // reuses them, skipping every pair already found valid.
+            None => memo.steps = 0,
+            // Evaluated again from the start, to find where the bound was reached.
+            Some(_) => memo = Memo::new(self.max_steps),
+        }
         let mut report = Some(Report::default());
-        self.eval(0, instance, &mut report, &mut Memo::default(), 0);
+        self.eval(0, instance, &mut report, &mut memo, 0);
+        if let Some(stopped) = memo.stopped() {
+            return Err(stopped);
+        }
+        if let Some(stop) = first {
+            return Err(stop.message(self.max_steps));
+        }
         let problems = report.map(|r| r.problems).unwrap_or_default();
         if problems.is_empty() {
             // Not expected: every failing check records a problem.
@@ -467,9 +674,9 @@ impl Validator {
         Err(problems.join("; "))
     }
 
-    /// Evaluates node `id` against `v`. With a report, problems are recorded and
-    /// evaluation goes on to find more (up to [`MAX_PROBLEMS`]); without one, it stops at
-    /// the first.
+    /// Evaluates node `id` against `v` (one step). With a report, problems are recorded
+    /// and evaluation goes on to find more (up to [`MAX_PROBLEMS`]); without one, it
+    /// stops at the first. `depth` counts the steps taken on `v` in place.
     fn eval<'v>(
         &self,
         id: NodeId,
@@ -478,25 +685,47 @@ impl Validator {
         memo: &mut Memo,
         depth: u32,
     ) -> bool {
-        if depth > MAX_EVAL_DEPTH {
-            note(report, || {
-                "the schema nests too deeply to evaluate (a reference cycle?)".to_owned()
-            });
+        if memo.stop.is_some() {
             return false;
         }
+        memo.steps += 1;
+        if memo.steps > memo.max_steps {
+            return memo.halt(Stop::Budget, report);
+        }
+        if depth > MAX_EVAL_DEPTH {
+            return memo.halt(Stop::Cycle, report);
+        }
         if memo.frames >= MAX_EVAL_FRAMES {
-            note(report, || {
-                "the value nests too deeply to evaluate against this schema".to_owned()
-            });
-            return false;
+            return memo.halt(Stop::Frames, report);
+        }
+        let key = (self.memoised[id]
+            && (v.is_object() || v.is_array() || depth >= MEMO_SCALARS_FROM))
+            .then_some((id, v as *const Value));
+        if let Some(key) = key {
+            match memo.seen.get(&key) {
+                Some(Known::Valid) => return true,
+                Some(Known::Reported) => return false,
+                Some(Known::Invalid) if report.is_none() => return false,
+                Some(Known::Invalid) | None => {}
+            }
         }
         memo.frames += 1;
         let ok = self.eval_checks(id, v, report, memo, depth);
         memo.frames -= 1;
+        if let Some(key) = key
+            && memo.stop.is_none()
+        {
+            let known = match (ok, report) {
+                (true, _) => Known::Valid,
+                (false, None) => Known::Invalid,
+                (false, Some(_)) => Known::Reported,
+            };
+            memo.seen.insert(key, known);
+        }
         ok
     }
 
-    /// [`Validator::eval`] past its limits.
+    /// [`Validator::eval`] past its bounds and its memo.
     fn eval_checks<'v>(
         &self,
         id: NodeId,
@@ -527,19 +756,9 @@ impl Validator {
         ok
     }
 
-    /// Whether `v` passes `id`, without recording anything; each pair is evaluated once
-    /// per run (see [`Memo`]).
+    /// Whether `v` passes `id`, without recording anything.
     fn passes(&self, id: NodeId, v: &Value, memo: &mut Memo, depth: u32) -> bool {
-        if !(v.is_object() || v.is_array()) && depth < MEMO_SCALARS_FROM {
-            return self.eval(id, v, &mut None, memo, depth);
-        }
-        let key = (id, v as *const Value);
-        if let Some(known) = memo.seen.get(&key) {
-            return *known;
-        }
-        let ok = self.eval(id, v, &mut None, memo, depth);
-        memo.seen.insert(key, ok);
-        ok
+        self.eval(id, v, &mut None, memo, depth)
     }
 
     fn check<'v>(
@@ -733,16 +952,27 @@ impl Validator {
                 let Value::Object(o) = v else {
                     return true;
                 };
+                // Each name is a temporary, at an address the next one may reuse: it is
+                // evaluated with a memo of its own (the steps still count).
+                let instance = std::mem::take(&mut memo.seen);
+                let mut ok = true;
                 for key in o.keys() {
                     let name = Value::String(key.clone());
-                    // `name` is a temporary: its address is reused, so it gets its own memo.
-                    if !self.passes(*schema, &name, &mut memo.apart(), depth) {
-                        return fail(report, || {
-                            format!("the property name {key:?} does not match `propertyNames`")
+                    // A value of its own: no steps taken on it yet.
+                    let passed = self.passes(*schema, &name, memo, 0);
+                    memo.seen.clear();
+                    if !passed {
+                        ok = fail(report, || {
+                            format!(
+                                "the property name {} does not match `propertyNames`",
+                                show_key(key)
+                            )
                         });
+                        break;
                     }
                 }
-                true
+                memo.seen = instance;
+                ok
             }
             Check::AllOf(all) => {
                 let mut ok = true;
@@ -837,7 +1067,9 @@ impl Validator {
             }
             for key in o.keys() {
                 if named.get(key).is_none() {
-                    fail(report, || format!("the property {key:?} is not allowed"));
+                    fail(report, || {
+                        format!("the property {} is not allowed", show_key(key))
+                    });
                 }
             }
             return false;
@@ -859,9 +1091,9 @@ impl Validator {
             if !matched && let Some(schema) = additional {
                 let passed = match &self.nodes[schema] {
                     // Worded as what it is rather than "no value is allowed here".
-                    Node::Bool(false) => {
-                        fail(report, || format!("the property {key:?} is not allowed"))
-                    }
+                    Node::Bool(false) => fail(report, || {
+                        format!("the property {} is not allowed", show_key(key))
+                    }),
                     _ => self.eval_at(schema, value, Seg::Key(key), report, memo),
                 };
                 ok &= passed;
@@ -916,11 +1148,28 @@ fn note(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) {
     if r.problems.len() >= MAX_PROBLEMS {
         return;
     }
+    let problem = line(&r.path, &message());
+    // A value reached by two paths through the schema (two `allOf` branches over the
+    // same items) may fail the same way on both: the problem is listed once.
+    if !r.problems.contains(&problem) {
+        r.problems.push(problem);
+    }
+}
+
+/// A problem's line: the JSON Pointer of `path` (each key cut as [`cut`] says), then
+/// `message`.
+fn line(path: &[Seg<'_>], message: &str) -> String {
     let mut line = String::new();
-    for seg in &r.path {
+    for seg in path {
         line.push('/');
         match seg {
-            Seg::Key(k) => line.push_str(&k.replace('~', "~0").replace('/', "~1")),
+            Seg::Key(k) => {
+                let (head, cut) = cut(k);
+                line.push_str(&head.replace('~', "~0").replace('/', "~1"));
+                if cut {
+                    line.push('…');
+                }
+            }
             Seg::Index(i) => {
                 let _ = write!(line, "{i}");
             }
@@ -929,8 +1178,21 @@ fn note(report: &mut Option<Report<'_>>, message: impl FnOnce() -> String) {
     if !line.is_empty() {
         line.push_str(": ");
     }
-    line.push_str(&message());
-    r.problems.push(line);
+    line.push_str(message);
+    line
+}
+
+/// The first [`MAX_SHOWN`] bytes of `text`, cut back to a character boundary, and
+/// whether anything was cut: what a problem repeats of a text the client chose.
+fn cut(text: &str) -> (&str, bool) {
+    if text.len() <= MAX_SHOWN {
+        return (text, false);
+    }
+    let mut end = MAX_SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    (&text[..end], true)
 }
 
 /// Records a problem and answers `false`, for `ok || fail(...)`.
@@ -979,40 +1241,55 @@ fn required(
     ok
 }
 
-/// A short rendering of a value for messages.
+/// How many bytes of a client's key or value a problem repeats: a key in an instance
+/// path, or the JSON text of a value or key in a message, is cut there (at a character
+/// boundary) and ends with `…`.
+const MAX_SHOWN: usize = 60;
+
+/// A short rendering of a value for messages: its JSON text, cut as [`MAX_SHOWN`] says.
 fn show(v: &Value) -> String {
-    const MAX: usize = 60;
-    /// Keeps the first bytes written, past `MAX` by at most one character, then refuses
-    /// more: a large argument is not serialized whole to show its start.
-    struct Head(Vec<u8>);
-    impl std::io::Write for Head {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            let room = (MAX + 4).saturating_sub(self.0.len());
-            if room == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
-            }
-            let n = room.min(bytes.len());
-            self.0.extend_from_slice(&bytes[..n]);
-            Ok(n)
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut head = Head(Vec::with_capacity(MAX + 4));
+    shown(|head| serde_json::to_writer(head, v))
+}
+
+/// A key of the instance as [`show`] renders a value: a JSON string, cut the same way.
+fn show_key(key: &str) -> String {
+    shown(|head| serde_json::to_writer(head, key))
+}
+
+/// The JSON text `write` writes, cut as [`MAX_SHOWN`] says, written only as far as that:
+/// a large argument is not serialized whole to show its start.
+fn shown(write: impl FnOnce(&mut Head) -> serde_json::Result<()>) -> String {
+    let mut head = Head(Vec::with_capacity(MAX_SHOWN + 4));
     // Ends with an error once the head is full, which is the point.
-    let _ = serde_json::to_writer(&mut head, v);
-    // A character cut at the end becomes U+FFFD there, past `MAX`, and is cut off below.
-    let mut text = String::from_utf8_lossy(&head.0).into_owned();
-    if text.len() > MAX {
-        let mut end = MAX;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
+    let _ = write(&mut head);
+    // A character cut at the end becomes U+FFFD there, past `MAX_SHOWN`, and is cut off
+    // below.
+    let text = String::from_utf8_lossy(&head.0);
+    let (text, was_cut) = cut(&text);
+    let mut text = text.to_owned();
+    if was_cut {
         text.push('…');
     }
     text
+}
+
+/// Keeps the first bytes written, past [`MAX_SHOWN`] by at most one character, then
+/// refuses more.
+struct Head(Vec<u8>);
+
+impl std::io::Write for Head {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        let room = (MAX_SHOWN + 4).saturating_sub(self.0.len());
+        if room == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        let n = room.min(bytes.len());
+        self.0.extend_from_slice(&bytes[..n]);
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 fn type_names(types: u8) -> String {
@@ -1904,7 +2181,7 @@ mod tests {
             let shape = v.flat.as_ref().unwrap_or_else(|| panic!("flat: {schema}"));
             let mut passed = 0;
             for instance in &instances {
-                let full = v.eval(0, instance, &mut None, &mut Memo::default(), 0);
+                let full = v.eval(0, instance, &mut None, &mut Memo::new(DEFAULT_MAX_STEPS), 0);
                 if shape.passes(instance) {
                     passed += 1;
                     assert!(full, "schema {schema}\ninstance {instance}");
@@ -2317,7 +2594,7 @@ mod tests {
                 };
                 defs.insert(format!("d{i}"), next);
             }
-            let v = Validator::compile(&json!({"$defs": defs, "$ref": "#/$defs/d0"}))
+            let v = Validator::compile(&json!({"$defs": defs.clone(), "$ref": "#/$defs/d0"}))
                 .expect("compiles");
             let mut deep = json!(null);
             for _ in 0..60 {
@@ -2327,6 +2604,17 @@ mod tests {
             let why = v.validate(&deep).expect_err("refused");
             assert!(why.contains("nests too deeply"), "{why}");
             assert!(v.is_valid(&json!({"next": {"next": null}})));
+            // Under `not` too: the bound makes the instance invalid, not the schema false.
+            let negated =
+                Validator::compile(&json!({"$defs": defs, "not": {"$ref": "#/$defs/d0"}}))
+                    .expect("compiles");
+            assert!(!negated.is_valid(&deep));
+            assert_eq!(
+                negated.validate(&deep),
+                Err("the value nests too deeply to evaluate against this schema".to_owned())
+            );
+            assert!(!negated.is_valid(&json!({"next": {"next": null}})));
+            assert!(negated.is_valid(&json!({"next": 1})));
 
             // A plain recursive schema: 120 levels (serde_json parses at most 128).
             let tree = Validator::compile(&json!({"$defs": {"t": {"type": "object",
@@ -2451,38 +2739,436 @@ mod tests {
         assert!(v.validate(&json!(1)).is_err());
     }
 
-    /// The memo keeps containers and deep scalars only: a flat array of scalars under
-    /// alternatives leaves it empty, and the cases it exists for stay linear (see
-    /// `recursive_alternatives_are_linear`).
+    /// One pass without a report, with no step budget: the verdict, the steps taken and
+    /// how many pairs the memo kept.
+    fn run(v: &Validator, instance: &Value) -> (bool, u64, usize) {
+        let mut memo = Memo::new(u64::MAX);
+        let ok = v.eval(0, instance, &mut None, &mut memo, 0);
+        assert_eq!(memo.frames, 0, "every step in progress ended");
+        assert_eq!(memo.stop, None, "no bound reached");
+        (ok, memo.steps, memo.seen.len())
+    }
+
+    /// A tree of `{"kids": [...]}` objects, one kid per level, `levels` deep, with `leaf`
+    /// at the bottom.
+    fn kids(levels: usize, leaf: Value) -> Value {
+        let mut tree = json!({ "kids": [leaf] });
+        for _ in 1..levels {
+            tree = json!({ "kids": [tree] });
+        }
+        tree
+    }
+
+    /// The steps one pass takes on `instance(n)` for n = 10, 20, 40 and 80: exactly
+    /// linear in n (each doubling of n adds twice the steps the previous one added), and
+    /// at most `per_level` steps for each level. Each instance is valid, `validate`
+    /// agrees within that many steps per pass, and so it does on `invalid(n)` when given,
+    /// naming its problem once.
+    fn linear(
+        schema: Value,
+        instance: impl Fn(usize) -> Value,
+        invalid: Option<(&dyn Fn(usize) -> Value, &str)>,
+        per_level: u64,
+    ) -> Vec<u64> {
+        let v = Validator::compile(&schema).expect("compiles");
+        let steps: Vec<u64> = [10, 20, 40, 80]
+            .into_iter()
+            .map(|n| {
+                let (ok, steps, _) = run(&v, &instance(n));
+                assert!(ok, "{schema} on {n} levels");
+                assert!(
+                    steps <= per_level * n as u64,
+                    "{schema}: {steps} steps on {n}"
+                );
+                let bounded = Validator::compile(&schema)
+                    .expect("compiles")
+                    .max_steps(per_level * n as u64);
+                assert_eq!(bounded.validate(&instance(n)), Ok(()), "{schema}");
+                if let Some((invalid, problem)) = &invalid {
+                    let why = bounded.validate(&invalid(n)).expect_err("invalid");
+                    assert!(why.ends_with(problem), "{schema}: {why}");
+                    assert_eq!(why.matches(problem).count(), 1, "said once: {why}");
+                }
+                steps
+            })
+            .collect();
+        let added: Vec<u64> = steps.windows(2).map(|w| w[1] - w[0]).collect();
+        assert_eq!(added[1], 2 * added[0], "{schema}: {steps:?}");
+        assert_eq!(added[2], 2 * added[1], "{schema}: {steps:?}");
+        steps
+    }
+
+    /// The hardening issue's case: a recursive `allOf` of two branches over the same
+    /// children, which took 4^levels/2 evaluations before `allOf` was memoised.
+    fn recursive_all_of() -> Value {
+        let branch = json!({"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+        json!({"$defs":{"node":{"type":"object","allOf":[branch.clone(), branch]}},
+            "$ref":"#/$defs/node"})
+    }
+
+    /// `allOf` whose branches recurse into the same children is linear, reported problems
+    /// included: the problem of the leaf is found once, not once per path to it.
+    #[test]
+    fn recursive_all_of_is_linear() {
+        linear(
+            recursive_all_of(),
+            |n| kids(n, json!({})),
+            Some((
+                &|n| kids(n, json!(1)),
+                "/kids/0: 1 is not of type \"object\"",
+            )),
+            10,
+        );
+    }
+
+    /// The same case, timed, at 40 levels: well under 10 ms (a release build's test;
+    /// a debug build measures nothing).
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "timed: run with --release")]
+    fn recursive_all_of_40_deep_is_fast() {
+        let v = Validator::compile(&recursive_all_of()).expect("compiles");
+        let deep = kids(40, json!({}));
+        let bad = kids(40, json!(1));
+        let started = std::time::Instant::now();
+        assert!(v.is_valid(&deep));
+        assert_eq!(v.validate(&deep), Ok(()));
+        assert!(v.validate(&bad).is_err());
+        let took = started.elapsed();
+        assert!(took < std::time::Duration::from_millis(10), "{took:?}");
+    }
+
+    /// `dependentSchemas` recursing beside `properties`.
+    #[test]
+    fn recursive_dependent_schemas_are_linear() {
+        let down = json!({"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+        linear(
+            json!({"$defs":{"node":{"type":"object","properties":{"kids":{"items":{"$ref":"#/$defs/node"}}},
+                "dependentSchemas":{"kids":down}}},"$ref":"#/$defs/node"}),
+            |n| kids(n, json!({})),
+            Some((
+                &|n| kids(n, json!(1)),
+                "/kids/0: 1 is not of type \"object\"",
+            )),
+            8,
+        );
+    }
+
+    /// `$ref` beside keywords that recurse too.
+    #[test]
+    fn recursive_ref_beside_keywords_is_linear() {
+        linear(
+            json!({"$defs":{
+                "base":{"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}},
+                "node":{"type":"object","$ref":"#/$defs/base",
+                    "properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}}},
+                "$ref":"#/$defs/node"}),
+            |n| kids(n, json!({})),
+            Some((
+                &|n| kids(n, json!(1)),
+                "/kids/0: 1 is not of type \"object\"",
+            )),
+            8,
+        );
+    }
+
+    /// A key matched by `properties` and by `patternProperties` at once.
+    #[test]
+    fn recursive_properties_and_patterns_on_one_key_are_linear() {
+        linear(
+            json!({"$defs":{"node":{"type":"object",
+                "properties":{"kids":{"items":{"$ref":"#/$defs/node"}}},
+                "patternProperties":{"^k":{"items":{"$ref":"#/$defs/node"}}}}},
+                "$ref":"#/$defs/node"}),
+            |n| kids(n, json!({})),
+            Some((
+                &|n| kids(n, json!(1)),
+                "/kids/0: 1 is not of type \"object\"",
+            )),
+            8,
+        );
+    }
+
+    /// `if` and `then` over the same children (and `else` likewise).
+    #[test]
+    fn recursive_conditions_are_linear() {
+        let down = json!({"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+        for branch in ["then", "else"] {
+            let mut node = json!({"type":"object","if":down,
+                "properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+            node[branch] = down.clone();
+            if branch == "else" {
+                // The condition fails on every object below the leaf, so `else` applies.
+                node["if"] = json!({"allOf":[down, {"required":["none"]}]});
+            }
+            linear(
+                json!({"$defs":{"node":node},"$ref":"#/$defs/node"}),
+                |n| kids(n, json!({})),
+                Some((
+                    &|n| kids(n, json!(1)),
+                    "/kids/0: 1 is not of type \"object\"",
+                )),
+                16,
+            );
+        }
+    }
+
+    /// Alternatives: `anyOf` whose first branch fails after recursing, `oneOf` whose
+    /// branches both recurse, `not` twice over, `contains` beside `items`; each stays
+    /// linear.
+    #[test]
+    fn recursive_alternatives_stay_linear() {
+        let down = json!({"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+        let alternatives = [
+            json!({"anyOf":[{"allOf":[down, {"required":["none"]}]}, down]}),
+            json!({"oneOf":[down, {"allOf":[down, {"required":["none"]}]}]}),
+            json!({"not":{"not":down}, "allOf":[down]}),
+        ];
+        for node in alternatives {
+            let mut node = node;
+            node["type"] = json!("object");
+            linear(
+                json!({"$defs":{"node":node},"$ref":"#/$defs/node"}),
+                |n| kids(n, json!({})),
+                None,
+                12,
+            );
+        }
+        let nested = |n: usize| {
+            let mut v = json!([]);
+            for _ in 0..n {
+                v = json!([v]);
+            }
+            v
+        };
+        linear(
+            json!({"$defs":{"node":{"type":"array","items":{"$ref":"#/$defs/node"},
+                "contains":{"$ref":"#/$defs/node"},"minContains":0}},"$ref":"#/$defs/node"}),
+            nested,
+            None,
+            8,
+        );
+    }
+
+    /// `propertyNames` in a recursive type whose `allOf` branches reach the same
+    /// children: the memo of the instance survives the names' own (each name is a
+    /// temporary value, evaluated with a memo of its own, cleared between names since the
+    /// next name may take the same address).
+    #[test]
+    fn recursive_property_names_are_linear() {
+        // A name schema that applies `d` sixteen times in place, memoised from there.
+        let defs = json!({
+            "name":{"allOf":[{"$ref":"#/$defs/a"},{"$ref":"#/$defs/a"}]},
+            "a":{"allOf":[{"$ref":"#/$defs/b"},{"$ref":"#/$defs/b"}]},
+            "b":{"allOf":[{"$ref":"#/$defs/c"},{"$ref":"#/$defs/c"}]},
+            "c":{"allOf":[{"$ref":"#/$defs/d"},{"$ref":"#/$defs/d"}]},
+            "d":{"allOf":[{"maxLength":4}]}});
+        let mut with_node = defs.clone();
+        let down = json!({"properties":{"kids":{"items":{"$ref":"#/$defs/node"}}}});
+        // The names are checked between the two branches.
+        with_node["node"] = json!({"type":"object",
+            "allOf":[down.clone(), {"propertyNames":{"$ref":"#/$defs/name"}}, down]});
+        linear(
+            json!({"$defs":with_node,"$ref":"#/$defs/node"}),
+            |n| kids(n, json!({})),
+            Some((
+                &|n| kids(n, json!({"long name": 1})),
+                "/kids/0: the property name \"long name\" does not match `propertyNames`",
+            )),
+            40,
+        );
+        let names =
+            Validator::compile(&json!({"$defs":defs,"propertyNames":{"$ref":"#/$defs/name"}}))
+                .expect("compiles");
+        let mut o = Map::new();
+        o.insert("kids".to_owned(), json!(1));
+        o.insert("long name".to_owned(), json!(1));
+        assert!(!names.is_valid(&Value::Object(o)));
+    }
+
+    /// The memo keeps only pairs that can be met again: nothing for a schema without a
+    /// subschema applied from two places, and no scalar near the top of its evaluation
+    /// under one, so a flat array of scalars costs no memory even under a recursive type.
     #[test]
     fn the_memo_keeps_only_what_can_repeat() {
-        let run = |schema: Value, instance: Value| {
+        let memo_len = |schema: Value, instance: Value| {
             let v = Validator::compile(&schema).expect("compiles");
-            let mut memo = Memo::default();
-            let ok = v.eval(0, &instance, &mut None, &mut memo, 0);
-            assert_eq!(memo.frames, 0, "every step in progress ended");
-            (ok, memo.seen.len())
+            let (ok, _, kept) = run(&v, &instance);
+            (ok, kept)
         };
         let flat = json!((0..1000).collect::<Vec<_>>());
         assert_eq!(
-            run(json!({"contains": {"minimum": 2000}}), flat.clone()),
+            memo_len(json!({"contains": {"minimum": 2000}}), flat.clone()),
             (false, 0)
         );
         assert_eq!(
-            run(
+            memo_len(
                 json!({"items": {"anyOf": [{"type": "string"}, {"minimum": 0}]}}),
-                flat
+                flat.clone()
             ),
             (true, 0)
         );
-        let nested = json!([[1], [2], [3]]);
         assert_eq!(
-            run(
+            memo_len(
                 json!({"items": {"anyOf": [{"type": "string"}, {"items": {"minimum": 0}}]}}),
-                nested
+                json!([[1], [2], [3]])
             ),
-            // Three inner arrays, each tried against both alternatives.
-            (true, 6)
+            (true, 0)
+        );
+        // A recursive type: the array itself is kept, its thousand numbers are not.
+        assert_eq!(
+            memo_len(
+                json!({"$defs":{"v":{"anyOf":[{"type":"integer"},
+                    {"type":"array","items":{"$ref":"#/$defs/v"}}]}},"$ref":"#/$defs/v"}),
+                flat
+            ),
+            (true, 1)
+        );
+    }
+
+    /// The step budget: an instance that needs exactly `max_steps` steps is evaluated, one
+    /// that needs one more is invalid, with the problem that says why. `validate` words it
+    /// alone.
+    #[test]
+    fn the_step_budget_holds_at_its_bound() {
+        let schema = recursive_all_of();
+        let deep = kids(30, json!({}));
+        let (ok, needed, _) = run(&Validator::compile(&schema).expect("compiles"), &deep);
+        assert!(ok);
+        let at = Validator::compile(&schema)
+            .expect("compiles")
+            .max_steps(needed);
+        assert!(at.is_valid(&deep));
+        assert_eq!(at.validate(&deep), Ok(()));
+        let past = Validator::compile(&schema)
+            .expect("compiles")
+            .max_steps(needed - 1);
+        assert!(!past.is_valid(&deep));
+        assert_eq!(
+            past.validate(&deep),
+            Err(format!(
+                "the value is too complex to evaluate against this schema (more than {} steps)",
+                needed - 1
+            ))
+        );
+        // The default: one step for the array and one for each item.
+        let v = Validator::compile(&json!({"items": {"type": "integer"}})).expect("compiles");
+        let items = |n: u64| Value::Array((0..n).map(|_| json!(0)).collect());
+        let fits = items(DEFAULT_MAX_STEPS - 1);
+        assert!(v.is_valid(&fits));
+        assert_eq!(v.validate(&fits), Ok(()));
+        let over = items(DEFAULT_MAX_STEPS);
+        assert!(!v.is_valid(&over));
+        assert_eq!(
+            v.validate(&over),
+            Err(format!(
+                "the value is too complex to evaluate against this schema (more than \
+                 {DEFAULT_MAX_STEPS} steps)"
+            ))
+        );
+    }
+
+    /// Past a bound the instance is invalid whatever keyword the step was under: under
+    /// `not`, running out of steps or meeting a reference cycle does not make the value
+    /// valid.
+    #[test]
+    fn bounds_fail_closed_under_not() {
+        let v =
+            Validator::compile(&json!({"not": {"items": {"type": "string"}}})).expect("compiles");
+        let numbers = json!([1, 2, 3]);
+        assert!(v.is_valid(&numbers));
+        let v = v.max_steps(2);
+        assert!(!v.is_valid(&numbers));
+        assert_eq!(
+            v.validate(&numbers),
+            Err(
+                "the value is too complex to evaluate against this schema (more than 2 \
+                 steps)"
+                    .to_owned()
+            )
+        );
+        let cycle = Validator::compile(
+            &json!({"$defs":{"a":{"$ref":"#/$defs/a"}},"not":{"$ref":"#/$defs/a"}}),
+        )
+        .expect("compiles");
+        assert!(!cycle.is_valid(&json!(1)));
+        assert_eq!(
+            cycle.validate(&json!(1)),
+            Err("the schema nests too deeply to evaluate (a reference cycle?)".to_owned())
+        );
+        let found = Validator::compile(&json!({"properties":{"a":{"items":{"$ref":"#/$defs/a"}}},
+            "$defs":{"a":{"$ref":"#/$defs/a"}}}))
+        .expect("compiles");
+        assert_eq!(
+            found.validate(&json!({"a": [1]})),
+            Err("/a/0: the schema nests too deeply to evaluate (a reference cycle?)".to_owned())
+        );
+    }
+
+    /// A key of the instance that a problem repeats, in its path or its message, is cut
+    /// after 60 bytes (of the key in a path, of its JSON text in a message) at a
+    /// character boundary, with `…`.
+    #[test]
+    fn reflected_keys_are_cut() {
+        let closed = Validator::compile(&json!({"additionalProperties": false,
+            "patternProperties": {"^n": {}}}))
+        .expect("compiles");
+        let not_allowed = |key: &str| {
+            let mut o = Map::new();
+            o.insert(key.to_owned(), json!(1));
+            closed.validate(&Value::Object(o)).expect_err("invalid")
+        };
+        // 58 characters and the quotes: 60 bytes, shown whole.
+        let at = "k".repeat(58);
+        assert_eq!(
+            not_allowed(&at),
+            format!("the property \"{at}\" is not allowed")
+        );
+        // One more: the JSON text is cut after 60 bytes, in the key.
+        let past = "k".repeat(59);
+        assert_eq!(
+            not_allowed(&past),
+            format!("the property \"{past}… is not allowed")
+        );
+        // A character across the bound is left out whole.
+        assert_eq!(
+            not_allowed(&format!("{at}é")),
+            format!("the property \"{at}… is not allowed")
+        );
+        let names =
+            Validator::compile(&json!({"propertyNames": {"maxLength": 3}})).expect("compiles");
+        let mut o = Map::new();
+        o.insert("p".repeat(100_000), json!(1));
+        assert_eq!(
+            names.validate(&Value::Object(o)),
+            Err(format!(
+                "the property name \"{}… does not match `propertyNames`",
+                "p".repeat(59)
+            ))
+        );
+        // In a path: the key's first 60 bytes, escaped as a JSON Pointer.
+        let typed = Validator::compile(&json!({"additionalProperties": {"type": "string"}}))
+            .expect("compiles");
+        let at_path = |key: &str| {
+            let mut o = Map::new();
+            o.insert(key.to_owned(), json!(1));
+            typed.validate(&Value::Object(o)).expect_err("invalid")
+        };
+        let key = format!("a/b~{}", "c".repeat(56));
+        assert_eq!(
+            at_path(&key),
+            format!("/a~1b~0{}: 1 is not of type \"string\"", "c".repeat(56))
+        );
+        assert_eq!(
+            at_path(&format!("{key}d")),
+            format!("/a~1b~0{}…: 1 is not of type \"string\"", "c".repeat(56))
+        );
+        assert_eq!(
+            at_path(&format!("{}😀", "c".repeat(58))),
+            format!("/{}…: 1 is not of type \"string\"", "c".repeat(58))
+        );
+        assert_eq!(
+            at_path(&"c".repeat(1_000_000)),
+            format!("/{}…: 1 is not of type \"string\"", "c".repeat(60))
         );
     }
 }
