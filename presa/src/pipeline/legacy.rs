@@ -19,7 +19,6 @@ use crate::mrtr::inputs;
 use crate::mrtr::round::{RoundEnd, end_round};
 use crate::registry::Catalog;
 use crate::session::{AskFailure, Session};
-use crate::shape::Shaper;
 use crate::wire::jsonrpc::{Notification, Request, RequestParams};
 use crate::wire::meta::{self, LEGACY_VERSIONS, LogLevel, RequestMeta};
 use crate::wire::methods as names;
