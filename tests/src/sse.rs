@@ -93,7 +93,7 @@ fn take_frames(buf: &mut String, method: &str, check: Check, out: &mut Vec<Block
                 .filter_map(move |l| l.strip_prefix(name))
                 .map(|d| d.strip_prefix(' ').unwrap_or(d))
         };
-        let id = field("id:").last().map(str::to_owned);
+        let id = field("id:").next_back().map(str::to_owned);
         let data: Vec<&str> = field("data:").collect();
         let json = data.join("\n");
         if data.is_empty() || (json.is_empty() && matches!(check, Check::Legacy(_))) {

@@ -527,6 +527,36 @@ mod tests {
         );
     }
 
+    /// The byte bound holds at and past it: two events of `one` bytes fit in `2 * one`,
+    /// a third pushes the oldest out.
+    #[test]
+    fn the_byte_bound_holds_at_and_past_it() {
+        let one = "id: 0-1\ndata: {}\n\n".len();
+        let l = live(100, 2 * one);
+        assert!(l.push(GET_STREAM, "{}"));
+        assert!(l.push(GET_STREAM, "{}"));
+        let (conn, _) = l.listen().expect("no GET yet");
+        let mut cursor = 0;
+        assert!(
+            matches!(l.take(GET_STREAM, &conn, &mut cursor), Take::Events(t) if t.matches("data:").count() == 2)
+        );
+        assert!(l.push(GET_STREAM, "{}"));
+        let Ok((_, conn, after)) = l.resume("0-0") else {
+            panic!("resumed");
+        };
+        let mut cursor = after;
+        let Take::Events(text) = l.take(GET_STREAM, &conn, &mut cursor) else {
+            panic!("events");
+        };
+        assert_eq!(ids(&text), ["0-2", "0-3"]);
+    }
+
+    fn ids(text: &str) -> Vec<&str> {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("id: "))
+            .collect()
+    }
+
     /// A second GET is refused while one reads the stream; a resumption takes it over.
     #[test]
     fn one_connection_reads_a_stream() {
