@@ -27,7 +27,7 @@ pub(in crate::transport::http) struct Sessions {
 
 impl Sessions {
     /// An empty table with the endpoint's cap and idle limit.
-    pub(in crate::transport::http) fn new(config: &super::super::HttpConfig) -> Arc<Sessions> {
+    pub(in crate::transport::http) fn new(config: &crate::HttpConfig) -> Arc<Sessions> {
         Arc::new(Sessions {
             map: Mutex::default(),
             max: config.max_sessions,
