@@ -10,7 +10,7 @@
 //! is checked all the same.
 
 use crate::schema::{check_outgoing, check_server_message};
-use crate::sse::{Frame, Next, SseStream};
+use crate::sse::{Check, Frame, Next, SseStream};
 use presa::{HttpConfig, Server};
 use serde_json::Value;
 use std::time::Duration;
@@ -149,6 +149,13 @@ impl Harness {
     /// A client of this server that can be moved into a spawned task.
     pub fn http(&self) -> Http {
         self.http.clone()
+    }
+}
+
+impl Http {
+    /// The HTTP client underneath, for the legacy harness's own requests.
+    pub(crate) fn client(&self) -> &reqwest::Client {
+        &self.client
     }
 }
 
@@ -387,17 +394,22 @@ pub struct Stream {
 
 enum Body {
     Sse(SseStream),
-    Whole(Option<reqwest::Response>),
+    Whole(Option<reqwest::Response>, Check),
 }
 
 impl Stream {
     fn new(resp: reqwest::Response, method: &str) -> Stream {
+        Stream::checked(resp, method, Check::Modern)
+    }
+
+    /// A response read as it arrives, each message checked as `check` says.
+    pub(crate) fn checked(resp: reqwest::Response, method: &str, check: Check) -> Stream {
         let status = resp.status().as_u16();
         let headers = resp.headers().clone();
         let body = if is_sse(&headers) {
-            Body::Sse(SseStream::new(resp, method))
+            Body::Sse(SseStream::checked(resp, method, check))
         } else {
-            Body::Whole(Some(resp))
+            Body::Whole(Some(resp), check)
         };
         Stream {
             status,
@@ -405,6 +417,11 @@ impl Stream {
             method: method.to_owned(),
             body,
         }
+    }
+
+    /// The id of the last event read that had one (see [`SseStream::last_event_id`]).
+    pub fn last_event_id(&mut self) -> Option<String> {
+        self.sse().last_event_id.clone()
     }
 
     /// A header's value.
@@ -421,7 +438,7 @@ impl Stream {
     fn sse(&mut self) -> &mut SseStream {
         match &mut self.body {
             Body::Sse(s) => s,
-            Body::Whole(_) => panic!("the body is not an event stream (status {})", self.status),
+            Body::Whole(..) => panic!("the body is not an event stream (status {})", self.status),
         }
     }
 
@@ -454,9 +471,9 @@ impl Stream {
                     messages,
                 }
             }
-            Body::Whole(resp) => {
+            Body::Whole(resp, check) => {
                 let resp = resp.take().expect("the body is read once");
-                crate::wait::within("the body", read(resp, &method)).await
+                crate::wait::within("the body", read_checked(resp, &method, *check)).await
             }
         }
     }
@@ -508,17 +525,22 @@ pub fn base64_of(s: &str) -> String {
 
 /// Reads a whole reply, checking every message of it as answering `method`.
 async fn read(resp: reqwest::Response, method: &str) -> Reply {
+    read_checked(resp, method, Check::Modern).await
+}
+
+/// [`read`], each message checked as `check` says.
+pub(crate) async fn read_checked(resp: reqwest::Response, method: &str, check: Check) -> Reply {
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let body = resp.text().await.expect("the body is read");
     let messages = if is_sse(&headers) {
-        crate::sse::parse(&body, method)
+        crate::sse::parse_checked(&body, method, check)
     } else if body.trim().is_empty() {
         Vec::new()
     } else {
         let m: Value = serde_json::from_str(&body)
             .unwrap_or_else(|e| panic!("body {body:?} is not JSON: {e}"));
-        check_server_message(method, &m);
+        check.server_message(method, &m);
         vec![m]
     };
     Reply {

@@ -1,11 +1,13 @@
-//! Shared support for presa's end-to-end tests: the schema checks (the official schema
-//! and the Tasks extension's), harnesses that drive a server over real Streamable HTTP
-//! (an ephemeral loopback port) and real stdio (the fixture binary as a child process,
-//! or an in-process pipe), the one client that runs a rule over both, the one SSE reader,
-//! and waits on conditions.
+//! Shared support for presa's end-to-end tests: the schema checks (the official schemas,
+//! of 2026-07-28 and of the earlier revisions, and the Tasks extension's), harnesses that
+//! drive a server over real Streamable HTTP (an ephemeral loopback port; `legacy` for
+//! sessions of the earlier revisions) and real stdio (the fixture binary as a child
+//! process, or an in-process pipe), the one client that runs a rule over both, the one
+//! SSE reader, and waits on conditions.
 
 pub mod client;
 pub mod http;
+pub mod legacy;
 pub mod schema;
 pub mod sse;
 pub mod stdio;

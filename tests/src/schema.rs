@@ -1,6 +1,7 @@
 //! Validation against the official 2026-07-28 JSON schema and the Tasks extension's own
-//! schema (both vendored in `tests/schema/`), for what a test sends and what a server
-//! sends back.
+//! schema, and against the schemas of the earlier revisions a legacy session negotiates
+//! (2025-11-25, 2025-06-18; all vendored in `tests/schema/`), for what a test sends and
+//! what a server sends back.
 //!
 //! Server side: [`check_response`] and [`check_notification`] pick the definition that
 //! matches a message (the core schema's, or the Tasks schema's for `tasks/*` results,
@@ -12,6 +13,13 @@
 //! send against the client's definitions, so that a test meaning to send a valid
 //! message does. A test that sends something invalid on purpose goes through a path
 //! named `*_unchecked`, which skips this check (and only this one).
+//!
+//! Legacy sessions: [`check_legacy_server_message`] checks what the server sends in a
+//! session of a given revision (results against the definition of the request's method,
+//! notifications and the server's own requests against `ServerNotification` and
+//! `ServerRequest`), and [`check_legacy_outgoing`] what a test sends in one (against
+//! `ClientRequest`, `ClientNotification`, and for a response to the server's request,
+//! the result definition of that request).
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
@@ -19,6 +27,8 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 const CORE: &str = include_str!("../schema/schema-2026-07-28.json");
 const TASKS: &str = include_str!("../schema/ext-tasks-schema.json");
+const NOV_2025: &str = include_str!("../schema/schema-2025-11-25.json");
+const JUN_2025: &str = include_str!("../schema/schema-2025-06-18.json");
 
 /// Which vendored schema a definition belongs to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -27,6 +37,10 @@ pub enum Schema {
     Core,
     /// The Tasks extension's schema (`io.modelcontextprotocol/tasks`).
     Tasks,
+    /// The official MCP 2025-11-25 schema (draft 2020-12, `$defs`).
+    Nov2025,
+    /// The official MCP 2025-06-18 schema (draft-07, `definitions`).
+    Jun2025,
 }
 
 impl Schema {
@@ -34,6 +48,26 @@ impl Schema {
         match self {
             Schema::Core => CORE,
             Schema::Tasks => TASKS,
+            Schema::Nov2025 => NOV_2025,
+            Schema::Jun2025 => JUN_2025,
+        }
+    }
+
+    /// The schema of the legacy revision a session negotiated.
+    #[track_caller]
+    pub fn legacy(version: &str) -> Schema {
+        match version {
+            "2025-11-25" => Schema::Nov2025,
+            "2025-06-18" => Schema::Jun2025,
+            other => panic!("no vendored schema for the legacy revision {other:?}"),
+        }
+    }
+
+    /// Where the schema keeps its definitions, and the dialect it is written in.
+    fn layout(self) -> (&'static str, &'static str) {
+        match self {
+            Schema::Jun2025 => ("definitions", "http://json-schema.org/draft-07/schema#"),
+            _ => ("$defs", "https://json-schema.org/draft/2020-12/schema"),
         }
     }
 }
@@ -41,14 +75,18 @@ impl Schema {
 fn defs(schema: Schema) -> &'static Value {
     static CORE_DEFS: OnceLock<Value> = OnceLock::new();
     static TASKS_DEFS: OnceLock<Value> = OnceLock::new();
+    static NOV_DEFS: OnceLock<Value> = OnceLock::new();
+    static JUN_DEFS: OnceLock<Value> = OnceLock::new();
     let cell = match schema {
         Schema::Core => &CORE_DEFS,
         Schema::Tasks => &TASKS_DEFS,
+        Schema::Nov2025 => &NOV_DEFS,
+        Schema::Jun2025 => &JUN_DEFS,
     };
     cell.get_or_init(|| {
         let parsed: Value =
             serde_json::from_str(schema.text()).expect("the vendored schema parses");
-        parsed["$defs"].clone()
+        parsed[schema.layout().0].clone()
     })
 }
 
@@ -64,10 +102,11 @@ fn validator(schema: Schema, def: &str) -> Arc<jsonschema::Validator> {
         defs(schema).get(def).is_some(),
         "no $defs entry {def} in the {schema:?} schema"
     );
+    let (place, dialect) = schema.layout();
     let root = json!({
-        "$schema": "https://json-schema.org/draft/2020-12/schema",
-        "$ref": format!("#/$defs/{def}"),
-        "$defs": defs(schema),
+        "$schema": dialect,
+        "$ref": format!("#/{place}/{def}"),
+        place: defs(schema),
     });
     let v = Arc::new(
         jsonschema::options()
@@ -331,5 +370,195 @@ pub fn check_outgoing(message: &Value) {
     assert!(
         p.is_empty(),
         "{message} is not a valid {def} ({unchecked}): {p:#?}"
+    );
+}
+
+/// The definition of a legacy client request for `method`.
+fn legacy_request_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "initialize" => "InitializeRequest",
+        "ping" => "PingRequest",
+        "tools/list" => "ListToolsRequest",
+        "tools/call" => "CallToolRequest",
+        "resources/list" => "ListResourcesRequest",
+        "resources/templates/list" => "ListResourceTemplatesRequest",
+        "resources/read" => "ReadResourceRequest",
+        "resources/subscribe" => "SubscribeRequest",
+        "resources/unsubscribe" => "UnsubscribeRequest",
+        "prompts/list" => "ListPromptsRequest",
+        "prompts/get" => "GetPromptRequest",
+        "completion/complete" => "CompleteRequest",
+        "logging/setLevel" => "SetLevelRequest",
+        _ => return None,
+    })
+}
+
+/// The definition of the result a legacy server answers `method` with.
+fn legacy_result_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "initialize" => "InitializeResult",
+        "ping" | "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+            "EmptyResult"
+        }
+        "tools/list" => "ListToolsResult",
+        "tools/call" => "CallToolResult",
+        "resources/list" => "ListResourcesResult",
+        "resources/templates/list" => "ListResourceTemplatesResult",
+        "resources/read" => "ReadResourceResult",
+        "prompts/list" => "ListPromptsResult",
+        "prompts/get" => "GetPromptResult",
+        "completion/complete" => "CompleteResult",
+        // The client's answers to the server's requests.
+        "elicitation/create" => "ElicitResult",
+        "sampling/createMessage" => "CreateMessageResult",
+        "roots/list" => "ListRootsResult",
+        _ => return None,
+    })
+}
+
+/// The definition of a notification either side sends in a legacy session.
+fn legacy_notification_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "notifications/progress" => "ProgressNotification",
+        "notifications/message" => "LoggingMessageNotification",
+        "notifications/cancelled" => "CancelledNotification",
+        "notifications/initialized" => "InitializedNotification",
+        "notifications/roots/list_changed" => "RootsListChangedNotification",
+        "notifications/tools/list_changed" => "ToolListChangedNotification",
+        "notifications/prompts/list_changed" => "PromptListChangedNotification",
+        "notifications/resources/list_changed" => "ResourceListChangedNotification",
+        "notifications/resources/updated" => "ResourceUpdatedNotification",
+        "notifications/elicitation/complete" => "ElicitationCompleteNotification",
+        _ => return None,
+    })
+}
+
+/// The definition of a request the server sends a legacy client.
+fn legacy_server_request_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "ping" => "PingRequest",
+        "elicitation/create" => "ElicitRequest",
+        "sampling/createMessage" => "CreateMessageRequest",
+        "roots/list" => "ListRootsRequest",
+        _ => return None,
+    })
+}
+
+/// Panics unless `value` validates against every one of `defs` in `schema`.
+#[track_caller]
+fn assert_all(schema: Schema, defs: &[&str], value: &Value) {
+    for def in defs {
+        assert_valid_in(schema, def, value);
+    }
+}
+
+/// Checks an error response of a legacy session: with an `id`, against the revision's
+/// error definition; without one (the transport answered before any session was known,
+/// which the 2025-06-18 schema cannot express), against 2025-11-25's.
+#[track_caller]
+fn check_legacy_error(schema: Schema, message: &Value) {
+    match (schema, message.get("id")) {
+        (Schema::Jun2025, Some(_)) => assert_valid_in(schema, "JSONRPCError", message),
+        _ => assert_valid_in(Schema::Nov2025, "JSONRPCErrorResponse", message),
+    }
+}
+
+/// Checks a message the server sent in a legacy session of `schema`'s revision, in
+/// answer to a request for `method` (`""` when not known): a result against the
+/// revision's response envelope and the result definition of `method`, with none of
+/// 2026-07-28's result members (`resultType`); an error as [`check_legacy_error`]
+/// does; a notification against `ServerNotification` and its own definition; a request
+/// of the server's against `ServerRequest` and its own.
+#[track_caller]
+pub fn check_legacy_server_message(schema: Schema, method: &str, message: &Value) {
+    let envelope = |def_06: &'static str, def_11: &'static str| match schema {
+        Schema::Jun2025 => def_06,
+        _ => def_11,
+    };
+    if let Some(sent) = message.get("method").and_then(Value::as_str) {
+        if message.get("id").is_some() {
+            let def = legacy_server_request_def(sent).unwrap_or_else(|| {
+                panic!("the server sent a request it may not send a legacy client: {message}")
+            });
+            assert_all(schema, &["JSONRPCRequest", "ServerRequest", def], message);
+        } else {
+            let def = legacy_notification_def(sent)
+                .unwrap_or_else(|| panic!("unexpected notification method in {message}"));
+            assert_all(
+                schema,
+                &["JSONRPCNotification", "ServerNotification", def],
+                message,
+            );
+        }
+        return;
+    }
+    let Some(result) = message.get("result") else {
+        assert!(
+            message.get("error").is_some(),
+            "{message} is neither a message with a method, a result nor an error"
+        );
+        check_legacy_error(schema, message);
+        return;
+    };
+    assert_valid_in(
+        schema,
+        envelope("JSONRPCResponse", "JSONRPCResultResponse"),
+        message,
+    );
+    assert!(
+        result.get("resultType").is_none(),
+        "a legacy result carries no resultType: {message}"
+    );
+    if let Some(def) = legacy_result_def(method) {
+        assert_valid_in(schema, def, result);
+    }
+}
+
+/// Checks a message a test is about to send in a legacy session of `schema`'s revision:
+/// a request against `JSONRPCRequest`, `ClientRequest` and its method's definition, a
+/// notification against `JSONRPCNotification`, `ClientNotification` and its own, a
+/// response (to a request of the server's for `answering`) against the revision's
+/// response envelope, `ClientResult` and the result definition of `answering`.
+#[track_caller]
+pub fn check_legacy_outgoing(schema: Schema, answering: &str, message: &Value) {
+    let unchecked = "a test that sends an invalid message on purpose says so: use a \
+                     *_unchecked path";
+    let mut p = Vec::new();
+    let mut all = |defs: &[&str]| {
+        for def in defs {
+            p.extend(problems_in(schema, def, message));
+        }
+    };
+    match message.get("method").and_then(Value::as_str) {
+        Some(method) if message.get("id").is_some() => {
+            let def = legacy_request_def(method).unwrap_or_else(|| {
+                panic!("{method} is not a request of a legacy client ({unchecked}): {message}")
+            });
+            all(&["JSONRPCRequest", "ClientRequest", def]);
+        }
+        Some(method) => {
+            let def = legacy_notification_def(method).unwrap_or_else(|| {
+                panic!("{method} is not a notification of a legacy client ({unchecked})")
+            });
+            all(&["JSONRPCNotification", "ClientNotification", def]);
+        }
+        None if message.get("error").is_some() => match schema {
+            Schema::Jun2025 => all(&["JSONRPCError"]),
+            _ => all(&["JSONRPCErrorResponse"]),
+        },
+        None => {
+            match schema {
+                Schema::Jun2025 => all(&["JSONRPCResponse"]),
+                _ => all(&["JSONRPCResultResponse"]),
+            }
+            let def = legacy_result_def(answering)
+                .unwrap_or_else(|| panic!("no result definition for {answering:?}"));
+            p.extend(problems_in(schema, "ClientResult", &message["result"]));
+            p.extend(problems_in(schema, def, &message["result"]));
+        }
+    }
+    assert!(
+        p.is_empty(),
+        "{message} is not a valid legacy client message ({schema:?}; {unchecked}): {p:#?}"
     );
 }

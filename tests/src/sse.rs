@@ -2,8 +2,14 @@
 //! normalized), comment blocks (`: keepalive`) told apart from `data:` events, and the
 //! JSON of each event schema-checked as a message answering the request that opened the
 //! stream. [`parse`] reads a whole body; [`SseStream`] reads a response as it arrives.
+//!
+//! A legacy session's streams ([`Check::Legacy`]) carry event ids, priming events (an
+//! `id:` and empty data) and `retry:` fields: ids are recorded
+//! ([`SseStream::last_event_id`]), blocks without data are skipped, and each event is
+//! checked against the schema of the session's revision. The bytes themselves stay in
+//! [`SseStream::raw`] for assertions on the wire format.
 
-use crate::schema::check_server_message;
+use crate::schema::{Schema, check_legacy_server_message, check_server_message};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -39,10 +45,36 @@ impl Next {
     }
 }
 
+/// One block of a stream: its frame, if it gives one, and its event id, if it has one.
+type Block = (Option<Frame>, Option<String>);
+
+/// How the events of a stream are checked.
+#[derive(Clone, Copy, Debug)]
+pub enum Check {
+    /// Against the 2026-07-28 schema (and the Tasks extension's).
+    Modern,
+    /// Against the schema of a legacy session's revision; priming events (an id and
+    /// empty data) are allowed.
+    Legacy(Schema),
+}
+
+impl Check {
+    /// Checks one message the server sent in answer to a request for `method`.
+    #[track_caller]
+    pub fn server_message(self, method: &str, message: &Value) {
+        match self {
+            Check::Modern => check_server_message(method, message),
+            Check::Legacy(schema) => check_legacy_server_message(schema, method, message),
+        }
+    }
+}
+
 /// Splits whole blocks off the front of `buf` (which holds normalized text): each block
 /// a [`Frame`], its data checked as answering `method`. A block with neither data nor
-/// comment lines (an `event:`-only block) gives nothing.
-fn take_frames(buf: &mut String, method: &str, out: &mut Vec<Frame>) {
+/// comment lines (an `event:`-only block) gives nothing; nor does, in a legacy stream, a
+/// block whose data is empty (a priming event, a `retry:` hint). Each block comes with
+/// its event id, if it has one (a block that gives no frame may still carry an id).
+fn take_frames(buf: &mut String, method: &str, check: Check, out: &mut Vec<Block>) {
     while let Some(at) = buf.find("\n\n") {
         let block: String = buf.drain(..at + 2).collect();
         let block = block.trim_end_matches('\n');
@@ -52,41 +84,55 @@ fn take_frames(buf: &mut String, method: &str, out: &mut Vec<Frame>) {
                 .map(|l| l.trim_start_matches(':').trim())
                 .collect::<Vec<_>>()
                 .join("\n");
-            out.push(Frame::Comment(text));
+            out.push((Some(Frame::Comment(text)), None));
             continue;
         }
-        let data: Vec<&str> = block
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .map(|d| d.strip_prefix(' ').unwrap_or(d))
-            .collect();
-        if data.is_empty() {
-            continue;
-        }
+        let field = |name: &'static str| {
+            block
+                .lines()
+                .filter_map(move |l| l.strip_prefix(name))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+        };
+        let id = field("id:").next_back().map(str::to_owned);
+        let data: Vec<&str> = field("data:").collect();
         let json = data.join("\n");
+        if data.is_empty() || (json.is_empty() && matches!(check, Check::Legacy(_))) {
+            out.push((None, id));
+            continue;
+        }
         let m: Value = serde_json::from_str(&json)
             .unwrap_or_else(|e| panic!("SSE data {json:?} is not JSON: {e}"));
-        check_server_message(method, &m);
-        out.push(Frame::Data(m));
+        check.server_message(method, &m);
+        out.push((Some(Frame::Data(m)), id));
     }
 }
 
 /// Every frame of a whole SSE body, each event checked as answering `method` (`""`
 /// when it is not known).
 pub fn frames(body: &str, method: &str) -> Vec<Frame> {
+    frames_checked(body, method, Check::Modern)
+}
+
+/// [`frames`], each event checked as `check` says.
+pub fn frames_checked(body: &str, method: &str, check: Check) -> Vec<Frame> {
     let mut buf = body.replace("\r\n", "\n");
     if !buf.ends_with("\n\n") {
         buf.push_str("\n\n");
     }
     let mut out = Vec::new();
-    take_frames(&mut buf, method, &mut out);
-    out
+    take_frames(&mut buf, method, check, &mut out);
+    out.into_iter().filter_map(|(frame, _)| frame).collect()
 }
 
 /// The JSON messages of the `data:` events of a whole SSE body, in order, each checked
 /// as answering `method`.
 pub fn parse(body: &str, method: &str) -> Vec<Value> {
-    frames(body, method)
+    parse_checked(body, method, Check::Modern)
+}
+
+/// [`parse`], each event checked as `check` says.
+pub fn parse_checked(body: &str, method: &str, check: Check) -> Vec<Value> {
+    frames_checked(body, method, check)
         .into_iter()
         .filter_map(|f| match f {
             Frame::Data(m) => Some(m),
@@ -99,23 +145,34 @@ pub fn parse(body: &str, method: &str) -> Vec<Value> {
 pub struct SseStream {
     resp: reqwest::Response,
     method: String,
+    check: Check,
     buf: String,
-    queue: std::collections::VecDeque<Frame>,
+    queue: std::collections::VecDeque<Block>,
     ended: bool,
     /// Every byte read so far, as text, for assertions on the wire format.
     pub raw: String,
+    /// The id of the last block taken that had one (a legacy stream's): what a client
+    /// that read this far resumes after.
+    pub last_event_id: Option<String>,
 }
 
 impl SseStream {
     /// Reads `resp`'s body as events answering a request for `method`.
     pub fn new(resp: reqwest::Response, method: &str) -> SseStream {
+        SseStream::checked(resp, method, Check::Modern)
+    }
+
+    /// [`SseStream::new`], each event checked as `check` says.
+    pub fn checked(resp: reqwest::Response, method: &str, check: Check) -> SseStream {
         SseStream {
             resp,
             method: method.to_owned(),
+            check,
             buf: String::new(),
             queue: Default::default(),
             ended: false,
             raw: String::new(),
+            last_event_id: None,
         }
     }
 
@@ -129,8 +186,13 @@ impl SseStream {
     pub async fn frame(&mut self, within: Duration) -> Option<Frame> {
         let deadline = Instant::now() + within;
         loop {
-            if let Some(f) = self.queue.pop_front() {
-                return Some(f);
+            while let Some((frame, id)) = self.queue.pop_front() {
+                if id.is_some() {
+                    self.last_event_id = id;
+                }
+                if frame.is_some() {
+                    return frame;
+                }
             }
             if self.ended {
                 return None;
@@ -152,7 +214,7 @@ impl SseStream {
                         self.buf.push('\r');
                     }
                     let mut out = Vec::new();
-                    take_frames(&mut self.buf, &self.method, &mut out);
+                    take_frames(&mut self.buf, &self.method, self.check, &mut out);
                     self.queue.extend(out);
                 }
                 Ok(Ok(None)) | Ok(Err(_)) => self.ended = true,

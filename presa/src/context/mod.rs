@@ -371,6 +371,17 @@ impl RequestContext {
         self.inner.outbound.cancellation().token().child_token()
     }
 
+    /// Asks the transport to close the connection that carries this request's answer
+    /// early, for the client to poll: on Streamable HTTP, in a session that negotiated
+    /// 2025-11-25, the response becomes a resumable event stream (if it was not one
+    /// already), the events sent so far are written with a `retry:` hint, and the
+    /// connection ends; the client reconnects with `Last-Event-ID` and receives the rest,
+    /// the result included. The request goes on running. Everywhere else (2026-07-28
+    /// requests, 2025-06-18 sessions, stdio, stateless legacy HTTP) it does nothing.
+    pub fn close_stream_for_polling(&self) {
+        self.inner.outbound.close_for_polling();
+    }
+
     /// Shared application state of type `T` given to the server builder, if any.
     pub fn state<T: Any + Send + Sync>(&self) -> Option<Arc<T>> {
         self.inner.host.state().get::<T>()

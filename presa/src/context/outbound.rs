@@ -17,6 +17,12 @@ pub(crate) trait Outbound: Send + Sync {
     fn backlog(&self) -> Option<Arc<Backlog>> {
         None
     }
+
+    /// Ends the connection that carries the request's stream once what was sent so far
+    /// is written, leaving the stream itself open for the client to resume (2025-11-25
+    /// SSE polling). Only a legacy session's SSE stream on Streamable HTTP can; elsewhere
+    /// nothing happens.
+    fn close_for_polling(&self) {}
 }
 
 /// A request's cancellation: the `tokio_util` token the transport cancels, made only

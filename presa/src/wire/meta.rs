@@ -291,6 +291,23 @@ impl RawMeta {
         }
     }
 
+    /// Whether it carries any of the 2026-07-28 per-request keys (`protocolVersion`,
+    /// `clientCapabilities`, `clientInfo`, `logLevel` under `io.modelcontextprotocol/`),
+    /// whatever their values: a message that does is a 2026-07-28 client's (a client of
+    /// the earlier revisions sends none of them), to be admitted, or refused, as one.
+    #[inline]
+    pub(crate) fn claims_modern(&self) -> bool {
+        match self {
+            RawMeta::Object(f) => {
+                f.protocol_version.is_some()
+                    || f.client_capabilities.is_some()
+                    || f.client_info.is_some()
+                    || f.log_level.is_some()
+            }
+            _ => false,
+        }
+    }
+
     /// The protocol version it names, when it is a string.
     pub(crate) fn protocol_version(&self) -> Option<&str> {
         match self {

@@ -280,9 +280,12 @@ async fn header_version_differing_from_body_is_32020() {
 
 #[tokio::test]
 async fn order_missing_header_before_missing_meta() {
-    // The runner's order: a missing MCP-Protocol-Version header is reported first.
+    // The runner's order: a missing MCP-Protocol-Version header is reported first. (A
+    // request with neither the header nor any 2026-07-28 `_meta` key is a legacy
+    // session's, which `legacy_http` covers; this one carries `clientCapabilities`.)
     let h = Harness::start(fixture()).await;
-    let msg = request_with_meta(23, "server/discover", json!({}), None);
+    let meta = json!({"io.modelcontextprotocol/clientCapabilities": {}});
+    let msg = request_with_meta(23, "server/discover", json!({}), Some(meta));
     h.post_unchecked(&msg, &[("MCP-Protocol-Version", "")])
         .await
         .assert_error(400, -32020, Some(json!(23)));

@@ -5,7 +5,7 @@
 
 use crate::http_util::{BASE_HEADERS, result};
 use presa_tests::http::Harness;
-use presa_tests::{fixture, raw_value_chain, request, with_meta};
+use presa_tests::{VERSION, fixture, raw_value_chain, request, with_meta};
 use serde_json::{Value, json};
 
 fn discover_with_id(id: Value) -> Value {
@@ -228,12 +228,16 @@ async fn params_that_are_not_an_object_are_invalid_params_with_id() {
 
 #[tokio::test]
 async fn posted_response_objects_get_202_and_no_body() {
+    // Sent with the 2026-07-28 version header (a response without it, and without the
+    // 2026-07-28 header, answers a legacy session's request: see `legacy_http`).
     let h = Harness::start(fixture()).await;
+    let mut headers = BASE_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", VERSION));
     for msg in [
         json!({"jsonrpc": "2.0", "id": 1, "result": {}}),
         json!({"jsonrpc": "2.0", "id": "x", "error": {"code": -32603, "message": "m"}}),
     ] {
-        h.post_raw_unchecked(msg.to_string(), BASE_HEADERS)
+        h.post_raw_unchecked(msg.to_string(), &headers)
             .await
             .assert_accepted();
     }
@@ -264,11 +268,15 @@ async fn well_formed_cancelled_notification_gets_202() {
 #[tokio::test]
 async fn notification_without_mcp_headers_is_accepted() {
     // Errata W-9: header requirements for notification POSTs are not defined, so only
-    // headers that are present are checked.
+    // headers that are present are checked: no Mcp-Method here, only the version header
+    // (as the TypeScript SDK sends it). A notification without the version header either
+    // is a legacy session's (see `legacy_http`).
     let h = Harness::start(fixture()).await;
     let msg =
         json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
-    h.post_raw_unchecked(msg.to_string(), BASE_HEADERS)
+    let mut headers = BASE_HEADERS.to_vec();
+    headers.push(("MCP-Protocol-Version", VERSION));
+    h.post_raw_unchecked(msg.to_string(), &headers)
         .await
         .assert_accepted();
 }

@@ -287,7 +287,17 @@ async fn legacy_initialize_is_32022_with_requested_and_supported() {
     let data = &r.response()["error"]["data"];
     assert_eq!(data["requested"], json!("2025-06-18"));
     assert_eq!(data["supported"], json!([VERSION]));
-    // A real legacy client sends no MCP headers at all: still a 400 that names versions.
+    // A real legacy client sends no MCP headers at all: on a server that serves
+    // 2026-07-28 alone, still a 400 that names versions. (A server that serves legacy
+    // clients too opens a session: see `legacy_http`.)
+    let h = Harness::start(
+        crate::http_util::builder()
+            .tool(crate::http_util::text_tool("t", "text"))
+            .legacy_clients(false)
+            .build()
+            .expect("builds"),
+    )
+    .await;
     let r = h
         .post_unchecked(&msg, &[("MCP-Protocol-Version", ""), ("Mcp-Method", "")])
         .await;

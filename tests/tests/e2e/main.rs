@@ -1,8 +1,9 @@
 //! presa's end-to-end tests, one binary with a module per area (so the build links once).
 //! Every message a test sends and every message the server sends is checked against the
-//! official 2026-07-28 schema (task messages against the Tasks extension's) by the
-//! harnesses in `presa_tests`; what a test sends invalid on purpose goes through a path
-//! named `*_unchecked`.
+//! official 2026-07-28 schema (task messages against the Tasks extension's, a legacy
+//! session's against the schema of the revision it negotiated) by the harnesses in
+//! `presa_tests`; what a test sends invalid on purpose goes through a path named
+//! `*_unchecked`.
 
 mod http;
 mod http_admission;
@@ -12,6 +13,7 @@ mod http_limits;
 mod http_methods;
 mod http_streaming;
 mod http_util;
+mod legacy_http;
 mod limits;
 mod mrtr;
 mod mrtr_state;

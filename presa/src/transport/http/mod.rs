@@ -5,8 +5,15 @@
 //! Admission here covers what needs no body semantics (method, Origin, Host,
 //! Content-Type, Accept, body size and JSON); the header mirror checks that need the body
 //! run in the pipeline.
+//!
+//! The same endpoint serves clients of the earlier revisions (2025-11-25, 2025-06-18),
+//! which open with `initialize`, in sessions ([`legacy`]): each POST is told apart by
+//! its body (a message whose `_meta` carries the 2026-07-28 per-request keys is
+//! 2026-07-28, as is one whose `MCP-Protocol-Version` header names 2026-07-28), GET opens
+//! a session's event stream and DELETE ends a session.
 
 mod cap;
+mod legacy;
 mod queue;
 
 use crate::context::Outbound;
@@ -63,6 +70,32 @@ pub struct HttpConfig {
     /// being read holds one of the `max_in_flight` reading slots, so a client trickling
     /// its bodies cannot hold them all for long.
     pub body_timeout: Duration,
+    /// Whether clients that open with `initialize` (2025-11-25, 2025-06-18) get sessions
+    /// (default true): an `Mcp-Session-Id` on the `initialize` response, a GET stream,
+    /// DELETE, resumable event streams and server-to-client requests. Off, they are served
+    /// statelessly: no session ids, GET and DELETE answered 405, each POST served on its
+    /// own (for replicas behind a plain load balancer; the transports chapter of the book
+    /// lists what that cannot do). Either way 2026-07-28 requests are served as always,
+    /// and a server built with `legacy_clients(false)` serves no legacy client at all.
+    pub legacy_sessions: bool,
+    /// Most legacy sessions open at once (default 1,000); past it an `initialize` gets
+    /// 503 (the sessions that exist are kept; expired ones are swept first).
+    pub max_sessions: usize,
+    /// How long a legacy session may stay idle before it ends (default 30 minutes): no
+    /// request, notification, response or open stream of it for that long. A request to
+    /// it afterwards gets 404. Ended sessions are swept every quarter of this (at least
+    /// every minute).
+    pub session_idle: Duration,
+    /// Most events a legacy session holds for resumption with `Last-Event-ID` (default
+    /// 256), over all its streams; the oldest go first. An event on its way to a client
+    /// that is not connected waits here too.
+    pub session_events: usize,
+    /// Most bytes of events a legacy session holds (default 1 MiB); the oldest go first,
+    /// but the newest event is always held, whatever its size.
+    pub session_event_bytes: usize,
+    /// The reconnection delay an event stream of a legacy session names (`retry:`) before
+    /// the server closes its connection early for the client to poll (default 1 s).
+    pub sse_retry: Duration,
 }
 
 impl Default for HttpConfig {
@@ -77,6 +110,12 @@ impl Default for HttpConfig {
             max_in_flight: 1024,
             keepalive: Duration::from_secs(15),
             body_timeout: Duration::from_secs(30),
+            legacy_sessions: true,
+            max_sessions: 1000,
+            session_idle: Duration::from_secs(30 * 60),
+            session_events: 256,
+            session_event_bytes: 1024 * 1024,
+            sse_retry: Duration::from_secs(1),
         }
     }
 }
@@ -131,6 +170,39 @@ impl HttpConfig {
         self
     }
 
+    /// Whether legacy clients get sessions (see [`HttpConfig::legacy_sessions`]); off,
+    /// they are served statelessly.
+    pub fn legacy_sessions(mut self, on: bool) -> Self {
+        self.legacy_sessions = on;
+        self
+    }
+
+    /// Sets the most legacy sessions open at once.
+    pub fn max_sessions(mut self, n: usize) -> Self {
+        self.max_sessions = n;
+        self
+    }
+
+    /// Sets how long a legacy session may stay idle before it ends.
+    pub fn session_idle(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
+    /// Sets how many events, and how many bytes of them, a legacy session holds for
+    /// resumption (at least one event is always held).
+    pub fn session_event_buffer(mut self, events: usize, bytes: usize) -> Self {
+        self.session_events = events;
+        self.session_event_bytes = bytes;
+        self
+    }
+
+    /// Sets the reconnection delay named before a connection is closed for polling.
+    pub fn sse_retry(mut self, retry: Duration) -> Self {
+        self.sse_retry = retry;
+        self
+    }
+
     /// Turns on the Host allow-list.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
@@ -151,6 +223,8 @@ struct Shared {
     requests: Cap,
     /// Bodies being read and decoded.
     reading: Cap,
+    /// The legacy sessions.
+    sessions: Arc<legacy::Sessions>,
     /// Cancelled when `serve_http_on` begins to shut down (never, for a router mounted
     /// in an app): subscription streams then end, also those that begin afterwards.
     closing: CancellationToken,
@@ -178,11 +252,18 @@ impl Server {
             streams: Cap::new(config.max_streams),
             requests: Cap::new(config.max_in_flight),
             reading: Cap::new(config.max_in_flight),
+            sessions: legacy::Sessions::new(&config),
             config,
             closing,
         }));
         Router::new()
-            .route(&path, post(handle_post).fallback(method_not_allowed))
+            .route(
+                &path,
+                post(handle_post)
+                    .get(legacy::handle_get)
+                    .delete(legacy::handle_delete)
+                    .fallback(method_not_allowed),
+            )
             .fallback(not_found)
             .with_state(endpoint)
     }
@@ -252,6 +333,21 @@ async fn method_not_allowed(State(endpoint): State<Endpoint>, headers: HeaderMap
     if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
         return forbidden;
     }
+    if endpoint.serves_sessions() {
+        let mut response = transport_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            Error::invalid_request("Streamable HTTP accepts POST, GET and DELETE only"),
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("GET, POST, DELETE"));
+        return response;
+    }
+    post_only()
+}
+
+/// The 405 of an endpoint that serves POST only (no legacy sessions).
+fn post_only() -> Response {
     let mut response = transport_error(
         StatusCode::METHOD_NOT_ALLOWED,
         Error::invalid_request("Streamable HTTP accepts POST only"),
@@ -260,6 +356,18 @@ async fn method_not_allowed(State(endpoint): State<Endpoint>, headers: HeaderMap
         .headers_mut()
         .insert(header::ALLOW, HeaderValue::from_static("POST"));
     response
+}
+
+impl Shared {
+    /// Whether legacy clients are served at all (the server's `legacy_clients`).
+    fn serves_legacy(&self) -> bool {
+        self.server.core.legacy
+    }
+
+    /// Whether legacy clients get sessions (GET and DELETE are served).
+    fn serves_sessions(&self) -> bool {
+        self.serves_legacy() && self.config.legacy_sessions
+    }
 }
 
 async fn not_found(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
@@ -338,6 +446,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     match route(&endpoint, decoded, headers) {
         Routed::Done(response) => response,
         Routed::Serve(serving) => respond(serving).await,
+        Routed::Legacy(answer) => answer.await,
     }
 }
 
@@ -351,6 +460,9 @@ fn over_limit(error: &axum::Error) -> bool {
 enum Routed {
     Done(Response),
     Serve(Serving),
+    /// A legacy session's request: its answer, once it is known whether it is JSON or an
+    /// event stream (boxed, so the POST's future stays the size it is for the others).
+    Legacy(std::pin::Pin<Box<dyn Future<Output = Response> + Send>>),
 }
 
 /// A request on its way through the pipeline, with what its response needs.
@@ -378,7 +490,21 @@ fn route(
                 rejection.to_response(),
             ));
         }
-        Ok(Inbound::Response(_)) => return Routed::Done(StatusCode::ACCEPTED.into_response()),
+        // A response answers a request of a legacy session (a 2026-07-28 client sends
+        // none); one sent with the 2026-07-28 version header is ignored, as it always was.
+        Ok(Inbound::Response(response)) => {
+            if endpoint.serves_legacy() && !legacy::modern_header(&headers) {
+                return Routed::Done(legacy::response(endpoint, response, &headers));
+            }
+            return Routed::Done(StatusCode::ACCEPTED.into_response());
+        }
+        Ok(Inbound::Notification(n))
+            if endpoint.serves_legacy()
+                && !n.meta.claims_modern()
+                && !legacy::modern_header(&headers) =>
+        {
+            return Routed::Done(legacy::notification(endpoint, &n, &headers));
+        }
         Ok(Inbound::Notification(n)) => {
             // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
             // request is cancelled by closing its connection.
@@ -387,6 +513,17 @@ fn route(
                 Ok(_) => StatusCode::ACCEPTED.into_response(),
                 Err(e) => json_response(status(e.http_status()), encode_error(None, &e)),
             });
+        }
+        // The era of a request: 2026-07-28 when its `_meta` carries the per-request keys
+        // (looked at first: a 2026-07-28 request pays nothing more), or when it carries
+        // none but the version header names 2026-07-28 (admission then refuses it, as it
+        // always did); otherwise a legacy session's (`initialize` opens one).
+        Ok(Inbound::Request(request))
+            if !request.meta.claims_modern()
+                && endpoint.serves_legacy()
+                && !legacy::modern_header(&headers) =>
+        {
+            return legacy::request(endpoint, request, headers);
         }
         Ok(Inbound::Request(request)) => request,
     };
@@ -639,6 +776,18 @@ fn check_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response
     origin_verdict(config, origin, usize::from(origin.is_some()) + all.count())
 }
 
+/// 403 for a request whose `Host` is not on the allow-list, when there is one.
+#[allow(clippy::result_large_err)]
+fn host_verdict(config: &HttpConfig, host: Option<&HeaderValue>) -> Result<(), Response> {
+    if let Some(hosts) = &config.allowed_hosts {
+        let host = host.and_then(|h| h.to_str().ok());
+        if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim()))) {
+            return Err(forbidden("Host is not allowed"));
+        }
+    }
+    Ok(())
+}
+
 /// The 403 of the Origin and Host rules.
 fn forbidden(message: &'static str) -> Response {
     transport_error(StatusCode::FORBIDDEN, Error::invalid_request(message))
@@ -664,12 +813,7 @@ fn admit(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Response> {
         }
     }
     origin_verdict(config, origin, origins)?;
-    if let Some(hosts) = &config.allowed_hosts {
-        let host = host.and_then(|h| h.to_str().ok());
-        if !host.is_some_and(|h| hosts.iter().any(|a| a.eq_ignore_ascii_case(h.trim()))) {
-            return Err(forbidden("Host is not allowed"));
-        }
-    }
+    host_verdict(config, host)?;
     let content_type_ok = content_type
         .and_then(|v| v.to_str().ok())
         .is_some_and(|v| media_type(v.as_bytes()).eq_ignore_ascii_case(b"application/json"));

@@ -1,0 +1,555 @@
+//! Clients of the earlier revisions (2025-11-25, 2025-06-18) on the Streamable HTTP
+//! endpoint: their sessions, as those revisions' transport defines them, beside the
+//! 2026-07-28 requests the endpoint serves as always.
+//!
+//! - A POST is a legacy session's when its body's `_meta` carries none of the 2026-07-28
+//!   per-request keys (`io.modelcontextprotocol/protocolVersion`, `…/clientCapabilities`,
+//!   `…/clientInfo`, `…/logLevel`) and its `MCP-Protocol-Version` header does not name
+//!   2026-07-28. `Mcp-Method` and `Mcp-Name` play no part. An `initialize` opens a session: a new one, whatever `Mcp-Session-Id` it
+//!   carries, whose id (192 random bits from the OS, base64url) goes back in
+//!   `Mcp-Session-Id`. Every other request, notification and response must carry a live
+//!   session's id: 400 without one, 404 for one that ended (deleted, expired) or never
+//!   was. A version header that names a revision not served is 400.
+//! - A request's answer is JSON, or an event stream when the request sent anything
+//!   before it (progress, logs, requests to the client; see [`outbound`]). JSON-RPC
+//!   errors go with HTTP 200: those revisions give them no status. A closed connection
+//!   does not cancel the request; `notifications/cancelled` does.
+//! - A notification is acted on and gets 202; so does a response, which is handed to
+//!   the server's request it answers (one that answers nothing is dropped).
+//! - GET opens the session's standalone stream, where what belongs to no request goes
+//!   (list changes, resource updates), held in the session's buffer while no GET is
+//!   open; a second GET while one is open gets 409. A GET with `Last-Event-ID` resumes
+//!   the stream that id belongs to after it, replacing the connection that read it: a
+//!   request's stream up to its answer, the standalone stream for good; an id of no
+//!   stream the session holds gets 400. See [`live`] for the ids and the buffer.
+//! - In a session that negotiated 2025-11-25, every stream begins with a priming event
+//!   (an id and no data), and a handler may close its request's connection early for
+//!   the client to poll ([`crate::RequestContext::close_stream_for_polling`]), after a
+//!   `retry:` field.
+//! - DELETE ends a session (204). Sessions are capped and end when idle ([`table`]).
+//!
+//! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
+//! 405; `initialize` is answered and forgotten, and every other request is served in a
+//! session of its own that knows no client capabilities and the revision from the
+//! version header (2025-11-25 without one). The client cannot be asked anything, cannot
+//! subscribe, and cannot resume; a closed connection cancels its request, since nothing
+//! else could.
+
+mod live;
+mod outbound;
+mod table;
+
+pub(super) use table::Sessions;
+
+use super::cap::Slot;
+use super::{
+    Endpoint, Routed, Serving, check_origin, concluded, host_verdict, json_response, post_only,
+    queue, transport_error,
+};
+use crate::context::Outbound;
+use crate::error::{Error, code};
+use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
+use crate::session::Session;
+use crate::wire::jsonrpc::{self, Notification, Request, RequestId, encode_error};
+use crate::wire::meta::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use live::{GET_STREAM, Limits, Live, Reader, Refused, priming};
+use outbound::{PostOutbound, Start};
+use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use tokio::sync::oneshot;
+
+const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
+const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
+const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
+
+/// Random bytes in a session id (192 bits; 32 characters of base64url).
+const SESSION_ID_BYTES: usize = 24;
+
+/// A legacy request's answer, still to come.
+type Answer = Pin<Box<dyn Future<Output = Response> + Send>>;
+
+/// Whether the version header names a 2026-07-28 revision.
+pub(super) fn modern_header(headers: &HeaderMap) -> bool {
+    headers
+        .get(PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| SUPPORTED_VERSIONS.contains(&v.trim()))
+}
+
+/// The legacy revision the version header names, if it is there; 400 when it names one
+/// this server does not serve (the earlier revisions' transport says so).
+#[allow(clippy::result_large_err)]
+fn version_header(headers: &HeaderMap) -> Result<Option<&'static str>, Response> {
+    let Some(value) = headers.get(PROTOCOL_VERSION) else {
+        return Ok(None);
+    };
+    let named = value.to_str().unwrap_or_default().trim();
+    match LEGACY_VERSIONS.iter().find(|v| **v == named) {
+        Some(version) => Ok(Some(version)),
+        None => Err(transport_error(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request(format!(
+                "Bad Request: unsupported MCP-Protocol-Version {named:?}; this server speaks {}",
+                [SUPPORTED_VERSIONS, LEGACY_VERSIONS].concat().join(", ")
+            )),
+        )),
+    }
+}
+
+/// The session a request names in `Mcp-Session-Id`: 400 without one, 404 for one that
+/// is not live.
+#[allow(clippy::result_large_err)]
+fn find(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Live>, Response> {
+    let Some(id) = headers.get(SESSION_ID) else {
+        return Err(transport_error(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request(
+                "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+            ),
+        ));
+    };
+    let live = id
+        .to_str()
+        .ok()
+        .and_then(|id| endpoint.sessions.get(id.trim()));
+    let Some(live) = live else {
+        return Err(transport_error(
+            StatusCode::NOT_FOUND,
+            Error::invalid_request(
+                "Session not found: it ended or never existed; send initialize for a new one",
+            ),
+        ));
+    };
+    Ok(live)
+}
+
+/// A legacy request (see the module doc).
+pub(super) fn request(endpoint: &Endpoint, request: Request, headers: HeaderMap) -> Routed {
+    let version = match version_header(&headers) {
+        Ok(version) => version,
+        Err(refused) => return Routed::Done(refused),
+    };
+    if !endpoint.config.legacy_sessions {
+        return stateless(endpoint, request, headers, version);
+    }
+    if request.method == "initialize" {
+        return initialize(endpoint, request, headers);
+    }
+    let live = match find(endpoint, &headers) {
+        Ok(live) => live,
+        Err(refused) => return Routed::Done(refused),
+    };
+    match serve(endpoint, &live, request, headers) {
+        Ok(answer) => Routed::Legacy(answer),
+        Err(refused) => Routed::Done(refused),
+    }
+}
+
+/// `initialize`: a new session, in the table from the start (so the cap holds), kept and
+/// named in `Mcp-Session-Id` when the handshake succeeds.
+fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap) -> Routed {
+    let id = request.id.to_value();
+    let refuse = |status: StatusCode, error: Error| {
+        Routed::Done(json_response(status, encode_error(Some(&id), &error)))
+    };
+    if endpoint.closing.is_cancelled() {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Error::new(code::INTERNAL_ERROR, "The server is shutting down"),
+        );
+    }
+    let Some(session_id) = crate::mrtr::token::random_id(SESSION_ID_BYTES) else {
+        return refuse(StatusCode::INTERNAL_SERVER_ERROR, Error::internal());
+    };
+    let core = &endpoint.server.core;
+    let session = Session::new(Some(session_id), &core.sessions);
+    let config = &endpoint.config;
+    let limits = Limits {
+        events: config.session_events.max(1),
+        bytes: config.session_event_bytes,
+    };
+    let live = Live::new(session, limits);
+    live.session.set_channel(live.channel());
+    if !endpoint
+        .sessions
+        .insert(Arc::clone(&live), &endpoint.closing)
+    {
+        return refuse(
+            StatusCode::SERVICE_UNAVAILABLE,
+            Error::new(
+                code::INTERNAL_ERROR,
+                "Too many sessions open; try again later",
+            ),
+        );
+    }
+    let answer = match serve(endpoint, &live, request, headers) {
+        Ok(answer) => answer,
+        Err(refused) => {
+            forget(endpoint, &live);
+            return Routed::Done(refused);
+        }
+    };
+    let endpoint = endpoint.clone();
+    Routed::Legacy(Box::pin(async move {
+        let mut response = answer.await;
+        // The handshake is answered at once, so its outcome is known by now.
+        match HeaderValue::from_str(live.id()) {
+            Ok(value) if live.session.version().is_some() => {
+                response.headers_mut().insert(SESSION_ID, value);
+            }
+            _ => forget(&endpoint, &live),
+        }
+        response
+    }))
+}
+
+/// Takes a session out of the table and ends it.
+fn forget(endpoint: &Endpoint, live: &Live) {
+    endpoint.sessions.remove(live.id());
+    live.close();
+}
+
+/// Serves a request of a live session: the pipeline runs it on a task of its own (a
+/// closed connection does not stop it), registered in the session for
+/// `notifications/cancelled`; the answer is JSON or the request's stream.
+#[allow(clippy::result_large_err)]
+fn serve(
+    endpoint: &Endpoint,
+    live: &Arc<Live>,
+    request: Request,
+    headers: HeaderMap,
+) -> Result<Answer, Response> {
+    let Some(slot) = Slot::try_take(endpoint, false) else {
+        return Err(busy(&request.id));
+    };
+    let id = request.id.clone();
+    let (outbound, start) = PostOutbound::new(Arc::clone(live));
+    let session = Arc::clone(&live.session);
+    if !session.begin(&id, Arc::clone(&outbound) as Arc<dyn Outbound>) {
+        let error =
+            Error::invalid_request("Invalid Request: a request with this id is already in flight");
+        return Err(json_response(
+            StatusCode::OK,
+            encode_error(Some(&id.to_value()), &error),
+        ));
+    }
+    let active = live.activity();
+    let exchange = Exchange {
+        transport: Transport::Http(headers),
+        era: Era::Legacy(Arc::clone(&session)),
+        outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
+        buffer: String::new(),
+    };
+    let stream = outbound.stream();
+    match endpoint.server.core.serve(request, exchange) {
+        Served::Now(reply) => {
+            // The id is free again before the client can see the answer.
+            session.end(&id);
+            outbound.conclude(reply);
+            drop((slot, active));
+        }
+        Served::Later(rest) => {
+            tokio::spawn(async move {
+                let reply = rest.await;
+                session.end(&id);
+                outbound.conclude(reply);
+                drop((slot, active));
+            });
+        }
+    }
+    Ok(Box::pin(answer(
+        endpoint.clone(),
+        Arc::clone(live),
+        stream,
+        start,
+    )))
+}
+
+/// The POST's answer, once the request says how: its reply as JSON, or its stream (from
+/// its priming event, in a 2025-11-25 session).
+async fn answer(
+    endpoint: Endpoint,
+    live: Arc<Live>,
+    stream: u64,
+    start: oneshot::Receiver<Start>,
+) -> Response {
+    match start.await {
+        Ok(Start::Json(reply)) => json_reply(reply),
+        Ok(Start::Stream(conn)) => {
+            let first = live.primes().then(|| priming(stream, 0));
+            event_stream(&endpoint, live, stream, conn, 0, first)
+        }
+        // Every request is concluded; only a runtime shutting down drops one unanswered.
+        Err(_) => transport_error(StatusCode::SERVICE_UNAVAILABLE, Error::internal()),
+    }
+}
+
+/// A legacy reply as JSON: HTTP 200 for a result and a JSON-RPC error alike; 204 for a
+/// request the client cancelled (it waits for nothing).
+fn json_reply(reply: Reply) -> Response {
+    match reply {
+        Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => {
+            json_response(StatusCode::OK, body)
+        }
+        Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+/// The 503 of a request past the in-flight cap.
+fn busy(id: &RequestId) -> Response {
+    let error = Error::new(
+        code::INTERNAL_ERROR,
+        "Too many requests in flight; try again later",
+    );
+    json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        encode_error(Some(&id.to_value()), &error),
+    )
+}
+
+/// An event stream read by `conn` after `cursor`, `first` written first; the standalone
+/// stream sends keepalive comments while idle.
+fn event_stream(
+    endpoint: &Endpoint,
+    live: Arc<Live>,
+    stream: u64,
+    conn: live::Conn,
+    cursor: u64,
+    first: Option<String>,
+) -> Response {
+    let keepalive = (stream == GET_STREAM).then(|| {
+        let every = endpoint
+            .config
+            .keepalive
+            .max(std::time::Duration::from_millis(10));
+        let mut timer = tokio::time::interval(every);
+        timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        timer.reset();
+        timer
+    });
+    let reader = Reader {
+        _active: live.activity(),
+        live,
+        stream,
+        conn,
+        cursor,
+        first,
+        keepalive,
+        closing: endpoint.closing.clone(),
+        retry_ms: endpoint.config.sse_retry.as_millis(),
+        done: false,
+    };
+    let body = futures_util::stream::unfold(reader, |mut reader| async move {
+        let chunk = reader.next().await?;
+        Some((Ok::<_, std::convert::Infallible>(chunk), reader))
+    });
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header("x-accel-buffering", "no")
+        .body(Body::from_stream(body))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// A legacy notification: acted on in its session, then 202 (400 when it is malformed).
+pub(super) fn notification(endpoint: &Endpoint, n: &Notification, headers: &HeaderMap) -> Response {
+    if let Err(refused) = version_header(headers) {
+        return refused;
+    }
+    let core = &endpoint.server.core;
+    let accepted = if endpoint.config.legacy_sessions {
+        let live = match find(endpoint, headers) {
+            Ok(live) => live,
+            Err(refused) => return refused,
+        };
+        live.session.touch();
+        core.accept_legacy_notification(n, &live.session)
+    } else {
+        // Nothing lasts between stateless POSTs: the notification is checked, and has
+        // nothing to act on.
+        core.accept_legacy_notification(n, &Session::new(None, &core.sessions))
+    };
+    match accepted {
+        Ok(_) => StatusCode::ACCEPTED.into_response(),
+        Err(error) => transport_error(StatusCode::BAD_REQUEST, error),
+    }
+}
+
+/// The client's response to a request of the server: handed to the request it answers,
+/// then 202 (also when it answers nothing: it is dropped).
+pub(super) fn response(
+    endpoint: &Endpoint,
+    response: jsonrpc::Response,
+    headers: &HeaderMap,
+) -> Response {
+    if let Err(refused) = version_header(headers) {
+        return refused;
+    }
+    if endpoint.config.legacy_sessions {
+        let live = match find(endpoint, headers) {
+            Ok(live) => live,
+            Err(refused) => return refused,
+        };
+        live.session.touch();
+        if !live.session.deliver(response) {
+            tracing::debug!("a legacy client answered a request the server is not waiting on");
+        }
+    }
+    StatusCode::ACCEPTED.into_response()
+}
+
+/// A stateless legacy request: served in a session of its own, answered as 2026-07-28
+/// requests are (JSON, or SSE once it notifies; a closed connection cancels it), with
+/// JSON-RPC errors under HTTP 200.
+fn stateless(
+    endpoint: &Endpoint,
+    request: Request,
+    headers: HeaderMap,
+    version: Option<&'static str>,
+) -> Routed {
+    let core = &endpoint.server.core;
+    let Some(slot) = Slot::try_take(endpoint, false) else {
+        return Routed::Done(busy(&request.id));
+    };
+    let session = Session::new(None, &core.sessions);
+    if request.method != "initialize" {
+        // What `initialize` declared is gone: no capabilities, the version the header
+        // names, and no client info.
+        let version = version.unwrap_or(LEGACY_VERSIONS[0]);
+        session.initialize(version, Map::new(), Value::Object(Map::new()));
+        if matches!(
+            &*request.method,
+            "resources/subscribe" | "resources/unsubscribe"
+        ) {
+            let error = Error::invalid_request(
+                "Invalid Request: subscriptions need a session, and this endpoint serves \
+                 earlier revisions without sessions",
+            );
+            return Routed::Done(json_response(
+                StatusCode::OK,
+                encode_error(Some(&request.id.to_value()), &error),
+            ));
+        }
+    }
+    let (outbound, rx) = queue::channel();
+    let exchange = Exchange {
+        transport: Transport::Http(headers),
+        era: Era::Legacy(session),
+        outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
+        buffer: String::new(),
+    };
+    match core.serve(request, exchange) {
+        Served::Now(reply) => Routed::Done(concluded(with_ok(reply), rx, None, slot, None)),
+        Served::Later(rest) => {
+            let guard = outbound.cancellation().token().drop_guard();
+            Routed::Serve(Serving {
+                fut: Box::pin(async move { with_ok(rest.await) }),
+                rx,
+                guard,
+                slot,
+                keepalive: None,
+            })
+        }
+    }
+}
+
+/// A reply whose JSON-RPC error goes with HTTP 200, as the earlier revisions have it.
+fn with_ok(reply: Reply) -> Reply {
+    match reply {
+        Reply::Response { body, .. } => Reply::Response { body, status: 200 },
+        other => other,
+    }
+}
+
+/// Whether the `Accept` headers list event streams.
+fn accepts_event_stream(headers: &HeaderMap) -> bool {
+    let (mut json, mut sse) = (false, false);
+    for value in headers.get_all(header::ACCEPT) {
+        super::accept(value, &mut json, &mut sse);
+    }
+    sse
+}
+
+/// GET: a session's standalone stream, or the resumption of a stream (module doc).
+pub(super) async fn handle_get(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
+        return forbidden;
+    }
+    if !endpoint.serves_sessions() {
+        return post_only();
+    }
+    if let Err(forbidden) = host_verdict(&endpoint.config, headers.get(header::HOST)) {
+        return forbidden;
+    }
+    if !accepts_event_stream(&headers) {
+        return transport_error(
+            StatusCode::NOT_ACCEPTABLE,
+            Error::invalid_request("Accept must list text/event-stream"),
+        );
+    }
+    if let Err(refused) = version_header(&headers) {
+        return refused;
+    }
+    let live = match find(&endpoint, &headers) {
+        Ok(live) => live,
+        Err(refused) => return refused,
+    };
+    live.session.touch();
+    let Some(last) = headers.get(LAST_EVENT_ID) else {
+        let Some((conn, cursor)) = live.listen() else {
+            return transport_error(
+                StatusCode::CONFLICT,
+                Error::invalid_request(
+                    "Conflict: the session's stream is open on another connection",
+                ),
+            );
+        };
+        let first = live.primes().then(|| priming(GET_STREAM, cursor));
+        return event_stream(&endpoint, live, GET_STREAM, conn, cursor, first);
+    };
+    match live.resume(last.to_str().unwrap_or_default()) {
+        Ok((stream, conn, after)) => event_stream(&endpoint, live, stream, conn, after, None),
+        Err(Refused::Malformed) => transport_error(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request("Bad Request: Last-Event-ID is not an event id of this server"),
+        ),
+        Err(Refused::Unknown) => transport_error(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request(
+                "Bad Request: Last-Event-ID names a stream this session no longer holds",
+            ),
+        ),
+    }
+}
+
+/// DELETE: ends the session (204).
+pub(super) async fn handle_delete(
+    State(endpoint): State<Endpoint>,
+    headers: HeaderMap,
+) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
+        return forbidden;
+    }
+    if !endpoint.serves_sessions() {
+        return post_only();
+    }
+    if let Err(forbidden) = host_verdict(&endpoint.config, headers.get(header::HOST)) {
+        return forbidden;
+    }
+    if let Err(refused) = version_header(&headers) {
+        return refused;
+    }
+    let live = match find(&endpoint, &headers) {
+        Ok(live) => live,
+        Err(refused) => return refused,
+    };
+    forget(&endpoint, &live);
+    StatusCode::NO_CONTENT.into_response()
+}
