@@ -66,18 +66,25 @@ client.setNotificationHandler('notifications/resources/updated', (n) => {
   notifications.record('resources/updated', n.params);
 });
 
-let transport;
-if (transportName === 'http') {
-  transport = new StreamableHTTPClientTransport(new URL(opts.url), { fetch: loggingFetch(wire) });
-} else {
-  let stderr = 'inherit';
-  if (opts['stderr-log']) stderr = openSync(opts['stderr-log'], 'a');
+// A transport to the fixture (over stdio a new fixture process per transport).
+let stderrFd;
+function newTransport() {
+  if (transportName === 'http') {
+    return new StreamableHTTPClientTransport(new URL(opts.url), { fetch: loggingFetch(wire) });
+  }
+  if (opts['stderr-log'] && stderrFd === undefined) {
+    stderrFd = openSync(opts['stderr-log'], 'a');
+    process.on('exit', () => { try { closeSync(stderrFd); } catch {} });
+  }
   const env = getDefaultEnvironment();
   if (process.env.RUST_LOG) env.RUST_LOG = process.env.RUST_LOG;
-  transport = new StdioClientTransport({ command: opts.command, args: ['--transport', 'stdio'], env, stderr });
-  if (opts['wire-log']) tapStdio(transport, wire);
-  if (typeof stderr === 'number') process.on('exit', () => { try { closeSync(stderr); } catch {} });
+  const stdio = new StdioClientTransport({
+    command: opts.command, args: ['--transport', 'stdio'], env, stderr: stderrFd ?? 'inherit',
+  });
+  if (opts['wire-log']) tapStdio(stdio, wire);
+  return stdio;
 }
+const transport = newTransport();
 
 // --- steps ----------------------------------------------------------------------------
 await steps.run('initialize (default connect)', async () => {
@@ -194,4 +201,31 @@ if (transportName === 'stdio') {
     steps.fail('client.close()', e);
   }
 }
+// The other legacy revision the fixture serves: a second connection whose initialize
+// offers only 2025-06-18 (the SDK's supportedProtocolVersions: initialize offers the first
+// 2025-era entry), asked for an elicitation (2025-06-18's has no `mode`).
+await steps.run('initialize offering 2025-06-18, then an elicitation', async () => {
+  const older = new Client(
+    { name: 'presa-interop-legacy-2025-06-18', version: '1.0.0' },
+    { capabilities: { elicitation: {} }, supportedProtocolVersions: ['2025-06-18'] },
+  );
+  older.onerror = (e) => wire(`!! 2025-06-18 client onerror: ${describe(e)}`);
+  let asked;
+  older.setRequestHandler('elicitation/create', async (request) => {
+    asked = request.params;
+    return { action: 'accept', content: { ...USER } };
+  });
+  wire('== a second connection, offering 2025-06-18');
+  await older.connect(newTransport(), { timeout: STEP_TIMEOUT_MS });
+  try {
+    check(older.getNegotiatedProtocolVersion() === '2025-06-18', `negotiated ${older.getNegotiatedProtocolVersion()}`);
+    const r = await older.callTool({ name: 'test_elicitation', arguments: { message: 'Who are you?' } });
+    check(asked?.message === 'Who are you?', `elicitation ${quote(asked)}`);
+    const want = `User provided: username=${USER.username}, email=${USER.email}`;
+    check(!r.isError && firstText(r) === want, `result ${quote(r)}`);
+  } finally {
+    await withTimeout(older.close(), 5_000, 'close()');
+  }
+});
+
 process.exitCode = steps.exitCode();
