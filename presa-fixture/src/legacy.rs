@@ -20,6 +20,17 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<test_elicitation_sep1330_enums>()
         .add::<watched_resource>()
         .add::<test_trigger_resource_update>()
+        .add::<test_reconnection>()
+}
+
+/// Ends its response's connection early, for the client to poll (2025-11-25 over
+/// Streamable HTTP), and answers about 100 ms later: the answer arrives on the resumed
+/// stream.
+#[presa::tool]
+async fn test_reconnection(ctx: RequestContext) -> &'static str {
+    ctx.close_stream_for_polling();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    "Reconnection test completed"
 }
 
 /// Logs three messages at `info`, about 50 ms apart, while it works.

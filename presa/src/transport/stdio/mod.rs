@@ -714,7 +714,7 @@ impl Server {
             Pinned::Modern => Era::Modern,
             Pinned::Legacy(session) => Era::Legacy(Arc::clone(session)),
             Pinned::Open => {
-                let claimed = request.meta.protocol_version().is_some();
+                let claimed = request.meta.claims_modern();
                 if claimed {
                     *era = Pinned::Modern;
                     Era::Modern
