@@ -5,7 +5,7 @@
 //! answers `input_required`, asked in a legacy session its asks become real requests to
 //! the client.
 
-use presa::mrtr::{Elicitation, FormField, InputRequired, SamplingRequest};
+use presa::mrtr::{Elicitation, InputRequired, SamplingRequest};
 use presa::{LogLevel, RequestContext, ServerBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -183,30 +183,6 @@ enum Legacy {
     Opt3,
 }
 
-/// A multi-select of titled values: an array whose items are an `anyOf` of `const` and
-/// `title`.
-#[derive(Deserialize)]
-struct TitledMany(Vec<String>);
-
-impl JsonSchema for TitledMany {
-    fn schema_name() -> std::borrow::Cow<'static, str> {
-        "TitledMany".into()
-    }
-
-    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
-        schemars::json_schema!({
-            "type": "array",
-            "items": {"anyOf": [
-                {"const": "value1", "title": "First Option"},
-                {"const": "value2", "title": "Second Option"},
-                {"const": "value3", "title": "Third Option"},
-            ]},
-        })
-    }
-}
-
-impl FormField for TitledMany {}
-
 /// The enum shapes of SEP-1330.
 #[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 #[serde(rename_all = "camelCase")]
@@ -220,7 +196,7 @@ struct Enums {
     /// Pick any.
     untitled_multi: Vec<Untitled>,
     /// Pick any.
-    titled_multi: TitledMany,
+    titled_multi: Vec<Titled>,
 }
 
 /// Asks for a form with every enum shape of SEP-1330.
@@ -248,7 +224,7 @@ async fn test_elicitation_sep1330_enums(ctx: RequestContext) -> Result<String, I
                     Legacy::Opt2 => "opt2",
                     Legacy::Opt3 => "opt3",
                 },
-                e.untitled_multi.len() + e.titled_multi.0.len()
+                e.untitled_multi.len() + e.titled_multi.len()
             ),
             Elicitation::Declined | Elicitation::Cancelled => "The user did not choose.".into(),
         },

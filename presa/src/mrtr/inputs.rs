@@ -397,6 +397,33 @@ pub(crate) fn check_form_schema(schema: &Value) -> Result<(), String> {
     Ok(())
 }
 
+/// Whether `alternatives` is a list of titled string constants, `{"const": "..", "title": ..}`.
+fn titled_constants(alternatives: &Value) -> bool {
+    alternatives.as_array().is_some_and(|a| {
+        !a.is_empty()
+            && a.iter()
+                .all(|b| b.get("const").is_some_and(Value::is_string))
+    })
+}
+
+/// Puts a titled enum field in the shapes the schema names. A single choice is
+/// `{"type": "string", "oneOf": [{"const", "title"}..]}`: the type sits beside the
+/// alternatives (schemars puts it in each). A multi-select is an array whose `items` are
+/// an `anyOf` of the alternatives (schemars writes `oneOf`; for distinct constants the
+/// two accept the same values).
+fn titled_enum_shape(field: &mut serde_json::Map<String, Value>) {
+    if field.get("oneOf").is_some_and(titled_constants) {
+        field.insert("type".into(), Value::String("string".into()));
+    }
+    if let Some(Value::Object(items)) = field.get_mut("items")
+        && items.get("oneOf").is_some_and(titled_constants)
+        && let Some(alternatives) = items.remove("oneOf")
+    {
+        items.remove("type");
+        items.insert("anyOf".into(), alternatives);
+    }
+}
+
 /// The requested schema for a form type: flat, inlined, without `$schema` or `title`.
 pub(crate) fn form_schema<T: JsonSchema>() -> Result<Value, String> {
     let mut settings = schemars::generate::SchemaSettings::draft2020_12();
@@ -423,6 +450,7 @@ pub(crate) fn form_schema<T: JsonSchema>() -> Result<Value, String> {
                             p.insert("type".into(), non_null[0].clone());
                         }
                     }
+                    titled_enum_shape(p);
                 }
             }
         }

@@ -20,7 +20,7 @@ use presa::{
 };
 use presa_tests::http::Harness;
 use presa_tests::request;
-use presa_tests::schema::{check_exchange, check_response};
+use presa_tests::schema::{Schema, assert_valid_in, check_exchange, check_response};
 use presa_tests::stdio::Session;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -258,6 +258,36 @@ struct Profile {
     newsletter: bool,
 }
 
+/// A choice without titles: an `enum` of strings.
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+#[serde(rename_all = "lowercase")]
+enum Size {
+    Small,
+    Large,
+}
+
+/// A choice with a title per value: a `oneOf` of `const` and `title`.
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+#[serde(rename_all = "lowercase")]
+enum Flavour {
+    #[schemars(title = "Vanilla")]
+    Vanilla,
+    #[schemars(title = "Dark chocolate")]
+    Chocolate,
+}
+
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+struct Order {
+    /// One size.
+    size: Size,
+    /// One flavour.
+    flavour: Flavour,
+    /// Any sizes.
+    sizes: Vec<Size>,
+    /// Any flavours.
+    flavours: Vec<Flavour>,
+}
+
 #[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 struct Context {
     /// Some context.
@@ -451,6 +481,25 @@ fn tools(b: ServerBuilder, probe: &Arc<Probe>, gate: &Arc<Gate>) -> ServerBuilde
                 )),
                 Elicitation::Declined => ok("declined"),
                 Elicitation::Cancelled => ok("cancelled"),
+            }
+        }))
+        .tool(probed("order", probe, |_, call| async move {
+            match call.ctx.elicit::<Order>("order", "Your order").get()? {
+                Elicitation::Accepted(o) => {
+                    let size = match o.size {
+                        Size::Small => "small",
+                        Size::Large => "large",
+                    };
+                    let flavour = match o.flavour {
+                        Flavour::Vanilla => "vanilla",
+                        Flavour::Chocolate => "chocolate",
+                    };
+                    let (sizes, flavours) = (o.sizes.len(), o.flavours.len());
+                    ok(format!(
+                        "{size} {flavour}, then {sizes} sizes and {flavours} flavours"
+                    ))
+                }
+                _ => ok("no order"),
             }
         }))
         .tool(probed("url_consent", probe, |_, call| async move {
@@ -1067,6 +1116,79 @@ async fn an_elicitation_answer_not_matching_the_requested_schema_is_invalid_para
             )
             .await;
         assert_eq!(got.text(), "Cy is 30 (newsletter: false)", "{kind:?}");
+    }
+}
+
+/// Enum fields take the shapes the schema names (`EnumSchema` in 2026-07-28 and
+/// 2025-11-25): a titled single choice is `{"type": "string", "oneOf": [{const, title}]}`
+/// and a titled multi-select's items are an `anyOf`; the answers are read back into the
+/// enums.
+#[tokio::test]
+async fn enum_fields_take_the_schema_shapes() {
+    for kind in KINDS {
+        let mut w = fresh(kind).await;
+        let params = call_params("order", json!({}), form_caps());
+        let round = input_required(&w.call(1, "tools/call", params.clone()).await);
+        let asked = &round.requests["order"]["params"];
+        let props = &asked["requestedSchema"]["properties"];
+        assert_eq!(
+            props["size"]["enum"],
+            json!(["small", "large"]),
+            "{kind:?}: {props}"
+        );
+        assert_eq!(props["size"]["type"], "string", "{kind:?}: {props}");
+        assert_eq!(props["flavour"]["type"], "string", "{kind:?}: {props}");
+        assert_eq!(
+            props["flavour"]["oneOf"][1]["const"], "chocolate",
+            "{kind:?}: {props}"
+        );
+        assert_eq!(
+            props["flavour"]["oneOf"][1]["title"], "Dark chocolate",
+            "{kind:?}: {props}"
+        );
+        assert_eq!(
+            props["sizes"]["items"]["type"], "string",
+            "{kind:?}: {props}"
+        );
+        assert_eq!(props["flavours"]["type"], "array", "{kind:?}: {props}");
+        let items = &props["flavours"]["items"];
+        assert!(items.get("oneOf").is_none(), "{kind:?}: {items}");
+        assert_eq!(items["anyOf"][0]["const"], "vanilla", "{kind:?}: {items}");
+        for (field, def) in [
+            ("size", "UntitledSingleSelectEnumSchema"),
+            ("flavour", "TitledSingleSelectEnumSchema"),
+            ("sizes", "UntitledMultiSelectEnumSchema"),
+            ("flavours", "TitledMultiSelectEnumSchema"),
+        ] {
+            for schema in [Schema::Core, Schema::Nov2025] {
+                assert_valid_in(schema, def, &props[field]);
+            }
+        }
+        assert_valid_in(Schema::Nov2025, "ElicitRequestFormParams", asked);
+        let content = json!({
+            "size": "large", "flavour": "chocolate",
+            "sizes": ["small"], "flavours": ["vanilla", "chocolate"]
+        });
+        let got = w
+            .answer(
+                2,
+                "tools/call",
+                &params,
+                json!({"order": accept(content)}),
+                &round,
+            )
+            .await;
+        assert_eq!(
+            got.text(),
+            "large chocolate, then 1 sizes and 2 flavours",
+            "{kind:?}"
+        );
+        let wrong =
+            json!({"size": "large", "flavour": "chocolate", "sizes": [], "flavours": ["mint"]});
+        let retried = retry(&params, json!({"order": accept(wrong)}), Some(&round.state));
+        w.call_unchecked(3, "tools/call", retried)
+            .await
+            .error(-32602, 400);
     }
 }
 
