@@ -1,7 +1,7 @@
 // Summarises one conformance run and compares it with the committed baseline.
 //
-//   node report.mjs --results DIR --baseline FILE [--update-baseline] [--only SCENARIO]
-//                   [--lane-error TEXT]...
+//   node report.mjs --results DIR --baseline FILE [--lane NAME] [--update-baseline]
+//                   [--only SCENARIO] [--lane-error TEXT]...
 //
 // DIR holds the runner's output: server-<scenario>-<timestamp>/checks.json, one JSON array
 // of checks per scenario. A scenario passes only when none of its checks is FAILURE,
@@ -15,7 +15,9 @@
 // A scenario the runner threw in (it leaves an empty folder) is counted as one FAILURE
 // check named `runner-crashed`, so it shows up and can be baselined like any other check.
 //
-// The last line printed is always `conformance: N of M scenarios pass whole (lane OK|FAILED)`.
+// The last line printed is always
+// `conformance <lane>: N of M scenarios pass whole (lane OK|FAILED)`, where <lane> is the
+// --lane name (the protocol revision the lane runs) or the baseline's `requirements`.
 import fs from "node:fs";
 import path from "node:path";
 
@@ -30,6 +32,7 @@ for (let i = 2; i < process.argv.length; i++) {
   if (a === "--results") opts.results = process.argv[++i];
   else if (a === "--baseline") opts.baseline = process.argv[++i];
   else if (a === "--only") opts.only = process.argv[++i];
+  else if (a === "--lane") opts.lane = process.argv[++i];
   else if (a === "--lane-error") opts.laneErrors.push(process.argv[++i]);
   else if (a === "--update-baseline") opts.update = true;
   else {
@@ -178,7 +181,7 @@ const newScenarios = haveBaseline && !opts.only
 const width = Math.max(30, ...rows.map((r) => r.scenario.length), ...missingScenarios.map((s) => s.length)) + 2;
 const cols = ["SUCCESS", "FAILURE", "WARNING", "SKIPPED", "INFO"];
 const head = "scenario".padEnd(width) + cols.map((c) => c.padStart(8)).join("") + "  result";
-console.log(`\nconformance results: ${rel(opts.results)}\n`);
+console.log(`\nconformance results${opts.lane ? ` (lane ${opts.lane})` : ""}: ${rel(opts.results)}\n`);
 console.log(bold(head));
 for (const r of rows) {
   const nums = cols.map((c) => String(r.counts[c]).padStart(8)).join("");
@@ -253,7 +256,7 @@ if (opts.update) {
       comment:
         "Checks of the official conformance runner that are expected not to be SUCCESS/INFO, with why. " +
         "Maintained by conformance/run --update-baseline; replace every 'TODO reason'.",
-      requirements: baseline.requirements ?? "2026-07-28",
+      requirements: opts.lane ?? baseline.requirements ?? "2026-07-28",
       scenarios,
       checks,
     };
@@ -270,8 +273,9 @@ if (opts.update) {
   if (matched.length > 0) console.log(`\n${matched.length} non-passing checks match the baseline.`);
 }
 
-console.log(`\nlane: ${laneFailed ? red("FAILED") : green("OK")}`);
+const laneName = opts.lane ?? baseline.requirements ?? "2026-07-28";
+console.log(`\nlane ${laneName}: ${laneFailed ? red("FAILED") : green("OK")}`);
 // Worded so that CI, which reads a trailing 'N passed, N failed' line as the test
 // count, does not mistake baselined scenarios for failed tests: the lane's verdict is above.
-console.log(`conformance: ${passed} of ${passed + failed} scenarios pass whole (lane ${laneFailed ? "FAILED" : "OK"})`);
+console.log(`conformance ${laneName}: ${passed} of ${passed + failed} scenarios pass whole (lane ${laneFailed ? "FAILED" : "OK"})`);
 process.exit(laneFailed ? 1 : 0);
