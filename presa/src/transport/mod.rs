@@ -7,6 +7,5 @@
 //! drain with a deadline.
 
 pub mod http;
-#[expect(dead_code, reason = "the transports' shutdown uses it next")]
 mod shutdown;
 pub mod stdio;

@@ -12,9 +12,11 @@
 //! 2026-07-28, as is one whose `MCP-Protocol-Version` header names 2026-07-28), GET opens
 //! a session's event stream and DELETE ends a session.
 
+mod budget;
 mod cap;
 mod legacy;
 mod queue;
+mod serve;
 
 use crate::context::Outbound;
 use crate::error::Error;
@@ -27,15 +29,14 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
+use budget::Charge;
 use cap::{Cap, Places, Slot};
 use futures_util::stream;
 use queue::{Notifications, Receive};
 use std::future::Future;
-use std::io;
 use std::sync::Arc;
 use std::task::Poll;
 use std::time::Duration;
-use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio_util::sync::CancellationToken;
 
 /// Settings of the Streamable HTTP transport.
@@ -61,8 +62,8 @@ pub struct HttpConfig {
     /// Most other requests served at once (default 1024); past it, 503 with a JSON-RPC
     /// error, so a flood meets a clear refusal instead of unbounded work. The same number
     /// bounds the POST bodies being read at once (past it, 503 before the body is read,
-    /// so without an id), so memory for bodies stays within `max_in_flight` ×
-    /// `max_body_bytes`. `usize::MAX`: no bound.
+    /// so without an id); the bytes they take are bounded by `memory_budget`.
+    /// `usize::MAX`: no bound.
     pub max_in_flight: usize,
     /// How often an idle subscription stream sends a keepalive comment (default 15 s).
     pub keepalive: Duration,
@@ -90,12 +91,34 @@ pub struct HttpConfig {
     /// 256), over all its streams; the oldest go first. An event on its way to a client
     /// that is not connected waits here too.
     pub session_events: usize,
-    /// Most bytes of events a legacy session holds (default 1 MiB); the oldest go first,
+    /// Most bytes of events a legacy session holds (default 256 KiB); the oldest go first,
     /// but the newest event is always held, whatever its size.
     pub session_event_bytes: usize,
     /// The reconnection delay an event stream of a legacy session names (`retry:`) before
     /// the server closes its connection early for the client to poll (default 1 s).
     pub sse_retry: Duration,
+    /// Most connections open at once (default 4,096). Past it `serve_http_on` accepts
+    /// nothing until one closes: new connections wait in the kernel's backlog.
+    pub max_connections: usize,
+    /// Longest wait for a request's headers, from its first byte (from the connection's
+    /// acceptance for its first request), default 10 s; past it the connection closes.
+    pub header_read_timeout: Duration,
+    /// Longest wait between a response and the next request on a kept-alive connection
+    /// (default 60 s); past it the connection closes.
+    pub idle_timeout: Duration,
+    /// Longest a write to a client may make no progress (default 30 s): a client that
+    /// stopped reading its responses or its stream loses its connection.
+    pub write_timeout: Duration,
+    /// Bytes of request bodies being read and decoded requests being served, together
+    /// (default 256 MiB); past it, 503 with -32603 and `data.retryable`. See
+    /// [`HttpConfig::memory_budget`].
+    pub memory_budget: usize,
+    /// Whether `serve_http` and `serve_http_on` stop on SIGINT and SIGTERM (default
+    /// true). Off, only the shutdown future passed to `serve_http_on` stops them.
+    pub stop_on_signals: bool,
+    /// How long requests in flight get to finish once serving stops (default 10 s);
+    /// what still runs then is dropped, which cancels its handler.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for HttpConfig {
@@ -114,8 +137,15 @@ impl Default for HttpConfig {
             max_sessions: 1000,
             session_idle: Duration::from_secs(30 * 60),
             session_events: 256,
-            session_event_bytes: 1024 * 1024,
+            session_event_bytes: 256 * 1024,
             sse_retry: Duration::from_secs(1),
+            max_connections: 4096,
+            header_read_timeout: Duration::from_secs(10),
+            idle_timeout: Duration::from_secs(60),
+            write_timeout: Duration::from_secs(30),
+            memory_budget: 256 * 1024 * 1024,
+            stop_on_signals: true,
+            shutdown_grace: crate::transport::shutdown::DEFAULT_DRAIN,
         }
     }
 }
@@ -203,6 +233,54 @@ impl HttpConfig {
         self
     }
 
+    /// Sets the most connections open at once (at least 1; `usize::MAX`: as many as the
+    /// process may open).
+    pub fn max_connections(mut self, n: usize) -> Self {
+        self.max_connections = n.max(1);
+        self
+    }
+
+    /// Sets the longest wait for a request's headers.
+    pub fn header_read_timeout(mut self, wait: Duration) -> Self {
+        self.header_read_timeout = wait;
+        self
+    }
+
+    /// Sets the longest idle wait between requests on a kept-alive connection.
+    pub fn idle_timeout(mut self, wait: Duration) -> Self {
+        self.idle_timeout = wait;
+        self
+    }
+
+    /// Sets the longest a write to a client may make no progress.
+    pub fn write_timeout(mut self, wait: Duration) -> Self {
+        self.write_timeout = wait;
+        self
+    }
+
+    /// Sets the memory budget, in bytes, for request bodies being read and decoded
+    /// requests being served. A body is charged its `Content-Length` before it is read
+    /// (`max_body_bytes` when it has none); once decoded, its bytes plus 80 for every
+    /// JSON value it can hold (an upper bound of what the decoded tree takes), until
+    /// its reply or stream is done. A request that does not fit gets 503 with -32603
+    /// and `data.retryable`; nothing of it is kept.
+    pub fn memory_budget(mut self, bytes: usize) -> Self {
+        self.memory_budget = bytes;
+        self
+    }
+
+    /// Sets whether SIGINT and SIGTERM stop serving (on by default).
+    pub fn stop_on_signals(mut self, on: bool) -> Self {
+        self.stop_on_signals = on;
+        self
+    }
+
+    /// Sets how long requests in flight get to finish once serving stops.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
     /// Turns on the Host allow-list.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
@@ -223,6 +301,8 @@ struct Shared {
     requests: Cap,
     /// Bodies being read and decoded.
     reading: Cap,
+    /// Bytes of bodies being read and of decoded requests being served.
+    budget: budget::Budget,
     /// The legacy sessions.
     sessions: Arc<legacy::Sessions>,
     /// Cancelled when `serve_http_on` begins to shut down (never, for a router mounted
@@ -252,6 +332,7 @@ impl Server {
             streams: Cap::new(config.max_streams),
             requests: Cap::new(config.max_in_flight),
             reading: Cap::new(config.max_in_flight),
+            budget: budget::Budget::new(config.memory_budget),
             sessions: legacy::Sessions::new(&config),
             config,
             closing,
@@ -271,43 +352,6 @@ impl Server {
     /// The router with the default settings (`/mcp`).
     pub fn into_router(self) -> Router {
         self.router(HttpConfig::default())
-    }
-
-    /// Serves over Streamable HTTP on `addr` with the default settings, until the
-    /// process is stopped.
-    pub async fn serve_http(&self, addr: impl ToSocketAddrs) -> io::Result<()> {
-        let listener = TcpListener::bind(addr).await?;
-        self.serve_http_on(listener, HttpConfig::default(), std::future::pending())
-            .await
-    }
-
-    /// Serves over Streamable HTTP on a bound listener until `shutdown` completes.
-    /// Accepted sockets get `TCP_NODELAY`.
-    pub async fn serve_http_on(
-        &self,
-        listener: TcpListener,
-        config: HttpConfig,
-        shutdown: impl Future<Output = ()> + Send + 'static,
-    ) -> io::Result<()> {
-        use axum::serve::ListenerExt;
-        let listener = listener.tap_io(|tcp| {
-            if let Err(e) = tcp.set_nodelay(true) {
-                tracing::warn!("could not set TCP_NODELAY: {e}");
-            }
-        });
-        let server = self.clone();
-        let closing = CancellationToken::new();
-        let router = self.router_closing(config, closing.clone());
-        let shutdown = async move {
-            shutdown.await;
-            // End subscription streams gracefully, so open connections can finish; a
-            // listen still arriving on an open connection ends too (see `route`).
-            closing.cancel();
-            server.close_streams();
-        };
-        axum::serve(listener, router)
-            .with_graceful_shutdown(shutdown)
-            .await
     }
 }
 
@@ -404,6 +448,16 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
         return json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(None, &error));
     };
     let config = &endpoint.config;
+    // The body is charged to the memory budget before it is read: its declared length,
+    // or the most it may be.
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok());
+    let reserve = declared.map_or(config.max_body_bytes, |n| n.min(config.max_body_bytes));
+    let Some(mut charge) = Charge::try_take(&endpoint, reserve) else {
+        return over_budget(None);
+    };
     // A body that has arrived whole by the first poll (the common case) is read without
     // arming the timer: the clock is read and a timer made only for one still arriving.
     let mut read = std::pin::pin!(axum::body::to_bytes(body, config.max_body_bytes));
@@ -441,13 +495,31 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
         }
     };
     let decoded = jsonrpc::decode_lifting(&bytes);
+    // From here the charge stands for the decoded request, until its reply is done.
+    if !charge.resize(budget::decoded_cost(&bytes)) {
+        let id = match &decoded {
+            Ok(Inbound::Request(request)) => Some(request.id.to_value()),
+            _ => None,
+        };
+        return over_budget(id.as_ref());
+    }
     drop(bytes);
     drop(reading);
-    match route(&endpoint, decoded, headers) {
+    match route(&endpoint, decoded, headers, charge) {
         Routed::Done(response) => response,
         Routed::Serve(serving) => respond(serving).await,
         Routed::Legacy(answer) => answer.await,
     }
+}
+
+/// The 503 of a request the memory budget cannot hold.
+fn over_budget(id: Option<&serde_json::Value>) -> Response {
+    let error = Error::new(
+        crate::error::code::INTERNAL_ERROR,
+        "Too much request data in memory; try again later",
+    )
+    .with_data(serde_json::json!({"retryable": true}));
+    json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(id, &error))
 }
 
 /// Whether reading a body failed because it was longer than `max_body_bytes`.
@@ -481,6 +553,7 @@ fn route(
     endpoint: &Endpoint,
     decoded: Result<Inbound, jsonrpc::Rejection>,
     headers: HeaderMap,
+    charge: Charge,
 ) -> Routed {
     let server = &endpoint.server;
     let request = match decoded {
@@ -523,14 +596,14 @@ fn route(
                 && endpoint.serves_legacy()
                 && !legacy::modern_header(&headers) =>
         {
-            return legacy::request(endpoint, request, headers);
+            return legacy::request(endpoint, request, headers, charge);
         }
         Ok(Inbound::Request(request)) => request,
     };
     // Subscription streams and other requests are capped separately; each holds a slot
     // until its response (or stream) is done.
     let listen = request.method == "subscriptions/listen";
-    let Some(slot) = Slot::try_take(endpoint, listen) else {
+    let Some(mut slot) = Slot::try_take(endpoint, listen) else {
         let busy = if listen {
             "Too many open subscription streams; try again later"
         } else {
@@ -542,6 +615,7 @@ fn route(
             encode_error(Some(&request.id.to_value()), &error),
         ));
     };
+    slot.keep(charge);
     let keepalive = listen.then_some(endpoint.config.keepalive);
     let (outbound, rx) = queue::channel();
     let exchange = Exchange {

@@ -22,6 +22,7 @@ pub(super) use fast::Cap;
 pub(super) use reference::Cap;
 
 use super::Endpoint;
+use super::budget::Charge;
 
 /// A bound on how many of something are served at once: the interface both forms
 /// implement (each also has `Cap::new(max)`, `usize::MAX` meaning no bound).
@@ -55,6 +56,8 @@ impl<C: Places> Drop for Held<'_, C> {
 pub(super) struct Slot {
     endpoint: Endpoint,
     listen: bool,
+    /// The request's charge against the memory budget, given back with the slot.
+    charge: Option<Charge>,
 }
 
 impl Slot {
@@ -62,7 +65,13 @@ impl Slot {
         Slot::cap_of(endpoint, listen).try_take().then(|| Slot {
             endpoint: endpoint.clone(),
             listen,
+            charge: None,
         })
+    }
+
+    /// Holds the request's charge against the memory budget for as long as the slot.
+    pub(super) fn keep(&mut self, charge: Charge) {
+        self.charge = Some(charge);
     }
 
     fn cap_of(endpoint: &Endpoint, listen: bool) -> &Cap {

@@ -41,6 +41,7 @@ mod table;
 
 pub(super) use table::Sessions;
 
+use super::budget::Charge;
 use super::cap::Slot;
 use super::{
     Endpoint, Routed, Serving, check_origin, concluded, host_verdict, json_response, post_only,
@@ -130,22 +131,27 @@ fn find(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Live>, Response>
 }
 
 /// A legacy request (see the module doc).
-pub(super) fn request(endpoint: &Endpoint, request: Request, headers: HeaderMap) -> Routed {
+pub(super) fn request(
+    endpoint: &Endpoint,
+    request: Request,
+    headers: HeaderMap,
+    charge: Charge,
+) -> Routed {
     let version = match version_header(&headers) {
         Ok(version) => version,
         Err(refused) => return Routed::Done(refused),
     };
     if !endpoint.config.legacy_sessions {
-        return stateless(endpoint, request, headers, version);
+        return stateless(endpoint, request, headers, version, charge);
     }
     if request.method == "initialize" {
-        return initialize(endpoint, request, headers);
+        return initialize(endpoint, request, headers, charge);
     }
     let live = match find(endpoint, &headers) {
         Ok(live) => live,
         Err(refused) => return Routed::Done(refused),
     };
-    match serve(endpoint, &live, request, headers) {
+    match serve(endpoint, &live, request, headers, charge) {
         Ok(answer) => Routed::Legacy(answer),
         Err(refused) => Routed::Done(refused),
     }
@@ -153,7 +159,7 @@ pub(super) fn request(endpoint: &Endpoint, request: Request, headers: HeaderMap)
 
 /// `initialize`: a new session, in the table from the start (so the cap holds), kept and
 /// named in `Mcp-Session-Id` when the handshake succeeds.
-fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap) -> Routed {
+fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap, charge: Charge) -> Routed {
     let id = request.id.to_value();
     let refuse = |status: StatusCode, error: Error| {
         Routed::Done(json_response(status, encode_error(Some(&id), &error)))
@@ -188,7 +194,7 @@ fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap) -> Rout
             ),
         );
     }
-    let answer = match serve(endpoint, &live, request, headers) {
+    let answer = match serve(endpoint, &live, request, headers, charge) {
         Ok(answer) => answer,
         Err(refused) => {
             forget(endpoint, &live);
@@ -224,10 +230,12 @@ fn serve(
     live: &Arc<Live>,
     request: Request,
     headers: HeaderMap,
+    charge: Charge,
 ) -> Result<Answer, Response> {
-    let Some(slot) = Slot::try_take(endpoint, false) else {
+    let Some(mut slot) = Slot::try_take(endpoint, false) else {
         return Err(busy(&request.id));
     };
+    slot.keep(charge);
     let id = request.id.clone();
     let (outbound, start) = PostOutbound::new(Arc::clone(live));
     let session = Arc::clone(&live.session);
@@ -413,11 +421,13 @@ fn stateless(
     request: Request,
     headers: HeaderMap,
     version: Option<&'static str>,
+    charge: Charge,
 ) -> Routed {
     let core = &endpoint.server.core;
-    let Some(slot) = Slot::try_take(endpoint, false) else {
+    let Some(mut slot) = Slot::try_take(endpoint, false) else {
         return Routed::Done(busy(&request.id));
     };
+    slot.keep(charge);
     let session = Session::new(None, &core.sessions);
     if request.method != "initialize" {
         // What `initialize` declared is gone: no capabilities, the version the header
