@@ -153,6 +153,17 @@ impl Harness {
 }
 
 impl Http {
+    /// A client of a server some other way started at `url` (`http://host:port/path`).
+    pub fn at(url: &str) -> Http {
+        let rest = url.trim_start_matches("http://");
+        let authority = rest.split('/').next().unwrap_or(rest);
+        Http {
+            url: url.to_owned(),
+            base: format!("http://{authority}"),
+            client: reqwest::Client::new(),
+        }
+    }
+
     /// The HTTP client underneath, for the legacy harness's own requests.
     pub(crate) fn client(&self) -> &reqwest::Client {
         &self.client

@@ -1,7 +1,7 @@
 //! The cap on requests served at once over HTTP: past it, a clear 503 with a JSON-RPC
 //! error echoing the id, and the slot frees when the request ends.
 
-use crate::http_util::builder;
+use crate::http_util::{builder, raw_answer, raw_post_unchecked};
 use presa::{HttpConfig, Tool, ToolCall};
 use presa_tests::http::Harness;
 use presa_tests::request;
@@ -61,23 +61,6 @@ async fn requests_past_max_in_flight_get_503() {
     assert_eq!(again.status, 200, "{}", again.body);
 }
 
-/// A connection to the harness on which a POST to `/mcp` was sent, its head up to the
-/// body's framing headers, then `rest` (those headers, the blank line and what of the
-/// body the test sends): bytes written by hand, unchecked.
-async fn raw_post_unchecked(h: &Harness, rest: &str) -> tokio::net::TcpStream {
-    use tokio::io::AsyncWriteExt;
-    let addr = h.base.trim_start_matches("http://");
-    let mut stream = tokio::net::TcpStream::connect(addr)
-        .await
-        .expect("connects");
-    let head = format!(
-        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
-         Accept: application/json, text/event-stream\r\n{rest}"
-    );
-    stream.write_all(head.as_bytes()).await.expect("writes");
-    stream
-}
-
 /// A connection that has sent a POST's head and the first 10 of its 1,000 body bytes,
 /// and sends no more.
 async fn slow_post_unchecked(h: &Harness) -> tokio::net::TcpStream {
@@ -98,39 +81,6 @@ async fn call_quick_when_free(h: &Harness, id: i64) {
         }
         deadline.tick(&r.body).await;
     }
-}
-
-/// Reads one whole HTTP answer from `stream` (its head, then as many bytes as its
-/// Content-Length says), asserts its status, and returns its body as JSON.
-async fn raw_answer(stream: &mut tokio::net::TcpStream, status: &str) -> serde_json::Value {
-    use tokio::io::AsyncReadExt;
-    let mut reply = Vec::new();
-    let mut buf = [0u8; 4096];
-    let whole = |reply: &[u8]| {
-        let text = String::from_utf8_lossy(reply);
-        let end = text.find("\r\n\r\n")? + 4;
-        let length = text[..end].lines().find_map(|l| {
-            let (name, value) = l.split_once(':')?;
-            name.eq_ignore_ascii_case("content-length")
-                .then(|| value.trim().parse::<usize>().ok())?
-        })?;
-        (reply.len() >= end + length).then_some(end)
-    };
-    let end = loop {
-        if let Some(end) = whole(&reply) {
-            break end;
-        }
-        let n = presa_tests::wait::within("an answer", stream.read(&mut buf))
-            .await
-            .expect("reads");
-        assert!(n > 0, "the connection closed without a whole answer");
-        reply.extend_from_slice(&buf[..n]);
-    };
-    let reply = String::from_utf8_lossy(&reply);
-    assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
-    let message = serde_json::from_str(reply[end..].trim()).expect("JSON");
-    presa_tests::schema::check_server_message("", &message);
-    message
 }
 
 /// Bodies being read count against the same cap: while one POST's body is still

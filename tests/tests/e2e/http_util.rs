@@ -85,3 +85,56 @@ pub(crate) fn first_text(result: &Value) -> &str {
         .as_str()
         .unwrap_or_else(|| panic!("no text content in {result}"))
 }
+
+/// A connection to the harness on which a POST to `/mcp` was sent, its head up to the
+/// body's framing headers, then `rest` (those headers, the blank line and what of the
+/// body the test sends): bytes written by hand, unchecked.
+pub(crate) async fn raw_post_unchecked(h: &Harness, rest: &str) -> tokio::net::TcpStream {
+    use tokio::io::AsyncWriteExt;
+    let addr = h.base.trim_start_matches("http://");
+    let mut stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .expect("connects");
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         Accept: application/json, text/event-stream\r\n{rest}"
+    );
+    stream.write_all(head.as_bytes()).await.expect("writes");
+    stream
+}
+
+/// Reads one whole HTTP answer from `stream` (its head, then as many bytes as its
+/// Content-Length says), asserts its status, and returns its body as JSON.
+pub(crate) async fn raw_answer(
+    stream: &mut tokio::net::TcpStream,
+    status: &str,
+) -> serde_json::Value {
+    use tokio::io::AsyncReadExt;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 4096];
+    let whole = |reply: &[u8]| {
+        let text = String::from_utf8_lossy(reply);
+        let end = text.find("\r\n\r\n")? + 4;
+        let length = text[..end].lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })?;
+        (reply.len() >= end + length).then_some(end)
+    };
+    let end = loop {
+        if let Some(end) = whole(&reply) {
+            break end;
+        }
+        let n = presa_tests::wait::within("an answer", stream.read(&mut buf))
+            .await
+            .expect("reads");
+        assert!(n > 0, "the connection closed without a whole answer");
+        reply.extend_from_slice(&buf[..n]);
+    };
+    let reply = String::from_utf8_lossy(&reply);
+    assert!(reply.starts_with(&format!("HTTP/1.1 {status}")), "{reply}");
+    let message = serde_json::from_str(reply[end..].trim()).expect("JSON");
+    presa_tests::schema::check_server_message("", &message);
+    message
+}

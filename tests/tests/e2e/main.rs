@@ -7,10 +7,12 @@
 
 mod http;
 mod http_admission;
+mod http_connections;
 mod http_envelope;
 mod http_headers;
 mod http_limits;
 mod http_methods;
+mod http_shutdown;
 mod http_streaming;
 mod http_util;
 mod legacy_http;
