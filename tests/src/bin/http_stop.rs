@@ -1,6 +1,7 @@
 //! A server over Streamable HTTP that only a signal stops: `serve_http_on` with presa's
 //! own SIGINT and SIGTERM handling, for the shutdown tests to signal as a supervisor
-//! would. Its tools: `slow` answers after 1 s (noting on stderr when it begins), `forever` never answers (it notes on
+//! would. Its tools: `slow` takes any arguments and answers after 1 s (noting on stderr
+//! when it begins), `forever` never answers (it notes on
 //! stderr when it is cancelled). Arguments: `--grace MS` (the drain deadline) and
 //! `--no-signals` (`stop_on_signals(false)`). Prints `{"url": "http://127.0.0.1:<port>/mcp"}`
 //! on stdout once listening, and `serving ended` on stderr when `serve_http_on` returns.
@@ -23,6 +24,7 @@ fn server() -> Result<Server, presa::BuildError> {
         .tool(
             Tool::new("slow")
                 .description("Answers after a second")
+                .input_schema(serde_json::json!({"type": "object"}))
                 .handler(|_: ToolCall| async {
                     eprintln!("slow began");
                     tokio::time::sleep(Duration::from_secs(1)).await;

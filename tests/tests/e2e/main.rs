@@ -11,6 +11,7 @@ mod http_connections;
 mod http_envelope;
 mod http_headers;
 mod http_limits;
+mod http_memory;
 mod http_methods;
 mod http_shutdown;
 mod http_streaming;

@@ -110,7 +110,7 @@ pub struct HttpConfig {
     /// stopped reading its responses or its stream loses its connection.
     pub write_timeout: Duration,
     /// Bytes of request bodies being read and decoded requests being served, together
-    /// (default 256 MiB); past it, 503 with -32603 and `data.retryable`. See
+    /// (default 128 MiB); past it, 503 with -32603 and `data.retryable`. See
     /// [`HttpConfig::memory_budget`].
     pub memory_budget: usize,
     /// Whether `serve_http` and `serve_http_on` stop on SIGINT and SIGTERM (default
@@ -143,7 +143,7 @@ impl Default for HttpConfig {
             header_read_timeout: Duration::from_secs(10),
             idle_timeout: Duration::from_secs(60),
             write_timeout: Duration::from_secs(30),
-            memory_budget: 256 * 1024 * 1024,
+            memory_budget: 128 * 1024 * 1024,
             stop_on_signals: true,
             shutdown_grace: crate::transport::shutdown::DEFAULT_DRAIN,
         }
@@ -460,7 +460,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     };
     // A body that has arrived whole by the first poll (the common case) is read without
     // arming the timer: the clock is read and a timer made only for one still arriving.
-    let mut read = std::pin::pin!(axum::body::to_bytes(body, config.max_body_bytes));
+    let mut read = std::pin::pin!(read_body(body, config.max_body_bytes, declared));
     let first = std::future::poll_fn(|cx| Poll::Ready(read.as_mut().poll(cx))).await;
     let read = match first {
         Poll::Ready(read) => Ok(read),
@@ -468,7 +468,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     };
     let bytes: Bytes = match read {
         Ok(Ok(b)) => b,
-        Ok(Err(error)) if over_limit(&error) => {
+        Ok(Err(Unread::TooLarge)) => {
             return transport_error(
                 StatusCode::PAYLOAD_TOO_LARGE,
                 Error::invalid_request(format!(
@@ -478,7 +478,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
             );
         }
         // The body broke off or was framed wrongly (a bad chunk): nothing to decode.
-        Ok(Err(_)) => {
+        Ok(Err(Unread::Broken)) => {
             return transport_error(
                 StatusCode::BAD_REQUEST,
                 Error::invalid_request("Invalid Request: the body could not be read"),
@@ -494,15 +494,14 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
             );
         }
     };
-    let decoded = jsonrpc::decode_lifting(&bytes);
-    // From here the charge stands for the decoded request, until its reply is done.
-    if !charge.resize(budget::decoded_cost(&bytes)) {
-        let id = match &decoded {
-            Ok(Inbound::Request(request)) => Some(request.id.to_value()),
-            _ => None,
-        };
-        return over_budget(id.as_ref());
+    // While it is decoded, the body and what it decodes to are both in memory; then the
+    // charge stands for the decoded request alone, until its reply is done.
+    let cost = budget::decoded_cost(&bytes);
+    if !charge.resize(bytes.len().saturating_add(cost)) {
+        return over_budget(None);
     }
+    let decoded = jsonrpc::decode_lifting(&bytes);
+    charge.resize(cost);
     drop(bytes);
     drop(reading);
     match route(&endpoint, decoded, headers, charge) {
@@ -522,10 +521,44 @@ fn over_budget(id: Option<&serde_json::Value>) -> Response {
     json_response(StatusCode::SERVICE_UNAVAILABLE, encode_error(id, &error))
 }
 
-/// Whether reading a body failed because it was longer than `max_body_bytes`.
-fn over_limit(error: &axum::Error) -> bool {
-    std::error::Error::source(error)
-        .is_some_and(|source| source.is::<http_body_util::LengthLimitError>())
+/// Why a body could not be read.
+enum Unread {
+    /// It is longer than `max_body_bytes`.
+    TooLarge,
+    /// It broke off or was framed wrongly.
+    Broken,
+}
+
+/// Reads a body whole, up to `limit` bytes. A body that comes in one piece (most do) is
+/// kept as it came; one in several is gathered into one buffer sized by its declared
+/// length, each piece freed once copied, so a body takes its length in memory once,
+/// not once in pieces and again gathered.
+async fn read_body(body: Body, limit: usize, declared: Option<usize>) -> Result<Bytes, Unread> {
+    use http_body_util::BodyExt;
+    let mut body = body;
+    let mut first: Option<Bytes> = None;
+    let mut gathered: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let Ok(data) = frame.map_err(|_| Unread::Broken)?.into_data() else {
+            // Trailers carry nothing a request needs.
+            continue;
+        };
+        let held = first.as_ref().map_or(gathered.len(), Bytes::len);
+        if held.saturating_add(data.len()) > limit {
+            return Err(Unread::TooLarge);
+        }
+        if first.is_none() && gathered.is_empty() {
+            first = Some(data);
+            continue;
+        }
+        if let Some(piece) = first.take() {
+            let size = declared.unwrap_or(0).min(limit);
+            gathered.reserve_exact(size.max(piece.len() + data.len()));
+            gathered.extend_from_slice(&piece);
+        }
+        gathered.extend_from_slice(&data);
+    }
+    Ok(first.unwrap_or_else(|| Bytes::from(gathered)))
 }
 
 /// What a decoded POST becomes: an answer already, or a request to serve.
