@@ -37,7 +37,7 @@ struct Who {
 }
 
 /// A tool that asks the user's name (elicitation), then greets them.
-fn greet_tool() -> Tool {
+pub(crate) fn greet_tool() -> Tool {
     Tool::new("greet")
         .description("Asks the user's name, then greets them")
         .handler(|call: ToolCall| async move {
