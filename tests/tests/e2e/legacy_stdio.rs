@@ -1080,6 +1080,51 @@ async fn a_refused_question_fails_the_call() {
     }
 }
 
+/// A call cancelled while its question awaits an answer withdraws the question: the
+/// server sends `notifications/cancelled` for its own request, the call is not
+/// answered, and an answer that comes afterwards is dropped.
+#[tokio::test]
+async fn cancelling_a_call_withdraws_its_question() {
+    for version in VERSIONS {
+        let server = asking(SessionConfig::default().max_pending_asks(1));
+        let mut c = LegacyStdio::open_with(server, version, json!({"elicitation": {}})).await;
+        c.send(&request(5, "tools/call", json!({"name": "greet"})))
+            .await;
+        let ask = next_ask(&mut c, "elicitation/create").await;
+        c.send(&notification(
+            "notifications/cancelled",
+            json!({"requestId": 5}),
+        ))
+        .await;
+        let withdrawn = c.recv().await.expect("the withdrawal");
+        assert_eq!(
+            withdrawn["method"],
+            json!("notifications/cancelled"),
+            "{version}"
+        );
+        assert_eq!(withdrawn["params"]["requestId"], ask["id"]);
+        c.answer(
+            "elicitation/create",
+            &ask["id"],
+            accept(json!({"name": "Late"})),
+        )
+        .await;
+        ping_is_next(&mut c).await;
+        // The question's place is free again.
+        c.send(&request(6, "tools/call", json!({"name": "greet"})))
+            .await;
+        let again = next_ask(&mut c, "elicitation/create").await;
+        c.answer(
+            "elicitation/create",
+            &again["id"],
+            accept(json!({"name": "Bo"})),
+        )
+        .await;
+        let r = c.until_response(&json!(6)).await;
+        assert_eq!(text_of(result_of(&r)), "Hello, Bo!");
+    }
+}
+
 // ---- tasks ----
 
 /// A tool that runs only as a task is -32601 for a legacy client (its revision cannot
