@@ -859,18 +859,38 @@ async fn a_url_elicitation_carries_an_elicitation_id() {
 }
 
 /// A 2025-06-18 client cannot be asked to open a URL (its revision has no URL
-/// elicitation), whatever its capabilities say: the call fails, nothing is asked.
+/// elicitation), whatever its capabilities say: the call fails naming the capability,
+/// nothing is asked, and a handler that asks only for what the client supports is told
+/// it does not support it (it asks the form alone).
 #[tokio::test]
 async fn a_2025_06_18_client_is_never_asked_to_open_a_url() {
-    for caps in [json!({"elicitation": {}})] {
+    for caps in [
+        json!({"elicitation": {}}),
+        json!({"elicitation": {"url": {}}}),
+    ] {
         let (server, probe) = crate::mrtr::server();
         let mut c = LegacyStdio::open_with(server, "2025-06-18", caps.clone()).await;
         let r = c.call("tools/call", json!({"name": "url_consent"})).await;
         assert_eq!(r.len(), 1, "nothing asked ({caps}): {r:?}");
         let result = result_of(&r);
         assert_eq!(result["isError"], json!(true), "{caps}: {result}");
-        assert!(text_of(result).contains("elicitation"), "{result}");
+        assert_eq!(
+            text_of(result),
+            r#"This needs client capabilities the session did not declare: {"elicitation":{"url":{}}}"#
+        );
         assert_eq!(probe.runs(), 1);
+        c.send(&request(9, "tools/call", json!({"name": "picky"})))
+            .await;
+        let ask = next_ask(&mut c, "elicitation/create").await;
+        assert_eq!(ask["params"]["message"], json!("Name?"), "{caps}");
+        c.answer(
+            "elicitation/create",
+            &ask["id"],
+            accept(json!({"name": "Ada"})),
+        )
+        .await;
+        let r = c.until_response(&json!(9)).await;
+        assert_eq!(text_of(result_of(&r)), "form", "{caps}");
     }
 }
 
