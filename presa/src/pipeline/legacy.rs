@@ -184,6 +184,7 @@ impl Core {
             .iter()
             .find(|v| **v == requested)
             .unwrap_or(&LEGACY_VERSIONS[0]);
+        let capabilities = declared_in(version, capabilities);
         if !session.initialize(version, capabilities, info) {
             return Err(Error::invalid_request(
                 "Invalid Request: the session is initialized already",
@@ -257,6 +258,19 @@ impl Core {
             _ => Ok(super::NotificationEffect::None),
         }
     }
+}
+
+/// What a client declared, read as its revision defines it. 2025-06-18 has no URL
+/// elicitation (its `elicitation` capability takes any member, but an `elicitation.url`
+/// there declares nothing), so such a session is never asked to open a URL: that request
+/// is not one of its revision's.
+fn declared_in(version: &str, mut capabilities: Map<String, Value>) -> Map<String, Value> {
+    if version == "2025-06-18"
+        && let Some(Value::Object(elicitation)) = capabilities.get_mut("elicitation")
+    {
+        elicitation.remove("url");
+    }
+    capabilities
 }
 
 /// What a server that does not serve legacy clients answers their requests: the versions
