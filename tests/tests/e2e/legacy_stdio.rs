@@ -10,6 +10,7 @@
 use crate::legacy_http::greet_tool;
 use crate::mrtr::{CONSENT_URL, accept, roots_answer, sampled};
 use crate::subscriptions::{plain_prompt, plain_resource, plain_tool};
+use presa::mrtr::Elicitation;
 use presa::tasks::{TaskMode, Tasks};
 use presa::{
     CachePolicy, CacheScope, Cacheable, Completion, Implementation, LogLevel, PromptArgument,
@@ -21,6 +22,8 @@ use presa_tests::sse::Check;
 use presa_tests::stdio::Session;
 use presa_tests::token_watcher;
 use presa_tests::wait::{QUIET, until};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Value, json};
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -891,6 +894,110 @@ async fn a_2025_06_18_client_is_never_asked_to_open_a_url() {
         .await;
         let r = c.until_response(&json!(9)).await;
         assert_eq!(text_of(result_of(&r)), "form", "{caps}");
+    }
+}
+
+/// A flavour, with a title per value (a single choice of titled constants).
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+#[serde(rename_all = "lowercase")]
+enum Flavour {
+    #[schemars(title = "Vanilla")]
+    Vanilla,
+    #[schemars(title = "Dark chocolate")]
+    Chocolate,
+}
+
+/// A form with one titled choice.
+#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
+struct Scoop {
+    /// One flavour.
+    flavour: Flavour,
+}
+
+/// A tool that asks for a [`Scoop`] and answers the flavour chosen.
+fn scoop_tool() -> Tool {
+    Tool::new("scoop")
+        .description("Asks for a flavour")
+        .handler(|call: ToolCall| async move {
+            let answer = call.ctx.elicit::<Scoop>("scoop", "Which flavour?").get()?;
+            Ok::<_, presa::Error>(match answer {
+                Elicitation::Accepted(Scoop {
+                    flavour: Flavour::Vanilla,
+                }) => "vanilla",
+                Elicitation::Accepted(Scoop {
+                    flavour: Flavour::Chocolate,
+                }) => "chocolate",
+                _ => "none",
+            })
+        })
+}
+
+/// A 2025-06-18 client is asked forms only in the shapes its revision defines: a titled
+/// choice becomes an `enum` with `enumNames`, and a form with a multi-select (which
+/// 2025-06-18 cannot express) is not asked: the call fails naming the field. A
+/// 2025-11-25 client is asked both as they are.
+#[tokio::test]
+async fn a_2025_06_18_client_is_asked_only_forms_its_revision_defines() {
+    for version in VERSIONS {
+        let server = presa_tests::fixture();
+        server.add_tool(scoop_tool()).expect("adds");
+        let mut c = LegacyStdio::open_with(server, version, json!({"elicitation": {}})).await;
+        c.send(&request(5, "tools/call", json!({"name": "scoop"})))
+            .await;
+        let ask = next_ask(&mut c, "elicitation/create").await;
+        let field = &ask["params"]["requestedSchema"]["properties"]["flavour"];
+        if version == "2025-06-18" {
+            assert_eq!(
+                *field,
+                json!({
+                    "type": "string",
+                    "description": "One flavour.",
+                    "enum": ["vanilla", "chocolate"],
+                    "enumNames": ["Vanilla", "Dark chocolate"]
+                })
+            );
+        } else {
+            assert_eq!(field["oneOf"][1]["title"], json!("Dark chocolate"), "{ask}");
+        }
+        c.answer(
+            "elicitation/create",
+            &ask["id"],
+            accept(json!({"flavour": "chocolate"})),
+        )
+        .await;
+        let r = c.until_response(&json!(5)).await;
+        assert_eq!(text_of(result_of(&r)), "chocolate", "{version}");
+
+        let id = c.next_id();
+        let params = json!({"name": "test_elicitation_sep1330_enums"});
+        c.send(&request(id, "tools/call", params)).await;
+        if version == "2025-06-18" {
+            let r = c.until_response(&json!(id)).await;
+            assert_eq!(r.len(), 1, "nothing asked: {r:?}");
+            assert_eq!(result_of(&r)["isError"], json!(true));
+            // Either multi-select is named, whichever of the form's fields comes first.
+            let text = text_of(result_of(&r));
+            let named = |field: &str| {
+                format!(
+                    "A 2025-06-18 client cannot be asked this form: field \"{field}\" is a \
+                     multi-select, which its revision does not define"
+                )
+            };
+            assert!(
+                text == named("untitledMulti") || text == named("titledMulti"),
+                "{text}"
+            );
+        } else {
+            let ask = next_ask(&mut c, "elicitation/create").await;
+            c.answer(
+                "elicitation/create",
+                &ask["id"],
+                json!({"action": "decline"}),
+            )
+            .await;
+            let r = c.until_response(&json!(id)).await;
+            assert_eq!(text_of(result_of(&r)), "The user did not choose.");
+        }
     }
 }
 
