@@ -8,7 +8,7 @@
 //! checked against that revision's.
 
 use crate::legacy_http::greet_tool;
-use crate::mrtr::{CONSENT_URL, accept, roots_answer, sampled};
+use crate::mrtr::{CONSENT_URL, Flavour, accept, roots_answer, sampled};
 use crate::subscriptions::{plain_prompt, plain_resource, plain_tool};
 use presa::mrtr::Elicitation;
 use presa::tasks::{TaskMode, Tasks};
@@ -138,11 +138,32 @@ async fn ping_is_next(c: &mut LegacyStdio) {
     assert!(more.is_none(), "nothing more: {more:?}");
 }
 
-/// Sends a request invalid on purpose and reads until its response.
-async fn send_raw(c: &mut LegacyStdio, message: &Value) -> Value {
-    c.send_unchecked(message).await;
+/// Sends a request for `method` invalid on purpose (or not one of the session's
+/// revision), with the next id, and reads until its response.
+async fn call_unchecked(c: &mut LegacyStdio, method: &str, params: Value) -> Value {
+    let id = c.next_id();
+    let message = request(id, method, params);
+    c.send_unchecked(&message).await;
     let messages = c.until_response(&message["id"]).await;
     answer_of(&messages).clone()
+}
+
+/// One question answered: sends a request for `method` with `params` (the next id),
+/// reads the `elicitation/create` it asks, answers it with `answer`, and returns the
+/// question and the request's result, which must come next.
+async fn asked_once(
+    c: &mut LegacyStdio,
+    method: &str,
+    params: Value,
+    answer: Value,
+) -> (Value, Value) {
+    let id = c.next_id();
+    c.send(&request(id, method, params)).await;
+    let ask = next_ask(c, "elicitation/create").await;
+    c.answer("elicitation/create", &ask["id"], answer).await;
+    let r = c.until_response(&json!(id)).await;
+    assert_eq!(r.len(), 1, "the answer comes next: {r:?}");
+    (ask, result_of(&r).clone())
 }
 
 /// Reads the server's next request to the client, asserting its method.
@@ -211,7 +232,8 @@ async fn initialize_counter_offers_the_newest_legacy_revision() {
 async fn a_second_initialize_is_invalid_request() {
     let (server, _) = crate::mrtr::server();
     let mut c = LegacyStdio::open_with(server, "2025-06-18", json!({"elicitation": {}})).await;
-    let again = c.request(&initialize(2, "2025-11-25", json!({}))).await;
+    let id = c.next_id();
+    let again = c.request(&initialize(id, "2025-11-25", json!({}))).await;
     let error = error_in(&again, -32600);
     assert!(
         error["message"]
@@ -219,21 +241,13 @@ async fn a_second_initialize_is_invalid_request() {
             .is_some_and(|m| m.contains("initialized already")),
         "{again}"
     );
-    c.send(&request(3, "tools/call", json!({"name": "greet"})))
-        .await;
-    let ask = next_ask(&mut c, "elicitation/create").await;
+    let answer = accept(json!({"name": "Ada"}));
+    let (ask, result) = asked_once(&mut c, "tools/call", json!({"name": "greet"}), answer).await;
     assert!(
         ask["params"].get("mode").is_none(),
         "still 2025-06-18: {ask}"
     );
-    c.answer(
-        "elicitation/create",
-        &ask["id"],
-        accept(json!({"name": "Ada"})),
-    )
-    .await;
-    let done = c.until_response(&json!(3)).await;
-    assert_eq!(text_of(result_of(&done)), "Hello, Ada!");
+    assert_eq!(text_of(&result), "Hello, Ada!");
 }
 
 /// In a legacy process the methods of 2026-07-28 only are -32601, also with the
@@ -242,13 +256,9 @@ async fn a_second_initialize_is_invalid_request() {
 async fn methods_of_2026_07_28_only_are_not_found_in_a_legacy_process() {
     for version in VERSIONS {
         let mut c = LegacyStdio::open(items_server(), version).await;
-        for (id, method) in [
-            (10, "server/discover"),
-            (11, "subscriptions/listen"),
-            (12, "no/such/method"),
-        ] {
+        for method in ["server/discover", "subscriptions/listen", "no/such/method"] {
             let params = json!({"notifications": {"toolsListChanged": true}});
-            let r = send_raw(&mut c, &presa_tests::request(id, method, params)).await;
+            let r = call_unchecked(&mut c, method, presa_tests::with_meta(params)).await;
             let error = error_in(&r, -32601);
             assert_eq!(
                 error["message"],
@@ -480,12 +490,7 @@ async fn log_messages_follow_the_sessions_level() {
         c.call("logging/setLevel", json!({"level": "debug"})).await;
         let r = c.call("tools/call", json!({"name": "log_all"})).await;
         assert_eq!(levels(&r), all, "{version}");
-        let id = c.next_id();
-        let r = send_raw(
-            &mut c,
-            &request(id, "logging/setLevel", json!({"level": "loud"})),
-        )
-        .await;
+        let r = call_unchecked(&mut c, "logging/setLevel", json!({"level": "loud"})).await;
         error_in(&r, -32602);
     }
 }
@@ -527,12 +532,7 @@ async fn subscribed_resources_bring_updates() {
         assert_eq!(m["params"], json!({"uri": "test://probe"}), "{version}");
         ping_is_next(&mut c).await;
         // A URI that is not absolute is refused.
-        let id = c.next_id();
-        let r = send_raw(
-            &mut c,
-            &request(id, "resources/subscribe", json!({"uri": "doc"})),
-        )
-        .await;
+        let r = call_unchecked(&mut c, "resources/subscribe", json!({"uri": "doc"})).await;
         error_in(&r, -32602);
     }
 }
@@ -630,7 +630,7 @@ async fn the_session_ends_with_stdin() {
     let c = LegacyStdio::open(server.clone(), "2025-11-25").await;
     assert_eq!(server.open_streams(), 1, "the session's feed");
     assert!(c.finish().await);
-    assert_eq!(server.open_streams(), 0);
+    until("the session's feed ends", || server.open_streams() == 0).await;
 }
 
 // ---- progress and cancellation ----
@@ -705,10 +705,8 @@ async fn elicitation_is_a_request_answered_on_stdin() {
             (accept(json!({"name": "Ada"})), "Hello, Ada!"),
             (json!({"action": "decline"}), "declined"),
         ] {
-            let id = c.next_id();
-            c.send(&request(id, "tools/call", json!({"name": "greet"})))
-                .await;
-            let ask = next_ask(&mut c, "elicitation/create").await;
+            let (ask, result) =
+                asked_once(&mut c, "tools/call", json!({"name": "greet"}), answer).await;
             let mut expected = json!({
                 "message": "What is your name?",
                 "requestedSchema": {
@@ -721,10 +719,7 @@ async fn elicitation_is_a_request_answered_on_stdin() {
                 expected["mode"] = json!("form");
             }
             assert_eq!(ask["params"], expected, "{version}");
-            c.answer("elicitation/create", &ask["id"], answer).await;
-            let r = c.until_response(&json!(id)).await;
-            assert_eq!(r.len(), 1, "{r:?}");
-            assert_eq!(text_of(result_of(&r)), text, "{version}");
+            assert_eq!(text_of(&result), text, "{version}");
         }
     }
 }
@@ -801,36 +796,18 @@ async fn prompts_and_resources_ask_too() {
     for version in VERSIONS {
         let (server, _) = crate::mrtr::server();
         let mut c = LegacyStdio::open_with(server, version, json!({"elicitation": {}})).await;
-        c.send(&request(5, "prompts/get", json!({"name": "needs_context"})))
-            .await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"context": "a trip"})),
-        )
-        .await;
-        let r = c.until_response(&json!(5)).await;
+        let params = json!({"name": "needs_context"});
+        let answer = accept(json!({"context": "a trip"}));
+        let (_, result) = asked_once(&mut c, "prompts/get", params, answer).await;
         assert_eq!(
-            result_of(&r)["messages"][0]["content"]["text"],
+            result["messages"][0]["content"]["text"],
             json!("Context: a trip")
         );
-        c.send(&request(
-            6,
-            "resources/read",
-            json!({"uri": "mrtr://preview"}),
-        ))
-        .await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"name": "Bo"})),
-        )
-        .await;
-        let r = c.until_response(&json!(6)).await;
+        let params = json!({"uri": "mrtr://preview"});
+        let answer = accept(json!({"name": "Bo"}));
+        let (_, result) = asked_once(&mut c, "resources/read", params, answer).await;
         assert_eq!(
-            result_of(&r)["contents"][0]["text"],
+            result["contents"][0]["text"],
             json!("Preview for Hello, Bo!")
         );
     }
@@ -842,23 +819,15 @@ async fn a_url_elicitation_carries_an_elicitation_id() {
     let (server, _) = crate::mrtr::server();
     let caps = json!({"elicitation": {"url": {}}});
     let mut c = LegacyStdio::open_with(server, "2025-11-25", caps).await;
-    c.send(&request(5, "tools/call", json!({"name": "url_consent"})))
-        .await;
-    let ask = next_ask(&mut c, "elicitation/create").await;
+    let params = json!({"name": "url_consent"});
+    let (ask, result) = asked_once(&mut c, "tools/call", params, json!({"action": "accept"})).await;
+    assert_eq!(text_of(&result), "consented");
     let params = &ask["params"];
     assert_eq!(params["mode"], json!("url"));
     assert_eq!(params["url"], json!(CONSENT_URL));
     assert_eq!(params["message"], json!("Sign in to the calendar"));
     let id = params["elicitationId"].as_str().unwrap_or_default();
     assert!(!id.is_empty(), "{ask}");
-    c.answer(
-        "elicitation/create",
-        &ask["id"],
-        json!({"action": "accept"}),
-    )
-    .await;
-    let r = c.until_response(&json!(5)).await;
-    assert_eq!(text_of(result_of(&r)), "consented");
 }
 
 /// A 2025-06-18 client cannot be asked to open a URL (its revision has no URL
@@ -882,29 +851,12 @@ async fn a_2025_06_18_client_is_never_asked_to_open_a_url() {
             r#"This needs client capabilities the session did not declare: {"elicitation":{"url":{}}}"#
         );
         assert_eq!(probe.runs(), 1);
-        c.send(&request(9, "tools/call", json!({"name": "picky"})))
-            .await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
+        let answer = accept(json!({"name": "Ada"}));
+        let (ask, result) =
+            asked_once(&mut c, "tools/call", json!({"name": "picky"}), answer).await;
         assert_eq!(ask["params"]["message"], json!("Name?"), "{caps}");
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"name": "Ada"})),
-        )
-        .await;
-        let r = c.until_response(&json!(9)).await;
-        assert_eq!(text_of(result_of(&r)), "form", "{caps}");
+        assert_eq!(text_of(&result), "form", "{caps}");
     }
-}
-
-/// A flavour, with a title per value (a single choice of titled constants).
-#[derive(Deserialize, JsonSchema, presa::ElicitForm)]
-#[serde(rename_all = "lowercase")]
-enum Flavour {
-    #[schemars(title = "Vanilla")]
-    Vanilla,
-    #[schemars(title = "Dark chocolate")]
-    Chocolate,
 }
 
 /// A form with one titled choice.
@@ -942,9 +894,10 @@ async fn a_2025_06_18_client_is_asked_only_forms_its_revision_defines() {
         let server = presa_tests::fixture();
         server.add_tool(scoop_tool()).expect("adds");
         let mut c = LegacyStdio::open_with(server, version, json!({"elicitation": {}})).await;
-        c.send(&request(5, "tools/call", json!({"name": "scoop"})))
-            .await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
+        let answer = accept(json!({"flavour": "chocolate"}));
+        let (ask, result) =
+            asked_once(&mut c, "tools/call", json!({"name": "scoop"}), answer).await;
+        assert_eq!(text_of(&result), "chocolate", "{version}");
         let field = &ask["params"]["requestedSchema"]["properties"]["flavour"];
         if version == "2025-06-18" {
             assert_eq!(
@@ -959,20 +912,9 @@ async fn a_2025_06_18_client_is_asked_only_forms_its_revision_defines() {
         } else {
             assert_eq!(field["oneOf"][1]["title"], json!("Dark chocolate"), "{ask}");
         }
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"flavour": "chocolate"})),
-        )
-        .await;
-        let r = c.until_response(&json!(5)).await;
-        assert_eq!(text_of(result_of(&r)), "chocolate", "{version}");
-
-        let id = c.next_id();
         let params = json!({"name": "test_elicitation_sep1330_enums"});
-        c.send(&request(id, "tools/call", params)).await;
         if version == "2025-06-18" {
-            let r = c.until_response(&json!(id)).await;
+            let r = c.call("tools/call", params).await;
             assert_eq!(r.len(), 1, "nothing asked: {r:?}");
             assert_eq!(result_of(&r)["isError"], json!(true));
             // Either multi-select is named, whichever of the form's fields comes first.
@@ -988,15 +930,9 @@ async fn a_2025_06_18_client_is_asked_only_forms_its_revision_defines() {
                 "{text}"
             );
         } else {
-            let ask = next_ask(&mut c, "elicitation/create").await;
-            c.answer(
-                "elicitation/create",
-                &ask["id"],
-                json!({"action": "decline"}),
-            )
-            .await;
-            let r = c.until_response(&json!(id)).await;
-            assert_eq!(text_of(result_of(&r)), "The user did not choose.");
+            let decline = json!({"action": "decline"});
+            let (_, result) = asked_once(&mut c, "tools/call", params, decline).await;
+            assert_eq!(text_of(&result), "The user did not choose.");
         }
     }
 }
@@ -1069,18 +1005,11 @@ async fn an_unanswered_question_times_out_and_leaves_nothing() {
         )
         .await;
         ping_is_next(&mut c).await;
-        c.send(&request(6, "tools/call", json!({"name": "greet"})))
-            .await;
-        let again = next_ask(&mut c, "elicitation/create").await;
+        let answer = accept(json!({"name": "Bo"}));
+        let (again, result) =
+            asked_once(&mut c, "tools/call", json!({"name": "greet"}), answer).await;
         assert_ne!(again["id"], ask["id"]);
-        c.answer(
-            "elicitation/create",
-            &again["id"],
-            accept(json!({"name": "Bo"})),
-        )
-        .await;
-        let r = c.until_response(&json!(6)).await;
-        assert_eq!(text_of(result_of(&r)), "Hello, Bo!", "{version}");
+        assert_eq!(text_of(&result), "Hello, Bo!", "{version}");
     }
 }
 
@@ -1164,17 +1093,10 @@ async fn an_answer_to_a_request_never_sent_is_dropped() {
                        "error": {"code": -32601, "message": "Method not found"}}))
             .await;
         ping_is_next(&mut c).await;
-        c.send(&request(5, "tools/call", json!({"name": "greet"})))
-            .await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"name": "Ada"})),
-        )
-        .await;
-        let r = c.until_response(&json!(5)).await;
-        assert_eq!(text_of(result_of(&r)), "Hello, Ada!");
+        let answer = accept(json!({"name": "Ada"}));
+        let (ask, result) =
+            asked_once(&mut c, "tools/call", json!({"name": "greet"}), answer).await;
+        assert_eq!(text_of(&result), "Hello, Ada!");
         c.answer(
             "elicitation/create",
             &ask["id"],
@@ -1238,17 +1160,9 @@ async fn cancelling_a_call_withdraws_its_question() {
         .await;
         ping_is_next(&mut c).await;
         // The question's place is free again.
-        c.send(&request(6, "tools/call", json!({"name": "greet"})))
-            .await;
-        let again = next_ask(&mut c, "elicitation/create").await;
-        c.answer(
-            "elicitation/create",
-            &again["id"],
-            accept(json!({"name": "Bo"})),
-        )
-        .await;
-        let r = c.until_response(&json!(6)).await;
-        assert_eq!(text_of(result_of(&r)), "Hello, Bo!");
+        let answer = accept(json!({"name": "Bo"}));
+        let (_, result) = asked_once(&mut c, "tools/call", json!({"name": "greet"}), answer).await;
+        assert_eq!(text_of(&result), "Hello, Bo!");
     }
 }
 
@@ -1287,8 +1201,7 @@ async fn task_tools_for_a_legacy_client() {
         );
         let r = c.call("tools/call", json!({"name": "maybe"})).await;
         assert_eq!(text_of(result_of(&r)), "ran in the request");
-        let id = c.next_id();
-        let r = send_raw(&mut c, &request(id, "tasks/get", json!({"taskId": "t-1"}))).await;
+        let r = call_unchecked(&mut c, "tasks/get", json!({"taskId": "t-1"})).await;
         error_in(&r, -32601);
     }
 }
@@ -1371,33 +1284,17 @@ async fn the_fixture_binary_serves_a_legacy_session() {
             "This is a simple text response for testing."
         );
         let params = json!({"name": "test_elicitation", "arguments": {"message": "Who?"}});
-        let id = c.next_id();
-        c.send(&request(id, "tools/call", params)).await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
+        let answer = accept(json!({"username": "ada", "email": "ada@example.com"}));
+        let (ask, result) = asked_once(&mut c, "tools/call", params, answer).await;
         assert_eq!(ask["params"]["message"], json!("Who?"));
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            accept(json!({"username": "ada", "email": "ada@example.com"})),
-        )
-        .await;
-        let r = c.until_response(&json!(id)).await;
         assert_eq!(
-            text_of(result_of(&r)),
+            text_of(&result),
             "User provided: username=ada, email=ada@example.com"
         );
-        let id = c.next_id();
         let params = json!({"name": "test_elicitation_sep1034_defaults"});
-        c.send(&request(id, "tools/call", params)).await;
-        let ask = next_ask(&mut c, "elicitation/create").await;
-        c.answer(
-            "elicitation/create",
-            &ask["id"],
-            json!({"action": "decline"}),
-        )
-        .await;
-        let r = c.until_response(&json!(id)).await;
-        assert_eq!(text_of(result_of(&r)), "The user did not fill the form.");
+        let decline = json!({"action": "decline"});
+        let (_, result) = asked_once(&mut c, "tools/call", params, decline).await;
+        assert_eq!(text_of(&result), "The user did not fill the form.");
         assert!(c.finish().await, "exit status 0");
     }
 }
