@@ -76,6 +76,7 @@ fn items() -> ServerBuilder {
         .instructions("Read test://doc first.")
 }
 
+/// [`items`], built.
 fn items_server() -> Server {
     items().build().expect("builds")
 }
@@ -212,7 +213,8 @@ async fn initialize_opens_a_session_in_the_revision_offered() {
 async fn initialize_counter_offers_the_newest_legacy_revision() {
     for offered in ["2024-11-05", "2025-03-26", "2026-07-28", "draft"] {
         let mut c = LegacyStdio::in_process(items_server(), StdioConfig::default(), "2025-11-25");
-        let r = c.request(&initialize(1, offered, json!({}))).await;
+        let id = c.next_id();
+        let r = c.request(&initialize(id, offered, json!({}))).await;
         assert_eq!(
             r["result"]["protocolVersion"],
             json!("2025-11-25"),
@@ -307,8 +309,9 @@ async fn a_modern_request_pins_the_process_to_2026_07_28() {
 async fn a_ping_first_decides_nothing() {
     for version in VERSIONS {
         let mut c = LegacyStdio::in_process(items_server(), StdioConfig::default(), version);
-        let r = c.request(&request(1, "ping", json!({}))).await;
-        assert_eq!(r, json!({"jsonrpc": "2.0", "id": 1, "result": {}}));
+        let id = c.next_id();
+        let r = c.request(&request(id, "ping", json!({}))).await;
+        assert_eq!(r, json!({"jsonrpc": "2.0", "id": id, "result": {}}));
         c.handshake(json!({})).await;
         let r = c.call("tools/list", json!({})).await;
         result_of(&r);
@@ -333,7 +336,8 @@ async fn a_ping_first_decides_nothing() {
 async fn a_request_without_meta_first_is_2026_07_28_and_pins_nothing() {
     for version in VERSIONS {
         let mut c = LegacyStdio::in_process(items_server(), StdioConfig::default(), version);
-        let r = c.request(&request(1, "tools/list", json!({}))).await;
+        let id = c.next_id();
+        let r = c.request(&request(id, "tools/list", json!({}))).await;
         error_in(&r, -32602);
         let result = c.handshake(json!({})).await;
         assert_eq!(result["protocolVersion"], json!(version));
