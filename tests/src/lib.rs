@@ -2,12 +2,14 @@
 //! of 2026-07-28 and of the earlier revisions, and the Tasks extension's), harnesses that
 //! drive a server over real Streamable HTTP (an ephemeral loopback port; `legacy` for
 //! sessions of the earlier revisions) and real stdio (the fixture binary as a child
-//! process, or an in-process pipe), the one client that runs a rule over both, the one
-//! SSE reader, and waits on conditions.
+//! process, or an in-process pipe; `legacy_stdio` for sessions of the earlier
+//! revisions), the one client that runs a rule over both, the one SSE reader, and waits
+//! on conditions.
 
 pub mod client;
 pub mod http;
 pub mod legacy;
+pub mod legacy_stdio;
 pub mod schema;
 pub mod sse;
 pub mod stdio;

@@ -9,7 +9,10 @@
 //! checked against the schema of the session's revision. The bytes themselves stay in
 //! [`SseStream::raw`] for assertions on the wire format.
 
-use crate::schema::{Schema, check_legacy_server_message, check_server_message};
+use crate::schema::{
+    Schema, check_legacy_outgoing, check_legacy_server_message, check_outgoing,
+    check_server_message,
+};
 use serde_json::Value;
 use std::time::Duration;
 use tokio::time::Instant;
@@ -48,10 +51,12 @@ impl Next {
 /// One block of a stream: its frame, if it gives one, and its event id, if it has one.
 type Block = (Option<Frame>, Option<String>);
 
-/// How the events of a stream are checked.
-#[derive(Clone, Copy, Debug)]
+/// How the messages of a stream (or of a stdio session, `stdio::Session::checking`) are
+/// checked.
+#[derive(Clone, Copy, Debug, Default)]
 pub enum Check {
     /// Against the 2026-07-28 schema (and the Tasks extension's).
+    #[default]
     Modern,
     /// Against the schema of a legacy session's revision; priming events (an id and
     /// empty data) are allowed.
@@ -65,6 +70,17 @@ impl Check {
         match self {
             Check::Modern => check_server_message(method, message),
             Check::Legacy(schema) => check_legacy_server_message(schema, method, message),
+        }
+    }
+
+    /// Checks one message a test is about to send as the client: a response (legacy
+    /// only: a 2026-07-28 client sends none) as answering the server's request for
+    /// `answering`. Panics, naming the `*_unchecked` paths, when it is not valid.
+    #[track_caller]
+    pub fn client_message(self, answering: &str, message: &Value) {
+        match self {
+            Check::Modern => check_outgoing(message),
+            Check::Legacy(schema) => check_legacy_outgoing(schema, answering, message),
         }
     }
 }

@@ -7,9 +7,12 @@
 //! checked against the server's (a response against the method of the request with its
 //! id, when the session sent one). [`Session::send_unchecked`] and
 //! [`Session::write_raw_unchecked`] write what a test made invalid on purpose without
-//! checking it; what the server answers is checked all the same.
+//! checking it; what the server answers is checked all the same. The checks are the
+//! 2026-07-28 schema's until a test sets others ([`Session::checking`]): a legacy
+//! session's (`crate::legacy_stdio`) are those of the revision it negotiated.
 
-use crate::schema::{check_outgoing, check_server_message};
+use crate::schema::check_outgoing;
+use crate::sse::Check;
 use presa::{Server, StdioConfig};
 use serde_json::Value;
 use std::collections::HashMap;
@@ -37,10 +40,11 @@ pub fn checked_line(message: &Value) -> Vec<u8> {
     line(message)
 }
 
-/// Checks one line a test wrote as a client message: blank lines (stdio skips them) pass;
-/// anything else must be a valid message (a `\r` before the newline is framing).
+/// Checks one line a test wrote as a client message, as `check` says: blank lines (stdio
+/// skips them) pass; anything else must be a valid message (a `\r` before the newline is
+/// framing).
 #[track_caller]
-fn check_line(bytes: &[u8]) {
+fn check_line(check: Check, bytes: &[u8]) {
     let text = std::str::from_utf8(bytes).unwrap_or_else(|e| {
         panic!("a line written is not UTF-8 ({e}): write it with write_raw_unchecked")
     });
@@ -51,7 +55,7 @@ fn check_line(bytes: &[u8]) {
     let message: Value = serde_json::from_str(text).unwrap_or_else(|e| {
         panic!("a line written is not JSON ({e}): write it with write_raw_unchecked: {text}")
     });
-    check_outgoing(&message);
+    check.client_message("", &message);
 }
 
 /// Starts `bin` with `args` as a child whose stdin and stdout are pipes (stderr as
@@ -68,18 +72,30 @@ pub fn piped_child(bin: &str, args: &[&str], stderr: Stdio) -> tokio::process::C
 }
 
 /// The methods of requests sent and not answered yet, by id (its JSON text), so that a
-/// response is checked against its request's method.
+/// response is checked against its request's method; and how the server's messages are
+/// checked (the 2026-07-28 schema by default).
 #[derive(Default)]
-pub struct Pending(HashMap<String, Vec<String>>);
+pub struct Pending {
+    sent: HashMap<String, Vec<String>>,
+    check: Check,
+}
 
 impl Pending {
+    /// No request sent yet; the server's messages checked as `check` says.
+    pub fn new(check: Check) -> Self {
+        Pending {
+            sent: HashMap::new(),
+            check,
+        }
+    }
+
     /// Notes `message` if it is a request.
     pub fn sent(&mut self, message: &Value) {
         if let (Some(id), Some(method)) = (
             message.get("id"),
             message.get("method").and_then(Value::as_str),
         ) {
-            self.0
+            self.sent
                 .entry(id.to_string())
                 .or_default()
                 .push(method.to_owned());
@@ -90,7 +106,7 @@ impl Pending {
     pub fn sent_bytes(&mut self, bytes: &[u8]) {
         for l in bytes.split(|b| *b == b'\n') {
             if let Some((id, method)) = crate::request_head(l) {
-                self.0.entry(id.to_string()).or_default().push(method);
+                self.sent.entry(id.to_string()).or_default().push(method);
             }
         }
     }
@@ -100,14 +116,15 @@ impl Pending {
     /// any server message.
     #[track_caller]
     pub fn check(&mut self, message: &Value) {
+        let check = self.check;
         let is_response = message.get("method").is_none();
         let key = message.get("id").map(Value::to_string);
         let methods = match (is_response, key) {
-            (true, Some(key)) => self.0.get_mut(&key),
+            (true, Some(key)) => self.sent.get_mut(&key),
             _ => None,
         };
         let Some(methods) = methods.filter(|m| !m.is_empty()) else {
-            check_server_message("", message);
+            check.server_message("", message);
             return;
         };
         if message.get("result").is_none() || methods.len() == 1 {
@@ -118,12 +135,12 @@ impl Pending {
             } else {
                 Some(methods.remove(0))
             };
-            check_server_message(method.as_deref().unwrap_or(""), message);
+            check.server_message(method.as_deref().unwrap_or(""), message);
             return;
         }
         let at = methods
             .iter()
-            .position(|m| std::panic::catch_unwind(|| check_server_message(m, message)).is_ok())
+            .position(|m| std::panic::catch_unwind(|| check.server_message(m, message)).is_ok())
             .unwrap_or_else(|| {
                 panic!("{message} answers none of the requests {methods:?} with its id")
             });
@@ -222,7 +239,7 @@ impl Session {
         self.partial.extend_from_slice(bytes);
         while let Some(end) = self.partial.iter().position(|b| *b == b'\n') {
             let whole: Vec<u8> = self.partial.drain(..=end).collect();
-            check_line(&whole[..end]);
+            check_line(self.pending.check, &whole[..end]);
         }
         self.write_raw_unchecked(bytes)
     }
@@ -236,7 +253,7 @@ impl Session {
     ) -> impl std::future::Future<Output = ()> + 'a {
         let mut bytes = Vec::new();
         for m in messages {
-            check_outgoing(m);
+            self.pending.check.client_message("", m);
             bytes.extend(line(m));
         }
         async move { self.write_raw_unchecked(&bytes).await }
@@ -258,8 +275,14 @@ impl Session {
         &'a mut self,
         message: &'a Value,
     ) -> impl std::future::Future<Output = ()> + 'a {
-        check_outgoing(message);
+        self.pending.check.client_message("", message);
         self.send_unchecked(message)
+    }
+
+    /// Sets how the messages of the session are checked from now on, both ways: a legacy
+    /// session's against the schema of the revision it negotiated.
+    pub fn checking(&mut self, check: Check) {
+        self.pending.check = check;
     }
 
     /// Writes one message, invalid on purpose, as a line, unchecked.
@@ -297,7 +320,7 @@ impl Session {
         params: Value,
     ) -> impl std::future::Future<Output = Vec<Value>> + 'a {
         let message = crate::request(id, method, params);
-        check_outgoing(&message);
+        self.pending.check.client_message("", &message);
         async move { self.exchange_unchecked(id, method, &message).await }
     }
 
@@ -309,17 +332,25 @@ impl Session {
 
     async fn exchange_unchecked(&mut self, id: i64, method: &str, message: &Value) -> Vec<Value> {
         self.send_unchecked(message).await;
+        let messages = self.until_response(&Value::from(id)).await;
+        if let Check::Modern = self.pending.check {
+            crate::schema::check_exchange(method, &messages);
+        }
+        messages
+    }
+
+    /// Reads lines, every one checked, until the response with `id`: all of them, the
+    /// response last. Fails when a line does not arrive within [`LINE_TIMEOUT`].
+    pub async fn until_response(&mut self, id: &Value) -> Vec<Value> {
         let mut messages = Vec::new();
         loop {
             let m = self.recv().await.expect("a response before end of output");
-            let done = m.get("id") == Some(&Value::from(id)) && m.get("method").is_none();
+            let done = m.get("id") == Some(id) && m.get("method").is_none();
             messages.push(m);
             if done {
-                break;
+                return messages;
             }
         }
-        crate::schema::check_exchange(method, &messages);
-        messages
     }
 
     /// Closes stdin (checking a last line [`Session::write_bytes`] left without its
@@ -327,7 +358,7 @@ impl Session {
     #[track_caller]
     pub fn close_stdin(&mut self) {
         let last = std::mem::take(&mut self.partial);
-        check_line(&last);
+        check_line(self.pending.check, &last);
         self.writer = None;
     }
 

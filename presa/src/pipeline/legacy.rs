@@ -184,6 +184,7 @@ impl Core {
             .iter()
             .find(|v| **v == requested)
             .unwrap_or(&LEGACY_VERSIONS[0]);
+        let capabilities = declared_in(version, capabilities);
         if !session.initialize(version, capabilities, info) {
             return Err(Error::invalid_request(
                 "Invalid Request: the session is initialized already",
@@ -257,6 +258,19 @@ impl Core {
             _ => Ok(super::NotificationEffect::None),
         }
     }
+}
+
+/// What a client declared, read as its revision defines it. 2025-06-18 has no URL
+/// elicitation (its `elicitation` capability takes any member, but an `elicitation.url`
+/// there declares nothing), so such a session is never asked to open a URL: that request
+/// is not one of its revision's.
+fn declared_in(version: &str, mut capabilities: Map<String, Value>) -> Map<String, Value> {
+    if version == "2025-06-18"
+        && let Some(Value::Object(elicitation)) = capabilities.get_mut("elicitation")
+    {
+        elicitation.remove("url");
+    }
+    capabilities
 }
 
 /// What a server that does not serve legacy clients answers their requests: the versions
@@ -374,17 +388,21 @@ async fn rounds(
             ));
         }
         let version = ctx.meta().protocol_version;
-        let asks = outcome.missing.iter().map(|(key, request, _)| {
+        let mut asks = Vec::with_capacity(outcome.missing.len());
+        for (key, request, _) in &outcome.missing {
             let method = request
                 .get("method")
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let params = for_revision(version, &method, request.get("params").cloned());
-            async move {
-                let answer = session.ask(&**sink, &method, params).await;
-                (key.clone(), method, answer)
+            match for_revision(version, &method, request.get("params").cloned()) {
+                Ok(params) => asks.push((key.clone(), method, params)),
+                Err(why) => return failed(why),
             }
+        }
+        let asks = asks.into_iter().map(|(key, method, params)| async move {
+            let answer = session.ask(&**sink, &method, params).await;
+            (key, method, answer)
         });
         let mut answers = ctx.inputs().all_answers();
         for (key, method, answer) in futures_util::future::join_all(asks).await {
@@ -403,21 +421,64 @@ async fn rounds(
 }
 
 /// The params of a request to the client, as the session's revision defines them:
-/// 2025-06-18 knows no elicitation `mode`; 2025-11-25's URL elicitation carries an
-/// `elicitationId`.
-fn for_revision(version: &str, method: &str, params: Option<Value>) -> Value {
+/// 2025-06-18 knows no elicitation `mode`, and its forms take only the field shapes it
+/// defines ([`field_for_2025_06_18`]); 2025-11-25's URL elicitation carries an
+/// `elicitationId`. `Err` says why a request cannot be put to the client at all.
+fn for_revision(version: &str, method: &str, params: Option<Value>) -> Result<Value, String> {
     let mut params = params.unwrap_or_else(|| json!({}));
     if method == "elicitation/create"
         && let Value::Object(p) = &mut params
     {
         if version == "2025-06-18" {
             p.remove("mode");
+            let fields = p
+                .get_mut("requestedSchema")
+                .and_then(|s| s.get_mut("properties"))
+                .and_then(Value::as_object_mut);
+            for (name, field) in fields.into_iter().flatten() {
+                field_for_2025_06_18(field).map_err(|shape| {
+                    format!(
+                        "A 2025-06-18 client cannot be asked this form: field {name:?} is \
+                         {shape}, which its revision does not define"
+                    )
+                })?;
+            }
         } else if p.get("mode").and_then(Value::as_str) == Some("url") {
             let id = crate::mrtr::token::random_id(16).unwrap_or_default();
             p.insert("elicitationId".into(), Value::from(id));
         }
     }
-    params
+    Ok(params)
+}
+
+/// Puts a form field in the shapes 2025-06-18 defines (string, number, boolean, or an
+/// `enum` of strings with optional `enumNames`): a choice of titled strings (a `oneOf`
+/// of `const` and `title`) becomes an `enum` with `enumNames`, the answer it takes
+/// unchanged. `Err` names a shape that revision has no equivalent for.
+fn field_for_2025_06_18(field: &mut Value) -> Result<(), &'static str> {
+    let Value::Object(f) = field else {
+        return Ok(());
+    };
+    if f.get("type").and_then(Value::as_str) == Some("array") {
+        return Err("a multi-select");
+    }
+    let Some(Value::Array(alternatives)) = f.get("oneOf") else {
+        return Ok(());
+    };
+    let mut values = Vec::with_capacity(alternatives.len());
+    let mut titles = Vec::with_capacity(alternatives.len());
+    for alternative in alternatives {
+        let Some(value) = alternative.get("const").filter(|v| v.is_string()) else {
+            return Err("a choice of other than strings");
+        };
+        values.push(value.clone());
+        titles.push(alternative.get("title").unwrap_or(value).clone());
+    }
+    f.remove("oneOf");
+    f.insert("type".into(), Value::from("string"));
+    f.insert("enum".into(), Value::Array(values));
+    f.insert("enumNames".into(), Value::Array(titles));
+    Ok(())
 }
 
 /// What an ask that got no usable answer says.
@@ -436,5 +497,42 @@ fn describe(method: &str, failure: AskFailure) -> String {
                 .unwrap_or("no message");
             format!("The client refused the {method} request: {message}")
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::field_for_2025_06_18;
+    use serde_json::json;
+
+    /// A titled choice becomes an `enum` with `enumNames` (a title missing: the value);
+    /// the shapes 2025-06-18 has stay as they are; a multi-select, or a choice of other
+    /// than string constants, has no shape there.
+    #[test]
+    fn form_fields_take_the_shapes_of_2025_06_18() {
+        let mut titled = json!({"type": "string", "description": "d", "oneOf": [
+            {"const": "a", "title": "A", "type": "string"}, {"const": "b"}]});
+        field_for_2025_06_18(&mut titled).expect("a titled choice");
+        assert_eq!(
+            titled,
+            json!({"type": "string", "description": "d", "enum": ["a", "b"],
+                   "enumNames": ["A", "b"]})
+        );
+        for kept in [
+            json!({"type": "string", "enum": ["a", "b"]}),
+            json!({"type": "integer", "minimum": 1}),
+            json!({"type": "boolean", "default": true}),
+        ] {
+            let mut field = kept.clone();
+            field_for_2025_06_18(&mut field).expect("a shape of 2025-06-18");
+            assert_eq!(field, kept);
+        }
+        let mut multi = json!({"type": "array", "items": {"type": "string", "enum": ["a"]}});
+        assert_eq!(field_for_2025_06_18(&mut multi), Err("a multi-select"));
+        let mut mixed = json!({"oneOf": [{"const": 1}, {"type": "string"}]});
+        assert_eq!(
+            field_for_2025_06_18(&mut mixed),
+            Err("a choice of other than strings")
+        );
     }
 }

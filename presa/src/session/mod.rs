@@ -17,6 +17,7 @@ use crate::context::Outbound;
 use crate::subscriptions::{Feed, Hub, Offer};
 use crate::wire::jsonrpc::{RequestId, Response, encode_notification};
 use crate::wire::meta::{LegacyClient, LogLevel};
+use crate::wire::methods as names;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, Weak};
@@ -263,14 +264,19 @@ impl Session {
     }
 
     /// Sends the client a request through `sink` (the stream of the request that asks)
-    /// and waits for its answer.
+    /// and waits for its answer. A request the wait leaves unsettled (the asking request
+    /// was cancelled, or the session ended) is withdrawn with `notifications/cancelled`
+    /// on the session's channel: the asking request's stream takes nothing more by then.
     pub(crate) async fn ask(
         &self,
         sink: &dyn Outbound,
         method: &str,
         params: Value,
     ) -> Result<Value, AskFailure> {
-        self.outgoing.ask(sink, method, params, &self.closed).await
+        let withdraw = |params: Value| self.send(names::CANCELLED, &params);
+        self.outgoing
+            .ask(sink, method, params, &self.closed, &withdraw)
+            .await
     }
 
     /// Hands the client's response to the request it answers. False when no request of

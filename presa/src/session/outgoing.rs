@@ -48,14 +48,18 @@ impl Outgoing {
 
     /// Sends `method` through `sink` and waits for the answer, the wait's end, the
     /// asking request's cancellation, or the session's end (`closed`). On any but the
-    /// answer, the server's request is forgotten, and on the wait's end or a
-    /// cancellation the client is told with `notifications/cancelled`.
+    /// answer, the server's request is forgotten and the client is told with
+    /// `notifications/cancelled`: on the wait's end through `sink` (the asking request
+    /// goes on, to fail); otherwise through `withdraw` (the session's own channel), also
+    /// when this future is dropped unfinished, as a cancelled request's is, because the
+    /// asking request's stream takes nothing more once it is cancelled.
     pub(super) async fn ask(
         &self,
         sink: &dyn Outbound,
         method: &str,
         params: Value,
         closed: &CancellationToken,
+        withdraw: &(dyn Fn(Value) + Sync),
     ) -> Result<Value, AskFailure> {
         let id = RequestId::Int(self.next.fetch_add(1, Ordering::Relaxed));
         let (tx, rx) = oneshot::channel();
@@ -68,35 +72,45 @@ impl Outgoing {
             }
             pending.insert(id.clone(), tx);
         }
-        // Removes the entry however the wait ends (the future may be dropped).
-        let _forget = Forget {
+        // Removes the entry however the wait ends (the future may be dropped), and
+        // withdraws the request unless the wait settled it.
+        let mut forget = Forget {
             outgoing: self,
             id: &id,
+            withdraw: None,
         };
         if !sink.send(encode_request(&id, method, &params)) {
             return Err(AskFailure::Unsent);
         }
+        forget.withdraw = Some(withdraw);
         let cancelled = sink.cancellation().token();
-        let outcome = tokio::select! {
+        tokio::select! {
             answer = rx => match answer {
-                Ok(Ok(value)) => return Ok(value),
-                Ok(Err(error)) => return Err(AskFailure::Refused(error)),
+                Ok(Ok(value)) => {
+                    forget.withdraw = None;
+                    Ok(value)
+                }
+                Ok(Err(error)) => {
+                    forget.withdraw = None;
+                    Err(AskFailure::Refused(error))
+                }
                 // The table dropped the sender: the session ended.
-                Err(_) => AskFailure::Cancelled,
+                Err(_) => Err(AskFailure::Cancelled),
             },
-            () = tokio::time::sleep(self.timeout) => AskFailure::TimedOut,
-            () = cancelled.cancelled() => AskFailure::Cancelled,
-            () = closed.cancelled() => AskFailure::Cancelled,
-        };
-        let reason = match outcome {
-            AskFailure::TimedOut => "The server stopped waiting for an answer",
-            _ => "The request that asked was cancelled",
-        };
-        sink.send(encode_notification(
-            "notifications/cancelled",
-            &json!({ "requestId": id.to_value(), "reason": reason }),
-        ));
-        Err(outcome)
+            () = tokio::time::sleep(self.timeout) => {
+                forget.withdraw = None;
+                sink.send(encode_notification(
+                    "notifications/cancelled",
+                    &json!({
+                        "requestId": id.to_value(),
+                        "reason": "The server stopped waiting for an answer"
+                    }),
+                ));
+                Err(AskFailure::TimedOut)
+            }
+            () = cancelled.cancelled() => Err(AskFailure::Cancelled),
+            () = closed.cancelled() => Err(AskFailure::Cancelled),
+        }
     }
 
     /// Hands a response to the request it answers; false when none awaits it.
@@ -112,16 +126,24 @@ impl Outgoing {
     }
 }
 
-/// Forgets a request's entry when its wait ends, however it ends.
+/// Forgets a request's entry when its wait ends, however it ends; and, while the client
+/// holds the request unsettled (`withdraw` set), withdraws it.
 struct Forget<'a> {
     outgoing: &'a Outgoing,
     id: &'a RequestId,
+    withdraw: Option<&'a (dyn Fn(Value) + Sync)>,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         if let Ok(mut p) = self.outgoing.pending.lock() {
             p.remove(self.id);
+        }
+        if let Some(withdraw) = self.withdraw {
+            withdraw(json!({
+                "requestId": self.id.to_value(),
+                "reason": "The request that asked was cancelled"
+            }));
         }
     }
 }

@@ -37,7 +37,7 @@ struct Who {
 }
 
 /// A tool that asks the user's name (elicitation), then greets them.
-fn greet_tool() -> Tool {
+pub(crate) fn greet_tool() -> Tool {
     Tool::new("greet")
         .description("Asks the user's name, then greets them")
         .handler(|call: ToolCall| async move {
@@ -733,6 +733,26 @@ async fn asking_a_client_without_the_capability_is_a_tool_error() {
 }
 
 // ---- Cancellation ----
+
+/// A call cancelled while its question awaits an answer withdraws the question: the
+/// server's `notifications/cancelled` for its own request comes on the GET stream (the
+/// call's stream, cancelled, carries nothing more).
+#[tokio::test]
+async fn cancelling_a_call_withdraws_its_question() {
+    let h = Harness::start(server(&Gate::default())).await;
+    let c = Legacy::open_with(&h, "2025-11-25", json!({"elicitation": {}})).await;
+    let mut get = c.get("", &[]).await;
+    let mut s = c.open_post(&call(1, "greet"), &[]).await;
+    let ask = s.next(PATIENCE).await.msg("the elicitation request");
+    assert_eq!(ask["method"], json!("elicitation/create"));
+    c.notify("notifications/cancelled", json!({"requestId": 1}))
+        .await
+        .assert_accepted();
+    let withdrawn = get.next(PATIENCE).await.msg("the withdrawal");
+    assert_eq!(withdrawn["method"], json!("notifications/cancelled"));
+    assert_eq!(withdrawn["params"]["requestId"], ask["id"]);
+    assert!(matches!(s.next(PATIENCE).await, Next::End));
+}
 
 /// `notifications/cancelled` cancels a legacy request (its handler's token fires); the
 /// POST waiting for it gets 204.

@@ -17,6 +17,7 @@ mod http_shutdown;
 mod http_streaming;
 mod http_util;
 mod legacy_http;
+mod legacy_stdio;
 mod limits;
 mod mrtr;
 mod mrtr_state;

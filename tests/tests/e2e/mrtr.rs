@@ -269,7 +269,7 @@ enum Size {
 /// A choice with a title per value: a `oneOf` of `const` and `title`.
 #[derive(Deserialize, JsonSchema, presa::ElicitForm)]
 #[serde(rename_all = "lowercase")]
-enum Flavour {
+pub(crate) enum Flavour {
     #[schemars(title = "Vanilla")]
     Vanilla,
     #[schemars(title = "Dark chocolate")]
