@@ -288,11 +288,14 @@ async fn a_client_that_stops_reading_is_cut_off_at_the_write_timeout() {
 /// served; once the first body is given up, the second fits again.
 #[tokio::test]
 async fn the_memory_budget_refuses_what_does_not_fit() {
-    let budget = 64 * 1024;
+    // Sized so that the large request fits alone (its body and its decoded tree, about
+    // 72,000 bytes while it is decoded) and the small one beside the slow body, but not
+    // the large one's body beside it.
+    let budget = 80_000;
     let config = HttpConfig::default().memory_budget(budget);
     let h = Harness::start_with(quick_server(), config).await;
-    // Holds 40,000 bytes of the budget while its body trickles in.
-    let slow = raw_post_unchecked(&h, "Content-Length: 40000\r\n\r\n{\"jsonrpc\"").await;
+    // Holds 60,000 bytes of the budget while its body trickles in.
+    let slow = raw_post_unchecked(&h, "Content-Length: 60000\r\n\r\n{\"jsonrpc\"").await;
     let pad = "p".repeat(30_000);
     let large = request(
         2,
