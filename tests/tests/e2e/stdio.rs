@@ -2013,8 +2013,8 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
 }
 
 /// stdin and stdout are usually pipes, which presa reopens as non-blocking pipes on the
-/// reactor; when they are plain files it falls back to tokio's stdin and stdout. Both
-/// ways must serve every line and exit at the end of the input.
+/// reactor; plain files are read and written by threads of presa's own. Both ways must
+/// serve every line and exit at the end of the input.
 #[tokio::test]
 async fn files_as_stdin_and_stdout_are_served_too() {
     let dir = std::env::temp_dir().join(format!("presa-stdio-files-{}", std::process::id()));
@@ -2056,9 +2056,9 @@ async fn files_as_stdin_and_stdout_are_served_too() {
 }
 
 /// Some clients hand the server a socket, not pipes, as stdin and stdout (Node's child
-/// processes do). A socket is not reopened (only pipes are): it is served through
-/// tokio's stdin and stdout, answering every line, and the server exits when the client
-/// shuts its side.
+/// processes do). A socket is not reopened (only pipes are): it is served by threads of
+/// presa's own, answering every line, and the server exits when the client shuts its
+/// side.
 #[tokio::test]
 async fn a_socket_as_stdin_and_stdout_is_served_too() {
     use std::io::{BufRead, Write};

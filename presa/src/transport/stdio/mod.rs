@@ -19,6 +19,7 @@
 //! bound, when clients pipeline more than it.
 
 mod lines;
+mod threaded;
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Era, Exchange, NotificationEffect, Reply, Served, Transport};
@@ -495,7 +496,7 @@ impl Server {
         let stopped = Arc::new(AtomicBool::new(false));
         let stop = Arc::clone(&stopped);
         let serving = tokio::spawn(async move {
-            let (reader, writer) = stdio_streams();
+            let (reader, writer) = stdio_streams()?;
             server.serve_lines(reader, writer, config, &stop).await
         });
         // Dropping this future (a `select!` against Ctrl-C, a timeout) stops serving, as
@@ -902,10 +903,10 @@ type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 /// reopened through `/proc/self/fd` as a non-blocking pipe on the runtime's reactor, a new
 /// open file of its own, so the flag touches nothing the process shares. (Input that the
 /// program already read into `std::io::stdin()`'s buffer before serving is not seen
-/// then; read nothing from stdin before `serve_stdio`.) Otherwise (a
-/// file, a terminal, no `/proc`), tokio's stdin and stdout, which run each read and write
-/// on the blocking pool: a thread hand-off per read and per flush.
-fn stdio_streams() -> (Reader, Writer) {
+/// then; read nothing from stdin before `serve_stdio`.) Otherwise (a socket, a terminal,
+/// a file, no `/proc`), each is read or written by a thread of its own ([`threaded`]),
+/// which nothing waits for: a read or write there cannot be cancelled.
+fn stdio_streams() -> io::Result<(Reader, Writer)> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsFd;
@@ -935,18 +936,18 @@ fn stdio_streams() -> (Reader, Writer) {
         let stdin = std::io::stdin();
         let reader: Reader = match reopen(stdin.as_fd(), 0, false).map(pipe::Receiver::from_file) {
             Some(Ok(rx)) => Box::new(rx),
-            _ => Box::new(tokio::io::stdin()),
+            _ => Box::new(threaded::stdin()?),
         };
         let stdout = std::io::stdout();
         let writer: Writer = match reopen(stdout.as_fd(), 1, true).map(pipe::Sender::from_file) {
             Some(Ok(tx)) => Box::new(tx),
-            _ => Box::new(tokio::io::stdout()),
+            _ => Box::new(threaded::stdout()?),
         };
-        (reader, writer)
+        Ok((reader, writer))
     }
     #[cfg(not(target_os = "linux"))]
     {
-        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+        Ok((Box::new(threaded::stdin()?), Box::new(threaded::stdout()?)))
     }
 }
 
