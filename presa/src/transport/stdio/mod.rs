@@ -527,8 +527,9 @@ impl Server {
     /// are read and written without blocking, and anything else (a socket, a terminal, a
     /// file) by threads of their own that no shutdown waits for.
     ///
-    /// Fails when the signal handlers cannot be installed (a runtime built without its IO
-    /// driver), or when writing stdout fails.
+    /// Fails when the signal handlers cannot be installed, or when writing stdout fails.
+    /// Needs a runtime with its IO and time drivers on (as `#[tokio::main]` builds one):
+    /// tokio panics without them.
     pub async fn serve_stdio_with(&self, config: StdioConfig) -> io::Result<()> {
         let stop = Stop::new(std::future::pending(), config.stop_on_signals)?;
         // The read loop runs as a task of the runtime, beside the writer and the request
