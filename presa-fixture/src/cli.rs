@@ -2,31 +2,33 @@
 //!
 //! It stops as a server should. SIGINT (Ctrl-C) and SIGTERM stop either transport, and the
 //! process then exits 0 within a second, whatever its stdin is (a terminal, a pipe held
-//! open, `/dev/null`):
+//! open, `/dev/null`, a socket):
 //!
 //! - over HTTP, stdin is not read at all (so a fixture under systemd, `docker run` without
 //!   `-i` or `nohup … &` serves until it is signalled), unless `--exit-on-stdin-close`
 //!   asks for stdin's end to stop it as well. After the signal, requests still open get
 //!   [`DRAIN`] to finish; then serving stops without them.
 //! - over stdio, stdin's end stops it (that is the transport), and so does a signal, which
-//!   stops serving at once: requests in flight then go unanswered (presa's stdio transport
-//!   drains them only at stdin's end).
+//!   presa's stdio transport handles itself: no line is read after it, subscription
+//!   streams end, and requests in flight get [`DRAIN`] to finish (its shutdown grace, after
+//!   stdin's end too); then they are cancelled.
 //!
-//! Whatever still runs then (a read of stdin that only input would end, on tokio's
-//! blocking pool: what `serve_stdio` uses over a terminal) is left behind after
-//! [`LEFT_BEHIND_AFTER`] rather than waited for, so nothing keeps the process alive.
+//! Whatever still runs then on tokio's blocking pool (which no cancellation reaches) is
+//! left behind after [`LEFT_BEHIND_AFTER`] rather than waited for, so nothing keeps the
+//! process alive.
 
 use crate::build;
-use presa::{HttpConfig, Server};
+use presa::{HttpConfig, Server, StdioConfig};
 use std::future::Future;
 use std::process::ExitCode;
 use std::time::Duration;
 
-/// How long requests still open over HTTP get to finish once a stop signal arrived.
+/// How long requests still open get to finish once a stop signal arrived (over stdio, also
+/// once stdin ended).
 pub const DRAIN: Duration = Duration::from_millis(500);
 
-/// How long the runtime waits at the end for work still running (a blocked read of
-/// stdin) before it leaves it behind. With [`DRAIN`], well under a second.
+/// How long the runtime waits at the end for work still running on its blocking pool
+/// before it leaves it behind. With [`DRAIN`], well under a second.
 pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
@@ -132,9 +134,9 @@ pub fn main() -> ExitCode {
         }
     };
     let code = runtime.block_on(run(args));
-    // Dropping the runtime would wait for every blocking-pool thread, and one reading a
-    // terminal returns only once a line is typed: leave such work behind instead. The
-    // process exits right after, which ends the threads left behind.
+    // Dropping the runtime would wait for every blocking-pool thread, and work there is
+    // never cancelled: leave it behind instead. The process exits right after, which ends
+    // the threads left behind.
     runtime.shutdown_timeout(LEFT_BEHIND_AFTER);
     code
 }
@@ -158,12 +160,13 @@ async fn run(args: Args) -> ExitCode {
     };
     let result = match args.transport {
         Transport::Stdio => {
-            // A signal drops the serving future, which stops serving at once (presa
-            // aborts its read loop and the requests in flight).
-            tokio::select! {
-                served = server.serve_stdio() => served,
-                () = stop.received() => Ok(()),
-            }
+            // presa stops on the signals itself, listening from when serving begins (so
+            // before the first answer). `stop` goes on listening meanwhile (tokio hands a
+            // signal to every listener), so that none falls between the two.
+            let _listening = stop;
+            server
+                .serve_stdio_with(StdioConfig::default().shutdown_grace(DRAIN))
+                .await
         }
         Transport::Http if args.exit_on_stdin_close => match stdin_closed() {
             Ok(closed) => {

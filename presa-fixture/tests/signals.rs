@@ -2,12 +2,10 @@
 //! with exit code 0 whether its stdin is `/dev/null`, a pipe held open, a terminal or a
 //! socket (what Node's `child_process` gives a child, so what the TypeScript SDK's stdio
 //! client spawns a server with); over HTTP it never reads stdin unless
-//! `--exit-on-stdin-close` asks it to stop at stdin's end; over stdio, stdin's end stops it
-//! too.
+//! `--exit-on-stdin-close` asks it to stop at stdin's end. (Over stdio: `stdio_signals.rs`.)
 //!
-//! Each test starts the real binary, waits for it to be serving by reading what it
-//! writes (the ready line over HTTP, an answer over stdio), signals it by pid, and waits
-//! for its exit with a deadline.
+//! Each test starts the real binary, waits for it to be serving by reading its ready
+//! line, signals it by pid, and waits for its exit with a deadline.
 
 #![cfg(unix)]
 
@@ -54,7 +52,7 @@ struct Fixture {
     /// The write end of the stdin pipe, held open until dropped.
     stdin: Option<ChildStdin>,
     /// The terminal's master end or the socket's other end, held open until dropped.
-    other_end: Option<Box<dyn Write + Send>>,
+    _other_end: Option<Box<dyn Write + Send>>,
 }
 
 impl Fixture {
@@ -94,7 +92,7 @@ impl Fixture {
             child,
             stdout: BufReader::new(stdout).lines(),
             stdin,
-            other_end,
+            _other_end: other_end,
         }
     }
 
@@ -114,21 +112,6 @@ impl Fixture {
         (fixture, addr)
     }
 
-    /// Starts the fixture over stdio and waits until it answers a request.
-    async fn stdio(input: Input) -> Fixture {
-        let mut fixture = Fixture::start(&["--transport", "stdio"], input);
-        fixture
-            .send(&request(1, "server/discover", json!({})))
-            .await;
-        let answer: Value = serde_json::from_str(&fixture.line().await).expect("JSON");
-        assert_eq!(answer["id"], json!(1), "answer {answer}");
-        assert!(
-            answer["result"]["supportedVersions"].is_array(),
-            "answer {answer}"
-        );
-        fixture
-    }
-
     /// The next line of stdout.
     async fn line(&mut self) -> String {
         tokio::time::timeout(PATIENCE, self.stdout.next_line())
@@ -136,25 +119,6 @@ impl Fixture {
             .expect("a line in time")
             .expect("stdout reads")
             .expect("a line before stdout ends")
-    }
-
-    /// Writes one line to stdin (the pipe, the terminal or the socket).
-    async fn send(&mut self, message: &Value) {
-        let line = format!("{message}\n");
-        if let Some(other_end) = &mut self.other_end {
-            // A line well under the terminal's or the socket's buffer: the write does not
-            // wait for the reader.
-            other_end
-                .write_all(line.as_bytes())
-                .expect("writes the line");
-        } else {
-            let stdin = self.stdin.as_mut().expect("stdin is a pipe");
-            stdin
-                .write_all(line.as_bytes())
-                .await
-                .expect("writes stdin");
-            stdin.flush().await.expect("flushes stdin");
-        }
     }
 
     fn signal(&self, signal: Signal) {
@@ -418,64 +382,6 @@ async fn a_call_longer_than_the_drain_does_not_hold_the_exit() {
     // The call got no answer: its connection was closed.
     let answer = read_to_close(&mut slow, Vec::new()).await;
     assert!(!answer.contains("Completed"), "answer {answer}");
-}
-
-// ---- stdio: stdin's end or a signal ----
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_stops_at_the_end_of_stdin() {
-    let mut fixture = Fixture::stdio(Input::Pipe).await;
-    drop(fixture.stdin.take());
-    let status = fixture.exit_within(DEADLINE, "stdio, stdin closed").await;
-    assert_eq!(status.code(), Some(0), "exit status {status}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_stops_at_the_end_of_a_socket_stdin() {
-    let mut fixture = Fixture::stdio(Input::Socket).await;
-    drop(fixture.other_end.take());
-    let status = fixture.exit_within(DEADLINE, "stdio, socket closed").await;
-    assert_eq!(status.code(), Some(0), "exit status {status}");
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_with_stdin_a_pipe_held_open_stops_on_sigterm() {
-    let mut fixture = Fixture::stdio(Input::Pipe).await;
-    fixture
-        .stops_on(Signal::SIGTERM, "stdio, stdin a pipe")
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_with_stdin_a_pipe_held_open_stops_on_sigint() {
-    let mut fixture = Fixture::stdio(Input::Pipe).await;
-    fixture
-        .stops_on(Signal::SIGINT, "stdio, stdin a pipe")
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_with_stdin_a_terminal_stops_on_sigterm() {
-    let mut fixture = Fixture::stdio(Input::Terminal).await;
-    fixture
-        .stops_on(Signal::SIGTERM, "stdio, stdin a terminal")
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_with_stdin_a_terminal_stops_on_sigint() {
-    let mut fixture = Fixture::stdio(Input::Terminal).await;
-    fixture
-        .stops_on(Signal::SIGINT, "stdio, stdin a terminal")
-        .await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn stdio_with_stdin_a_socket_held_open_stops_on_sigterm() {
-    let mut fixture = Fixture::stdio(Input::Socket).await;
-    fixture
-        .stops_on(Signal::SIGTERM, "stdio, stdin a socket")
-        .await;
 }
 
 // ---- the command line ----

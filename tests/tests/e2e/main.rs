@@ -26,6 +26,8 @@ mod pipeline_catalog;
 mod schema_check;
 mod stdio;
 mod stdio_limits;
+#[cfg(unix)]
+mod stdio_signals;
 mod subscriptions;
 mod subscriptions_http;
 mod subscriptions_stdio;

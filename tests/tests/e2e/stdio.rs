@@ -1923,6 +1923,93 @@ async fn past_the_shutdown_grace_requests_are_cancelled() {
     assert!(started.elapsed() < Duration::from_secs(5));
 }
 
+/// A writer that never takes a byte: a client that stopped reading its stdout.
+struct Stuck;
+
+impl tokio::io::AsyncWrite for Stuck {
+    fn poll_write(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        _: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Pending
+    }
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Pending
+    }
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Pending
+    }
+}
+
+/// At the end of input, what is queued for stdout is written within the shutdown grace:
+/// a client that stopped reading holds serving until the grace has passed, no longer;
+/// `serve_io` then returns `Ok`, what was left unwritten dropped.
+#[tokio::test]
+async fn a_client_that_stops_reading_holds_serving_no_longer_than_the_grace() {
+    const GRACE: Duration = Duration::from_millis(300);
+    let probe = Probe::new();
+    let server = probe_server(&probe);
+    let mut input = Vec::new();
+    for id in 1..=3 {
+        input.extend(checked_line(&call(id, "fast")));
+    }
+    let config = StdioConfig::default().shutdown_grace(GRACE);
+    let started = Instant::now();
+    let served = within(
+        "serve_io returns",
+        server.serve_io(std::io::Cursor::new(input), Stuck, config),
+    )
+    .await;
+    served.expect("Ok once the grace has passed");
+    assert!(
+        started.elapsed() >= GRACE,
+        "returned after {:?}, before the grace",
+        started.elapsed()
+    );
+    assert!(
+        started.elapsed() < GRACE + Duration::from_secs(1),
+        "returned after {:?}",
+        started.elapsed()
+    );
+}
+
+/// Within the grace, what is queued is written: a client that closes stdin and then
+/// reads slowly (the pipe holds 16 bytes, so the writer waits on it for every answer)
+/// gets every answer.
+#[tokio::test]
+async fn answers_queued_at_the_end_of_input_are_written_to_a_late_reader() {
+    let probe = Probe::new();
+    // A pipe of 16 bytes: the first answer fills it, and the writer waits for the reader.
+    let (client_out, server_in) = tokio::io::duplex(1 << 20);
+    let (server_out, client_in) = tokio::io::duplex(16);
+    let mut s = Session::over(
+        probe_server(&probe),
+        StdioConfig::default(),
+        client_out,
+        server_in,
+        server_out,
+        client_in,
+    );
+    for id in 1..=3 {
+        s.send(&call(id, "fast")).await;
+    }
+    s.close_stdin();
+    for id in 1..=3 {
+        let m = s.recv().await.expect("an answer");
+        assert_eq!(m["id"], json!(id), "{m}");
+        check_response("tools/call", &m);
+    }
+    assert!(s.recv().await.is_none(), "then end of output");
+    assert!(s.finish().await);
+}
+
 /// A pipelined flood written at once, then end of input: every request is answered
 /// exactly once, then output ends.
 #[tokio::test]
@@ -2013,8 +2100,8 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
 }
 
 /// stdin and stdout are usually pipes, which presa reopens as non-blocking pipes on the
-/// reactor; when they are plain files it falls back to tokio's stdin and stdout. Both
-/// ways must serve every line and exit at the end of the input.
+/// reactor; plain files are read and written by threads of presa's own. Both ways must
+/// serve every line and exit at the end of the input.
 #[tokio::test]
 async fn files_as_stdin_and_stdout_are_served_too() {
     let dir = std::env::temp_dir().join(format!("presa-stdio-files-{}", std::process::id()));
@@ -2056,9 +2143,9 @@ async fn files_as_stdin_and_stdout_are_served_too() {
 }
 
 /// Some clients hand the server a socket, not pipes, as stdin and stdout (Node's child
-/// processes do). A socket is not reopened (only pipes are): it is served through
-/// tokio's stdin and stdout, answering every line, and the server exits when the client
-/// shuts its side.
+/// processes do). A socket is not reopened (only pipes are): it is served by threads of
+/// presa's own, answering every line, and the server exits when the client shuts its
+/// side.
 #[tokio::test]
 async fn a_socket_as_stdin_and_stdout_is_served_too() {
     use std::io::{BufRead, Write};

@@ -7,7 +7,7 @@
 //! run in the pipeline.
 //!
 //! The same endpoint serves clients of the earlier revisions (2025-11-25, 2025-06-18),
-//! which open with `initialize`, in sessions ([`legacy`]): each POST is told apart by
+//! which open with `initialize`, in sessions (`legacy`): each POST is told apart by
 //! its body (a message whose `_meta` carries the 2026-07-28 per-request keys is
 //! 2026-07-28, as is one whose `MCP-Protocol-Version` header names 2026-07-28), GET opens
 //! a session's event stream and DELETE ends a session.

@@ -17,13 +17,24 @@
 //! Past the in-flight bound stdin is not read, so a `notifications/cancelled` that arrives
 //! behind waiting requests is read once a slot frees: keep handlers finite, or raise the
 //! bound, when clients pipeline more than it.
+//!
+//! Serving stops at stdin's end or, for [`Server::serve_stdio`], on SIGINT or SIGTERM
+//! (`transport::shutdown`); the read loop is raced against the signal, so it stops whether it
+//! waits for input or for a slot. From then on nothing more is read, and everything ends
+//! within [`StdioConfig::shutdown_grace`]: requests in flight finish or are cancelled at
+//! its end, and the writer writes what they queued until then (or for `LAST_WRITE`, when
+//! the requests took the whole grace). Pipes are read and written on the reactor;
+//! anything else through threads of its own (`threaded`); so neither a read nor a write
+//! can outlast serving's end.
 
 mod lines;
+mod threaded;
 
 use crate::context::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
 use crate::pipeline::{Era, Exchange, NotificationEffect, Reply, Served, Transport};
 use crate::server::Server;
 use crate::session::{Channel, Session};
+use crate::transport::shutdown::{DEFAULT_DRAIN, Stop};
 use crate::wire::jsonrpc::{self, Inbound, RequestId};
 use lines::{Line, Lines, ReadLines};
 use std::collections::HashMap;
@@ -45,9 +56,14 @@ pub struct StdioConfig {
     /// yet written; a batch of answers made in the read loop, of requests that queued no
     /// notification, counts as one (about 64 KiB). Past it stdin is not read.
     pub max_in_flight: usize,
-    /// How long requests still running when stdin closes may take to finish before they
-    /// are cancelled (default 5 s).
+    /// How long serving may go on once it stops (stdin closed, or a stop signal):
+    /// requests in flight may finish until then and are cancelled after; what they queued
+    /// for stdout is written until then too (default 10 s).
     pub shutdown_grace: Duration,
+    /// Whether [`Server::serve_stdio`] stops on SIGINT and SIGTERM (Ctrl-C off Unix)
+    /// (default on). Off, the signals are left to the program; [`Server::serve_io`] never
+    /// listens for them.
+    pub stop_on_signals: bool,
 }
 
 impl Default for StdioConfig {
@@ -55,7 +71,8 @@ impl Default for StdioConfig {
         StdioConfig {
             max_line_bytes: 4 * 1024 * 1024,
             max_in_flight: 64,
-            shutdown_grace: Duration::from_secs(5),
+            shutdown_grace: DEFAULT_DRAIN,
+            stop_on_signals: true,
         }
     }
 }
@@ -73,9 +90,15 @@ impl StdioConfig {
         self
     }
 
-    /// Sets the grace period for requests still running when stdin closes.
+    /// Sets how long serving may go on once it stops (stdin closed, or a stop signal).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// Sets whether [`Server::serve_stdio`] stops on SIGINT and SIGTERM.
+    pub fn stop_on_signals(mut self, on: bool) -> Self {
+        self.stop_on_signals = on;
         self
     }
 }
@@ -480,27 +503,51 @@ impl Waiting {
 }
 
 impl Server {
-    /// Serves this server on the process's stdin and stdout until stdin closes.
+    /// Serves this server on the process's stdin and stdout until stdin closes or SIGINT
+    /// or SIGTERM arrives (see [`Server::serve_stdio_with`]).
     pub async fn serve_stdio(&self) -> io::Result<()> {
         self.serve_stdio_with(StdioConfig::default()).await
     }
 
     /// Like [`Server::serve_stdio`], with settings.
+    ///
+    /// Serving stops when stdin closes, or on SIGINT or SIGTERM (Ctrl-C off Unix) unless
+    /// [`StdioConfig::stop_on_signals`] is off. Their handlers are installed when this
+    /// future is first polled: from then on neither signal ends the process by itself
+    /// (tokio keeps the handlers for the life of the process). Once serving stops, stdin
+    /// is not read any more; requests in flight may finish until
+    /// [`StdioConfig::shutdown_grace`] has passed, and are cancelled then; what was queued
+    /// for stdout is written within that grace too (or, past it, for a short while once
+    /// the requests are over); then this returns `Ok`. On a signal the client is still
+    /// there, so subscription streams end gracefully, each with its
+    /// `notifications/cancelled` (as [`Server::close_streams`] ends them, which ends the
+    /// server's streams on every transport); when stdin closes they end at once.
+    ///
+    /// No read of stdin or write of stdout can hold the process once this returns: pipes
+    /// are read and written without blocking, and anything else (a socket, a terminal, a
+    /// file) by threads of their own that no shutdown waits for.
+    ///
+    /// Fails when the signal handlers cannot be installed, or when writing stdout fails.
+    /// Needs a runtime with its IO and time drivers on (as `#[tokio::main]` builds one):
+    /// tokio panics without them.
     pub async fn serve_stdio_with(&self, config: StdioConfig) -> io::Result<()> {
+        let stop = Stop::new(std::future::pending(), config.stop_on_signals)?;
         // The read loop runs as a task of the runtime, beside the writer and the request
         // tasks, rather than on the thread that awaits this (under `#[tokio::main]`, the
         // main thread): hand-offs between them then stay on one worker instead of waking
         // another thread for every batch.
         let server = self.clone();
         let stopped = Arc::new(AtomicBool::new(false));
-        let stop = Arc::clone(&stopped);
+        let stop_flag = Arc::clone(&stopped);
         let serving = tokio::spawn(async move {
-            let (reader, writer) = stdio_streams();
-            server.serve_lines(reader, writer, config, &stop).await
+            let (reader, writer) = stdio_streams()?;
+            server
+                .serve_lines(reader, writer, config, &stop_flag, stop.wait())
+                .await
         });
         // Dropping this future (a `select!` against Ctrl-C, a timeout) stops serving, as
         // it would if the loop ran here: the loop dispatches no line read after the drop,
-        // even one it reads before the abort reaches it.
+        // even one it reads before the abort reaches it. Nothing is drained then.
         let _stop_on_drop = StopOnDrop {
             stopped,
             serving: serving.abort_handle(),
@@ -515,23 +562,35 @@ impl Server {
     /// socket). Returns when the reader reaches its end and the requests in flight have
     /// finished (or the grace period ran out), or, once the writer has failed, before the
     /// next line is read (with the writer's error).
+    ///
+    /// It listens for no signal ([`StdioConfig::stop_on_signals`] is not looked at): the
+    /// program that hands it its streams decides when serving ends, by ending the reader
+    /// (which drains as stdin's end does) or by dropping this future (which drains
+    /// nothing).
     pub async fn serve_io<R, W>(&self, reader: R, writer: W, config: StdioConfig) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.serve_lines(reader, writer, config, &AtomicBool::new(false))
-            .await
+        self.serve_lines(
+            reader,
+            writer,
+            config,
+            &AtomicBool::new(false),
+            std::future::pending(),
+        )
+        .await
     }
 
     /// [`Server::serve_io`], stopping before the next line is dispatched once `stopped`
-    /// is set.
+    /// is set, and draining as on a signal once `stop` completes.
     async fn serve_lines<R, W>(
         &self,
         reader: R,
         writer: W,
         config: StdioConfig,
         stopped: &AtomicBool,
+        stop: impl Future<Output = ()>,
     ) -> io::Result<()>
     where
         R: AsyncRead + Unpin,
@@ -541,7 +600,7 @@ impl Server {
         // Told to end once serving is over: a request context a handler kept (in a task
         // of its own) holds a sender of the queue, so the queue may never close.
         let (end_writer, writer_ends) = tokio::sync::oneshot::channel();
-        let writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
+        let mut writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
         // Past `Semaphore::MAX_PERMITS` (`usize::MAX >> 3`) tokio panics: a larger bound,
         // such as `usize::MAX` for none, is that many, unreachable all the same.
         let most = config.max_in_flight.clamp(1, Semaphore::MAX_PERMITS);
@@ -553,60 +612,78 @@ impl Server {
         let mut gates = Gates::new(&tx);
         let mut era = Pinned::Open;
 
-        loop {
-            // Reap finished tasks so the set does not grow with the session.
-            while tasks.try_join_next().is_some() {}
-            // The writer ended (it failed): stop serving, and return its error below.
-            if tx.is_closed() {
-                break;
+        // The read loop, raced against `stop`: it waits only to read and for a slot, and
+        // either wait ends when `stop` completes (a line read and not yet served then
+        // goes unanswered, as one still unread does).
+        let read = async {
+            loop {
+                // Reap finished tasks so the set does not grow with the session.
+                while tasks.try_join_next().is_some() {}
+                // The writer ended (it failed): stop serving, and return its error below.
+                if tx.is_closed() {
+                    break;
+                }
+                let read = lines.next_line(&mut || answers.hand_over()).await;
+                if stopped.load(Ordering::Acquire) {
+                    break;
+                }
+                let next = match read {
+                    Ok(Line::Eof) => break,
+                    Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
+                    Ok(Line::Text(line)) => self.read_message(line, &in_flight, &mut era, &tx),
+                    Err(e) => return Err(e),
+                };
+                let Some(next) = next else {
+                    continue;
+                };
+                // Backpressure, the one wait of the loop besides reading: everything that
+                // is answered (error replies too, so a client that never reads cannot make
+                // them pile up) holds an in-flight slot until its answer is written, or,
+                // in the loop's batch and when its request queued nothing, until it joins
+                // the batch (which holds a slot until written); past the bound stdin is
+                // not read. Notifications take no slot: one is acted on as soon as it is
+                // read, but one queued behind a request that waits here is read only once
+                // a slot frees (the module doc says so). The loop's batch holds slots, so
+                // it is handed to the writer before waiting. A slot is taken from the
+                // semaphore only when something must hold it ([`Slot`]).
+                let slot = if permits.available_permits() > 0 {
+                    Slot::Free(&permits)
+                } else {
+                    answers.hand_over();
+                    Slot::Held(
+                        Arc::clone(&permits)
+                            .acquire_owned()
+                            .await
+                            .map_err(io::Error::other)?,
+                    )
+                };
+                match next {
+                    Next::Request(incoming) => self.start_request(
+                        incoming,
+                        slot,
+                        &mut gates,
+                        &mut answers,
+                        &in_flight,
+                        &mut tasks,
+                    ),
+                    Next::Reply(text) => answers.push(&text, slot, false),
+                }
             }
-            let read = lines.next_line(&mut || answers.hand_over()).await;
-            if stopped.load(Ordering::Acquire) {
-                break;
+            Ok(())
+        };
+        let signalled = tokio::select! {
+            // The loop first: under a flood it is polled without `stop` being polled too.
+            biased;
+            read = read => {
+                read?;
+                false
             }
-            let next = match read {
-                Ok(Line::Eof) => break,
-                Ok(Line::TooLong) => Some(Next::Reply(too_long(config.max_line_bytes))),
-                Ok(Line::Text(line)) => self.read_message(line, &in_flight, &mut era, &tx),
-                Err(e) => return Err(e),
-            };
-            let Some(next) = next else {
-                continue;
-            };
-            // Backpressure, the one wait of the loop: everything that is answered (error
-            // replies too, so a client that never reads cannot make them pile up) holds
-            // an in-flight slot until its answer is written, or, in the loop's batch and
-            // when its request queued nothing, until it joins the batch (which holds a
-            // slot until written); past the bound stdin is not read. Notifications take no
-            // slot: one is acted on as soon as it is read, but one queued behind a request
-            // that waits here is read only once a slot frees (the module doc says so).
-            // The loop's batch holds slots, so it is handed to the writer before waiting.
-            // A slot is taken from the semaphore only when something must hold it
-            // ([`Slot`]).
-            let slot = if permits.available_permits() > 0 {
-                Slot::Free(&permits)
-            } else {
-                answers.hand_over();
-                Slot::Held(
-                    Arc::clone(&permits)
-                        .acquire_owned()
-                        .await
-                        .map_err(io::Error::other)?,
-                )
-            };
-            match next {
-                Next::Request(incoming) => self.start_request(
-                    incoming,
-                    slot,
-                    &mut gates,
-                    &mut answers,
-                    &in_flight,
-                    &mut tasks,
-                ),
-                Next::Reply(text) => answers.push(&text, slot, false),
-            }
-        }
-        // The client is gone: a legacy session ends (its feed holds a sender of the queue).
+            () = stop => true,
+        };
+        // Serving is over: everything below ends within the grace (or soon after it, for
+        // the last writes).
+        let grace_from = tokio::time::Instant::now();
+        // A legacy session ends (its feed holds a sender of the queue).
         if let Pinned::Legacy(session) = &era {
             session.close();
         }
@@ -616,13 +693,17 @@ impl Server {
         drop(answers);
         drop(gates);
 
-        // stdin closed: subscription streams end now (their client is gone); other
-        // requests in flight may finish within the grace period, then are cancelled.
-        if let Ok(map) = in_flight.lock() {
+        if signalled {
+            // The client is still there: its subscription streams end gracefully (each
+            // answered with its `notifications/cancelled`), with the requests' drain.
+            self.close_streams();
+        } else if let Ok(map) = in_flight.lock() {
+            // stdin closed: subscription streams end now (their client is gone).
             for gate in map.values().filter(|g| g.listen.load(Ordering::Relaxed)) {
                 gate.close_and_cancel();
             }
         }
+        // Other requests in flight may finish within the grace, then are cancelled.
         let drained = tokio::time::timeout(config.shutdown_grace, async {
             while tasks.join_next().await.is_some() {}
         })
@@ -639,14 +720,31 @@ impl Server {
         in_flight.clear();
         drop(tx);
         // Every request has ended (each gate is closed, so a context kept elsewhere can
-        // queue nothing more): the writer writes what is queued and ends.
+        // queue nothing more): the writer writes what is queued and ends, within what is
+        // left of the grace but no sooner than `LAST_WRITE` from now (a client that
+        // reads its stdout takes far less; one that does not would hold serving for ever).
         let _ = end_writer.send(());
-        match writer_task.await {
-            Ok(result) => result,
-            Err(e) => Err(io::Error::other(e)),
+        let left = config
+            .shutdown_grace
+            .saturating_sub(grace_from.elapsed())
+            .max(LAST_WRITE);
+        match tokio::time::timeout(left, &mut writer_task).await {
+            Ok(Ok(result)) => result,
+            Ok(Err(e)) => Err(io::Error::other(e)),
+            Err(_) => {
+                writer_task.abort();
+                tracing::warn!(
+                    "output for stdout still unwritten when the shutdown grace ran out was dropped"
+                );
+                Ok(())
+            }
         }
     }
 }
+
+/// The least time the writer gets, once every request has ended, to write what they
+/// queued (when the grace has run out by then).
+const LAST_WRITE: Duration = Duration::from_millis(200);
 
 /// What one line of input asks the read loop to answer.
 enum Next {
@@ -902,10 +1000,10 @@ type Writer = Box<dyn AsyncWrite + Unpin + Send>;
 /// reopened through `/proc/self/fd` as a non-blocking pipe on the runtime's reactor, a new
 /// open file of its own, so the flag touches nothing the process shares. (Input that the
 /// program already read into `std::io::stdin()`'s buffer before serving is not seen
-/// then; read nothing from stdin before `serve_stdio`.) Otherwise (a
-/// file, a terminal, no `/proc`), tokio's stdin and stdout, which run each read and write
-/// on the blocking pool: a thread hand-off per read and per flush.
-fn stdio_streams() -> (Reader, Writer) {
+/// then; read nothing from stdin before `serve_stdio`.) Otherwise (a socket, a terminal,
+/// a file, no `/proc`), each is read or written by a thread of its own ([`threaded`]),
+/// which nothing waits for: a read or write there cannot be cancelled.
+fn stdio_streams() -> io::Result<(Reader, Writer)> {
     #[cfg(target_os = "linux")]
     {
         use std::os::fd::AsFd;
@@ -935,18 +1033,18 @@ fn stdio_streams() -> (Reader, Writer) {
         let stdin = std::io::stdin();
         let reader: Reader = match reopen(stdin.as_fd(), 0, false).map(pipe::Receiver::from_file) {
             Some(Ok(rx)) => Box::new(rx),
-            _ => Box::new(tokio::io::stdin()),
+            _ => Box::new(threaded::stdin()?),
         };
         let stdout = std::io::stdout();
         let writer: Writer = match reopen(stdout.as_fd(), 1, true).map(pipe::Sender::from_file) {
             Some(Ok(tx)) => Box::new(tx),
-            _ => Box::new(tokio::io::stdout()),
+            _ => Box::new(threaded::stdout()?),
         };
-        (reader, writer)
+        Ok((reader, writer))
     }
     #[cfg(not(target_os = "linux"))]
     {
-        (Box::new(tokio::io::stdin()), Box::new(tokio::io::stdout()))
+        Ok((Box::new(threaded::stdin()?), Box::new(threaded::stdout()?)))
     }
 }
 
