@@ -6,8 +6,9 @@
 //!
 //! - over HTTP, stdin is not read at all (so a fixture under systemd, `docker run` without
 //!   `-i` or `nohup … &` serves until it is signalled), unless `--exit-on-stdin-close`
-//!   asks for stdin's end to stop it as well. After the signal, requests still open get
-//!   [`DRAIN`] to finish; then serving stops without them.
+//!   asks for stdin's end to stop it as well. presa's HTTP transport handles the signals
+//!   itself: no connection is taken after them, subscription streams end, and requests
+//!   still open get [`DRAIN`] to finish (its shutdown grace); then they are cancelled.
 //! - over stdio, stdin's end stops it (that is the transport), and so does a signal, which
 //!   presa's stdio transport handles itself: no line is read after it, subscription
 //!   streams end, and requests in flight get [`DRAIN`] to finish (its shutdown grace, after
@@ -160,14 +161,15 @@ async fn run(args: Args) -> ExitCode {
     };
     let result = match args.transport {
         Transport::Stdio => {
-            // presa stops on the signals itself, listening from when serving begins (so
-            // before the first answer). `stop` goes on listening meanwhile (tokio hands a
-            // signal to every listener), so that none falls between the two.
+            // presa stops on the signals itself, listening from when serving begins.
             let _listening = stop;
             server
                 .serve_stdio_with(StdioConfig::default().shutdown_grace(DRAIN))
                 .await
         }
+        // presa stops on the signals itself; the fixture's own listener, on since the
+        // process began, stops it too, so that a signal sent as soon as the ready line is
+        // seen stops it even before presa's listener is in place.
         Transport::Http if args.exit_on_stdin_close => match stdin_closed() {
             Ok(closed) => {
                 let stop = async move {
@@ -191,12 +193,12 @@ async fn run(args: Args) -> ExitCode {
     }
 }
 
-/// Serves over Streamable HTTP on 127.0.0.1 until `stop` completes, then gives the
-/// requests still open [`DRAIN`] to finish.
+/// Serves over Streamable HTTP on 127.0.0.1 until a signal arrives (presa's own stop)
+/// or `stop` completes; requests still open then get [`DRAIN`] to finish.
 async fn serve_http(
     server: Server,
     port: u16,
-    stop: impl Future<Output = ()>,
+    stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
@@ -204,32 +206,13 @@ async fn serve_http(
         "{}",
         serde_json::json!({"conformanceReady": true, "url": format!("http://{addr}/mcp")})
     );
-    let (shut_down, shutting_down) = tokio::sync::oneshot::channel::<()>();
-    let serving = server.serve_http_on(listener, HttpConfig::default(), async move {
-        // Also when the sender is dropped: nothing is left to wait for then.
-        let _ = shutting_down.await;
-    });
-    let mut serving = std::pin::pin!(serving);
-    tokio::select! {
-        served = &mut serving => return served,
-        () = stop => {}
-    }
-    // Graceful from here: no new connections, subscription streams ended, open requests
-    // answered, all within the drain.
-    let _ = shut_down.send(());
-    match tokio::time::timeout(DRAIN, serving).await {
-        Ok(served) => served,
-        Err(_) => {
-            tracing::warn!(
-                "requests still open {} ms after the stop signal were dropped",
-                DRAIN.as_millis()
-            );
-            Ok(())
-        }
-    }
+    let config = HttpConfig::default().shutdown_grace(DRAIN);
+    server.serve_http_on(listener, config, stop).await
 }
 
-/// SIGINT and SIGTERM (Ctrl-C only off Unix), listened for from creation on.
+/// SIGINT and SIGTERM, listened for from the process's start: from then on neither
+/// signal ends the process by its default action (tokio keeps a signal's handler
+/// installed once anything listened for it), also before presa's own stop listens.
 struct StopSignal {
     #[cfg(unix)]
     interrupt: tokio::signal::unix::Signal,
@@ -238,7 +221,6 @@ struct StopSignal {
 }
 
 impl StopSignal {
-    /// Starts listening: from here on neither signal ends the process by itself.
     fn listen() -> std::io::Result<StopSignal> {
         #[cfg(unix)]
         {
