@@ -1,12 +1,16 @@
 //! HTTP load: N kept-alive connections (hyper's HTTP/1.1 client on one thread), each
 //! sending the next request as soon as the previous response is read, for a fixed
 //! duration. Every response's status and body are checked; every latency is recorded.
+//! The requests are 2026-07-28 ones, or those of a 2025-11-25 client, each connection
+//! then in a session of its own opened before the clock starts.
 
 use crate::proto;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::Request;
 use hyper::client::conn::http1::{self, SendRequest};
+use hyper::header::HeaderValue;
+use hyper::http::request;
+use hyper::{HeaderMap, Method, Request, StatusCode};
 use hyper_util::rt::TokioIo;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -20,6 +24,15 @@ pub struct Load {
     pub requests: u64,
     pub latencies_ns: Vec<u64>,
     pub elapsed: Duration,
+}
+
+/// Which revision's client the load is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Era {
+    /// 2026-07-28: every request stands alone.
+    Modern,
+    /// 2025-11-25: each connection opens a session first, and every request names it.
+    Legacy,
 }
 
 /// One kept-alive connection.
@@ -48,67 +61,169 @@ impl Conn {
         })
     }
 
-    /// Sends the tools/call with this id and checks the answer.
-    pub async fn call(&mut self, id: u64) -> Result<(), String> {
-        let mut builder = Request::post("/mcp").header("host", &self.host);
-        for (k, v) in proto::HEADERS {
+    /// Sends the tools/call with this id and checks the answer: a 2026-07-28 request,
+    /// or one of the 2025-11-25 session `session` names.
+    pub async fn call(&mut self, id: u64, session: Option<&HeaderValue>) -> Result<(), String> {
+        let (builder, body) = match session {
+            None => (
+                self.request(Method::POST, proto::HEADERS),
+                proto::request(id),
+            ),
+            Some(session) => (
+                self.request(Method::POST, proto::LEGACY_HEADERS)
+                    .header(proto::SESSION_ID, session.clone()),
+                proto::legacy_request(id),
+            ),
+        };
+        let (status, headers, body) = self.send(builder, body.into()).await?;
+        if status != 200 {
+            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
+        }
+        let message = proto::http_message(content_type(&headers), &body);
+        let got = match session {
+            None => proto::check(message)?,
+            Some(_) => proto::check_legacy(message)?,
+        };
+        if got != id {
+            return Err(format!("answer to id {got}, expected {id}"));
+        }
+        Ok(())
+    }
+
+    /// Opens a 2025-11-25 session, as its client does: `initialize` with this id (its
+    /// answer checked, the session id read from `Mcp-Session-Id`), then
+    /// `notifications/initialized` in the session (202). Returns the session id.
+    pub async fn initialize(&mut self, id: u64) -> Result<HeaderValue, String> {
+        let builder = self.request(Method::POST, proto::INITIALIZE_HEADERS);
+        let (status, headers, body) = self.send(builder, proto::initialize(id).into()).await?;
+        if status != 200 {
+            return Err(format!(
+                "initialize: HTTP {status}: {}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        proto::check_initialize(proto::http_message(content_type(&headers), &body), id)?;
+        let session = headers
+            .get(proto::SESSION_ID)
+            .cloned()
+            .ok_or("initialize: no Mcp-Session-Id in the answer")?;
+        let builder = self
+            .request(Method::POST, proto::LEGACY_HEADERS)
+            .header(proto::SESSION_ID, session.clone());
+        let (status, _, body) = self
+            .send(builder, Bytes::from_static(proto::INITIALIZED.as_bytes()))
+            .await?;
+        if status != 202 {
+            return Err(format!(
+                "notifications/initialized: HTTP {status}, not 202: {}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        Ok(session)
+    }
+
+    /// Ends a session with DELETE (204).
+    pub async fn delete(&mut self, session: &HeaderValue) -> Result<(), String> {
+        let builder = self
+            .request(
+                Method::DELETE,
+                &[("mcp-protocol-version", proto::LEGACY_VERSION)],
+            )
+            .header(proto::SESSION_ID, session.clone());
+        let (status, _, body) = self.send(builder, Bytes::new()).await?;
+        if status != 204 {
+            return Err(format!(
+                "DELETE: HTTP {status}, not 204: {}",
+                String::from_utf8_lossy(&body)
+            ));
+        }
+        Ok(())
+    }
+
+    /// A request to `/mcp` with these headers besides `Host`.
+    fn request(&self, method: Method, headers: &[(&str, &str)]) -> request::Builder {
+        let mut builder = Request::builder()
+            .method(method)
+            .uri("/mcp")
+            .header("host", &self.host);
+        for (k, v) in headers {
             builder = builder.header(*k, *v);
         }
-        let request = builder
-            .body(Full::new(Bytes::from(proto::request(id))))
-            .map_err(|e| e.to_string())?;
+        builder
+    }
+
+    /// Sends the request with this body; returns the answer's status, headers and whole
+    /// body.
+    async fn send(
+        &mut self,
+        builder: request::Builder,
+        body: Bytes,
+    ) -> Result<(StatusCode, HeaderMap, Bytes), String> {
+        let request = builder.body(Full::new(body)).map_err(|e| e.to_string())?;
         self.sender.ready().await.map_err(|e| e.to_string())?;
         let response = self
             .sender
             .send_request(request)
             .await
             .map_err(|e| e.to_string())?;
-        let status = response.status();
-        let content_type = response
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_owned();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map_err(|e| e.to_string())?
-            .to_bytes();
-        if status != 200 {
-            return Err(format!("HTTP {status}: {}", String::from_utf8_lossy(&body)));
-        }
-        let got = proto::check(proto::http_message(&content_type, &body))?;
-        if got != id {
-            return Err(format!("answer to id {got}, expected {id}"));
-        }
-        Ok(())
+        let (parts, body) = response.into_parts();
+        let body = body.collect().await.map_err(|e| e.to_string())?.to_bytes();
+        Ok((parts.status, parts.headers, body))
     }
 }
 
-/// Runs `connections` connections against `addr` for `duration`.
+/// A response's content type ("" without one).
+fn content_type(headers: &HeaderMap) -> &str {
+    headers
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+}
+
+/// Runs `connections` connections against `addr` for `duration`. Legacy connections
+/// each open a session of their own first, before the clock starts.
 pub async fn load(
     addr: SocketAddr,
     connections: usize,
     duration: Duration,
+    era: Era,
 ) -> Result<Load, String> {
+    run(connect(addr, connections, era).await?, duration).await
+}
+
+/// A connection ready for load, with its session if it is a legacy one.
+pub struct Ready(Conn, Option<HeaderValue>);
+
+/// Opens `connections` connections to `addr`; legacy ones each open a session.
+pub async fn connect(addr: SocketAddr, connections: usize, era: Era) -> Result<Vec<Ready>, String> {
     let mut conns = Vec::with_capacity(connections);
     for _ in 0..connections {
-        conns.push(Conn::open(addr).await?);
+        let mut conn = Conn::open(addr).await?;
+        let session = match era {
+            Era::Modern => None,
+            Era::Legacy => Some(conn.initialize(0).await?),
+        };
+        conns.push(Ready(conn, session));
     }
+    Ok(conns)
+}
+
+/// Loads the server through `conns` for `duration`: each connection sends its next
+/// tools/call as soon as the answer to the last one is read and checked.
+pub async fn run(conns: Vec<Ready>, duration: Duration) -> Result<Load, String> {
+    let connections = conns.len();
     let next_id = Arc::new(AtomicU64::new(1));
     let start = Instant::now();
     let deadline = start + duration;
     let mut tasks = Vec::with_capacity(connections);
-    for mut conn in conns {
+    for Ready(mut conn, session) in conns {
         let next_id = Arc::clone(&next_id);
         tasks.push(tokio::spawn(async move {
             let mut latencies = Vec::with_capacity(1 << 16);
             loop {
                 let id = next_id.fetch_add(1, Ordering::Relaxed);
                 let t0 = Instant::now();
-                conn.call(id).await?;
+                conn.call(id, session.as_ref()).await?;
                 let t1 = Instant::now();
                 latencies.push((t1 - t0).as_nanos() as u64);
                 if t1 >= deadline {
@@ -141,7 +256,7 @@ pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> Result<(), Strin
     };
     stream.set_nonblocking(true).map_err(|e| e.to_string())?;
     let stream = TcpStream::from_std(stream).map_err(|e| e.to_string())?;
-    Conn::over(stream, addr).await?.call(0).await
+    Conn::over(stream, addr).await?.call(0, None).await
 }
 
 /// One open `subscriptions/listen` stream, kept alive by holding its connection and body.

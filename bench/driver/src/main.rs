@@ -3,11 +3,12 @@
 //! is the script that calls it.
 //!
 //! ```text
-//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--server-cpu K] -- SERVER...
-//! bench-driver http  --name N --connections C --duration SECS --warmup SECS --addr HOST:PORT --pid PID
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] [--server-cpu K] -- SERVER...
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] --addr HOST:PORT --pid PID
 //! bench-driver stdio --name N --pipelined COUNT --sequential SECS [--server-cpu K] -- SERVER...
 //! bench-driver cold  --name N --mode http|stdio --runs COUNT [--server-cpu K] -- SERVER...
 //! bench-driver listen --name N --streams COUNT --duration SECS [--server-cpu K] -- SERVER...
+//! bench-driver sessions --name N --sessions COUNT [--server-cpu K] -- SERVER...
 //! bench-driver profile --name N --requests COUNT [--server-cpu K] -- SERVER...
 //! bench-driver instructions --iterations N -- INSTRUCTIONS-BINARY
 //! bench-driver size  --name N PATH
@@ -18,8 +19,10 @@
 //! `SERVER...` is the server's command line; the driver appends `http 127.0.0.1:PORT` or
 //! `stdio`, pins the server to CPU K when asked (the driver itself is pinned by the
 //! caller, with taskset), and checks every response: a wrong answer ends the run with an
-//! error, never a number. `report --svg` also draws the chart of the table it prints;
-//! `chart` draws it again from a table printed earlier.
+//! error, never a number. `http --protocol 2025-11-25` loads the server as clients of
+//! that revision do, each connection in a session of its own (2026-07-28, the default,
+//! sends the stateless requests). `report --svg` also draws the chart of the table it
+//! prints; `chart` draws it again from a table printed earlier.
 
 mod chart;
 mod http;
@@ -98,7 +101,7 @@ fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     let Some(cmd) = argv.first() else {
         eprintln!(
-            "usage: bench-driver (http|stdio|cold|listen|profile|instructions|size|report|chart) ... (see the source)"
+            "usage: bench-driver (http|stdio|cold|listen|sessions|profile|instructions|size|report|chart) ... (see the source)"
         );
         std::process::exit(2);
     };
@@ -108,6 +111,7 @@ fn main() {
         "stdio" => stdio_cell(&args),
         "cold" => cold_cell(&args),
         "listen" => listen_cell(&args),
+        "sessions" => sessions_cell(&args),
         "profile" => profile_cell(&args),
         "instructions" => instructions(&args),
         "size" => size(&args),
@@ -174,11 +178,29 @@ fn quantile_us(sorted_ns: &[u64], q: f64) -> f64 {
     sorted_ns[i] as f64 / 1000.0
 }
 
+/// The revision `--protocol` names (2026-07-28 when absent).
+fn era(a: &Args) -> Result<(http::Era, &str), String> {
+    match a.flags.get("protocol").map(String::as_str) {
+        None | Some(proto::MODERN_VERSION) => Ok((http::Era::Modern, proto::MODERN_VERSION)),
+        Some(proto::LEGACY_VERSION) => Ok((http::Era::Legacy, proto::LEGACY_VERSION)),
+        Some(other) => Err(format!(
+            "--protocol {other}: not {} or {}",
+            proto::MODERN_VERSION,
+            proto::LEGACY_VERSION
+        )),
+    }
+}
+
+/// Closed-loop tools/call load over C kept-alive connections: a warm-up on connections
+/// of its own, then the measured window. With `--protocol 2025-11-25` each connection
+/// opens its session (`initialize`, `notifications/initialized`) before its window
+/// starts, and every call is that session's.
 fn http_cell(a: &Args) -> Result<Value, String> {
     let connections: usize = a.num("connections")?;
     let duration = a.secs("duration")?;
     let warmup = a.secs("warmup")?;
     let cpu = a.opt_num::<usize>("server-cpu")?;
+    let (era, protocol) = era(a)?;
     // `--addr HOST:PORT --pid PID` loads a server started elsewhere (under a profiler).
     let (addr, child, pid) = match a.flags.get("addr") {
         Some(addr) => {
@@ -196,10 +218,12 @@ fn http_cell(a: &Args) -> Result<Value, String> {
     rt.block_on(async {
         http::wait_ready(addr, Duration::from_secs(20)).await?;
         if !warmup.is_zero() {
-            http::load(addr, connections, warmup).await?;
+            http::load(addr, connections, warmup, era).await?;
         }
+        // The connections (and sessions) are open before the CPU clocks are read.
+        let conns = http::connect(addr, connections, era).await?;
         let (cpu0, self0) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
-        let mut load = http::load(addr, connections, duration).await?;
+        let mut load = http::run(conns, duration).await?;
         let (cpu1, self1) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
         let rss = procstat::peak_rss_kib(pid);
         drop(child);
@@ -209,6 +233,7 @@ fn http_cell(a: &Args) -> Result<Value, String> {
         Ok(json!({
             "kind": "http",
             "server": a.str("name")?,
+            "protocol": protocol,
             "connections": connections,
             "requests": load.requests,
             "secs": secs,
@@ -342,7 +367,7 @@ fn listen_cell(a: &Args) -> Result<Value, String> {
     runtime().block_on(async {
         http::wait_ready(addr, Duration::from_secs(20)).await?;
         // Settle the allocator and the connection paths first.
-        http::load(addr, 32, Duration::from_millis(300)).await?;
+        http::load(addr, 32, Duration::from_millis(300), http::Era::Modern).await?;
         let before = rss_kib(pid);
         let mut open = Vec::with_capacity(streams);
         for i in 0..streams {
@@ -350,7 +375,7 @@ fn listen_cell(a: &Args) -> Result<Value, String> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
         let after = rss_kib(pid);
-        let load = http::load(addr, 32, duration).await?;
+        let load = http::load(addr, 32, duration, http::Era::Modern).await?;
         let still = rss_kib(pid);
         drop(open);
         drop(child);
@@ -363,6 +388,70 @@ fn listen_cell(a: &Args) -> Result<Value, String> {
             "rss_after_load_kib": still,
             "kib_per_stream": (after as f64 - before as f64) / streams as f64,
             "rps_with_streams_open": load.requests as f64 / load.elapsed.as_secs_f64(),
+        }))
+    })
+}
+
+/// Memory per idle 2025-11-25 session. The server runs `serve_http` as in every other
+/// HTTP cell (the default `HttpConfig`, whose cap is 1,000 sessions: COUNT may be up to
+/// that). Everything goes through one kept-alive connection, open throughout, so what it
+/// holds on the server is in every reading. Warm-up: sessions opened, called in (and
+/// 2026-07-28 calls between), and ended with DELETE, so the session table's one-time
+/// costs (its map, its reaper task) are paid and no session is left. Then RSS; then
+/// COUNT sessions opened one after another (`initialize`, `notifications/initialized`)
+/// and left idle; RSS again: the difference over COUNT is a session's memory. Last, one
+/// checked tools/call in every session (each is still live) and RSS once more.
+fn sessions_cell(a: &Args) -> Result<Value, String> {
+    const WARMUP_SESSIONS: u64 = 8;
+    const WARMUP_CALLS: u64 = 500;
+    let server = a.server()?;
+    let count: usize = a.num("sessions")?;
+    let cpu = a.opt_num::<usize>("server-cpu")?;
+    let addr = free_addr()?;
+    let child = Killed(spawn_http(server, addr, cpu)?);
+    let pid = child.0.id();
+    runtime().block_on(async {
+        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        let mut conn = http::Conn::open(addr).await?;
+        let mut id = 1u64;
+        let mut next = || {
+            id += 1;
+            id
+        };
+        for _ in 0..WARMUP_SESSIONS {
+            let session = conn.initialize(next()).await?;
+            for _ in 0..WARMUP_CALLS {
+                conn.call(next(), Some(&session)).await?;
+                conn.call(next(), None).await?;
+            }
+            conn.delete(&session).await?;
+        }
+        let before = rss_kib(pid);
+        let start = Instant::now();
+        let mut open = Vec::with_capacity(count);
+        for _ in 0..count {
+            open.push(conn.initialize(next()).await?);
+        }
+        let opening = start.elapsed();
+        let idle = rss_kib(pid);
+        for session in &open {
+            conn.call(next(), Some(session)).await?;
+        }
+        let called = rss_kib(pid);
+        drop(child);
+        let per = |kib: u64| (kib as f64 - before as f64) / count as f64;
+        Ok(json!({
+            "kind": "sessions",
+            "server": a.str("name")?,
+            "protocol": proto::LEGACY_VERSION,
+            "sessions": count,
+            "rss_before_kib": before,
+            "rss_idle_kib": idle,
+            "rss_called_kib": called,
+            "kib_sessions": idle as f64 - before as f64,
+            "kib_per_session": per(idle),
+            "kib_per_session_called": per(called),
+            "open_us_per_session": opening.as_secs_f64() * 1e6 / count as f64,
         }))
     })
 }

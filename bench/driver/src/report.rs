@@ -9,25 +9,56 @@ use std::path::Path;
 
 const SERVERS: [&str; 3] = ["bare", "presa", "rmcp"];
 
+/// The median of `v`; `None` when it is empty.
+fn median(mut v: Vec<f64>) -> Option<f64> {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        None
+    } else if n % 2 == 1 {
+        Some(v[n / 2])
+    } else {
+        Some((v[n / 2 - 1] + v[n / 2]) / 2.0)
+    }
+}
+
 /// Every sample of every metric: (cell, server, metric) -> values over the repeats.
 #[derive(Default)]
 struct Samples(BTreeMap<(String, String, String), Vec<f64>>);
 
 impl Samples {
+    fn get(&self, cell: &str, server: &str, metric: &str) -> Option<&Vec<f64>> {
+        self.0
+            .get(&(cell.to_owned(), server.to_owned(), metric.to_owned()))
+    }
+
     fn median(&self, cell: &str, server: &str, metric: &str) -> Option<f64> {
-        let v = self
-            .0
-            .get(&(cell.to_owned(), server.to_owned(), metric.to_owned()))?;
-        let mut v = v.clone();
-        v.sort_by(f64::total_cmp);
-        let n = v.len();
-        if n == 0 {
-            None
-        } else if n % 2 == 1 {
-            Some(v[n / 2])
-        } else {
-            Some((v[n / 2 - 1] + v[n / 2]) / 2.0)
+        median(self.get(cell, server, metric)?.clone())
+    }
+
+    /// The median over the repeats of each repeat's own ratio of a metric of `cell` to
+    /// the same metric of `base` (the two cells run back to back in every repeat, so a
+    /// repeat's ratio is of two runs under the same load on the machine). The samples
+    /// pair by their order in the results; when the counts differ (results of runs
+    /// without one of the cells), the ratio of the medians.
+    fn paired_ratio(&self, cell: &str, base: &str, server: &str, metric: &str) -> Option<f64> {
+        let (a, b) = (
+            self.get(cell, server, metric)?,
+            self.get(base, server, metric)?,
+        );
+        if a.len() != b.len() {
+            return ratio(
+                self.median(cell, server, metric),
+                self.median(base, server, metric),
+            );
         }
+        median(
+            a.iter()
+                .zip(b)
+                .filter(|(_, b)| **b != 0.0)
+                .map(|(a, b)| a / b)
+                .collect(),
+        )
     }
 
     fn count(&self, cell: &str, server: &str, metric: &str) -> usize {
@@ -39,7 +70,13 @@ impl Samples {
 
 fn cell_of(v: &Value) -> Option<String> {
     Some(match v["kind"].as_str()? {
-        "http" => format!("http c={}", v["connections"].as_u64()?),
+        // Lines of runs before the legacy cell have no protocol: 2026-07-28.
+        "http" => match v["protocol"].as_str() {
+            Some(p) if p != crate::proto::MODERN_VERSION => {
+                format!("http {p} c={}", v["connections"].as_u64()?)
+            }
+            _ => format!("http c={}", v["connections"].as_u64()?),
+        },
         "cold" => format!("cold {}", v["mode"].as_str()?),
         "instructions" => format!("instructions {}", v["case"].as_str()?),
         k => k.to_owned(),
@@ -242,6 +279,122 @@ fn stdio_split(s: &Samples, out: &mut String) {
     }
 }
 
+/// A target's line: its value, its bound, and whether the value meets it.
+fn target(label: &str, value: Option<f64>, goal: Goal) -> String {
+    let verdict = match value {
+        None => "not measured",
+        Some(v) if goal.holds(v) => "met",
+        Some(_) => "MISSED",
+    };
+    format!(
+        "- {label}: {} (target {}): {verdict}",
+        fmt(value, 2),
+        goal.text()
+    )
+}
+
+/// The cell of presa's load from clients of 2025-11-25, each connection in a session.
+const LEGACY_CELL: &str = "http 2025-11-25 c=32";
+
+/// Throughput over established 2025-11-25 sessions against presa's own 2026-07-28
+/// throughput, both at c=32 in the same run.
+const LEGACY_THROUGHPUT: Goal = Goal::AtLeast(0.9);
+
+/// A metric of presa's legacy c=32 cell over the same metric of its 2026-07-28 c=32 cell:
+/// the median of the repeats' own ratios (the two cells run back to back).
+fn legacy_ratio(s: &Samples, metric: &str) -> Option<f64> {
+    s.paired_ratio(LEGACY_CELL, "http c=32", "presa", metric)
+}
+
+/// presa serving clients of the earlier revisions, under the table (presa only: bare and
+/// rmcp serve 2026-07-28 alone here): tools/call over established 2025-11-25 sessions at
+/// c=32 beside presa's own 2026-07-28 c=32 figures of the same run, and the memory of
+/// idle sessions. Only the rows whose cells ran.
+fn earlier_revisions(s: &Samples, out: &mut String) {
+    let load = s.count(LEGACY_CELL, "presa", "rps") > 0;
+    let idle = s.count("sessions", "presa", "kib_per_session") > 0;
+    if load {
+        let _ = writeln!(
+            out,
+            "\nClients of 2025-11-25 (presa only; bare and rmcp serve 2026-07-28 alone here): each of 32 connections in a session of its own, opened before the measured window; beside presa's 2026-07-28 c=32 cell of the same run, which runs right before it in every repeat. Medians of each; the ratios are the median of the repeats' own ratios:\n"
+        );
+        let _ = writeln!(
+            out,
+            "| metric | presa, 2025-11-25 sessions | presa, 2026-07-28 | sessions ÷ 2026-07-28 |"
+        );
+        let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
+        for (label, metric, scale, decimals) in [
+            ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
+            ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
+            ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
+            (
+                "server CPU per HTTP call, c=32 (µs)",
+                "server_cpu_us_per_req",
+                1.0,
+                2,
+            ),
+            ("server core busy, c=32 (%)", "server_util", 100.0, 0),
+            ("load core busy, c=32 (%)", "load_util", 100.0, 0),
+            (
+                "HTTP peak RSS under c=32 load (MiB)",
+                "peak_rss_kib",
+                MIB_PER_KIB,
+                1,
+            ),
+        ] {
+            let legacy = s.median(LEGACY_CELL, "presa", metric).map(|v| v * scale);
+            let modern = s.median("http c=32", "presa", metric).map(|v| v * scale);
+            let _ = writeln!(
+                out,
+                "| {label} | {} | {} | {} |",
+                fmt(legacy, decimals),
+                fmt(modern, decimals),
+                fmt(legacy_ratio(s, metric), 2),
+            );
+        }
+    }
+    if idle {
+        let m = |metric: &str| s.median("sessions", "presa", metric);
+        let _ = writeln!(
+            out,
+            "\nIdle 2025-11-25 sessions (presa only), {:.0} opened one after another on one connection and left idle:\n",
+            m("sessions").unwrap_or(0.0)
+        );
+        let _ = writeln!(out, "| metric | presa |");
+        let _ = writeln!(out, "| --- | ---: |");
+        for (label, value, decimals) in [
+            (
+                "memory of all the sessions (MiB)",
+                m("kib_sessions").map(|k| k * MIB_PER_KIB),
+                2,
+            ),
+            ("memory per idle session (KiB)", m("kib_per_session"), 2),
+            (
+                "… after one tools/call in each (KiB)",
+                m("kib_per_session_called"),
+                2,
+            ),
+            (
+                "RSS before the sessions (MiB)",
+                m("rss_before_kib").map(|k| k * MIB_PER_KIB),
+                1,
+            ),
+            (
+                "RSS with the sessions open (MiB)",
+                m("rss_idle_kib").map(|k| k * MIB_PER_KIB),
+                1,
+            ),
+            (
+                "opening a session: initialize + initialized (µs)",
+                m("open_us_per_session"),
+                0,
+            ),
+        ] {
+            let _ = writeln!(out, "| {label} | {} |", fmt(value, decimals));
+        }
+    }
+}
+
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -266,26 +419,47 @@ pub(crate) fn row_labels() -> impl Iterator<Item = &'static str> {
 /// given, the micro benchmarks found under it; when `svg` is given, writes the chart of
 /// the printed table there.
 pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Result<(), String> {
+    let mut text = String::new();
+    for f in files {
+        let t = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
+        for line in t.lines().filter(|l| !l.trim().is_empty()) {
+            serde_json::from_str::<Value>(line).map_err(|e| format!("{f}: {e}: {line}"))?;
+            text.push_str(line);
+            text.push('\n');
+        }
+    }
+    let micro = match criterion {
+        Some(dir) => read_criterion(Path::new(dir)),
+        None => BTreeMap::new(),
+    };
+    let out = render(&text, &micro)?;
+    print!("{out}");
+    if let Some(path) = svg {
+        let chart = crate::chart::from_table(&out)?;
+        std::fs::write(path, chart).map_err(|e| format!("{path}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// The table of the cells' JSON lines in `jsonl` and of the criterion results `micro`.
+fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> {
     let mut s = Samples::default();
     let mut meta = Vec::new();
-    for f in files {
-        let text = std::fs::read_to_string(f).map_err(|e| format!("{f}: {e}"))?;
-        for line in text.lines().filter(|l| !l.trim().is_empty()) {
-            let v: Value = serde_json::from_str(line).map_err(|e| format!("{f}: {e}: {line}"))?;
-            if v["kind"] == "meta" {
-                meta.push(v);
-                continue;
-            }
-            let (Some(cell), Some(server)) = (cell_of(&v), v["server"].as_str()) else {
-                continue;
-            };
-            if let Value::Object(m) = &v {
-                for (k, x) in m {
-                    if let Some(x) = x.as_f64() {
-                        s.0.entry((cell.clone(), server.to_owned(), k.clone()))
-                            .or_default()
-                            .push(x);
-                    }
+    for line in jsonl.lines().filter(|l| !l.trim().is_empty()) {
+        let v: Value = serde_json::from_str(line).map_err(|e| format!("{e}: {line}"))?;
+        if v["kind"] == "meta" {
+            meta.push(v);
+            continue;
+        }
+        let (Some(cell), Some(server)) = (cell_of(&v), v["server"].as_str()) else {
+            continue;
+        };
+        if let Value::Object(m) = &v {
+            for (k, x) in m {
+                if let Some(x) = x.as_f64() {
+                    s.0.entry((cell.clone(), server.to_owned(), k.clone()))
+                        .or_default()
+                        .push(x);
                 }
             }
         }
@@ -356,12 +530,9 @@ pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Resu
         );
     }
 
+    earlier_revisions(&s, &mut out);
     stdio_split(&s, &mut out);
 
-    let micro = match criterion {
-        Some(dir) => read_criterion(Path::new(dir)),
-        None => BTreeMap::new(),
-    };
     if !micro.is_empty() {
         let _ = writeln!(
             out,
@@ -369,7 +540,7 @@ pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Resu
         );
         let _ = writeln!(out, "| benchmark | time per request (µs) |");
         let _ = writeln!(out, "| --- | ---: |");
-        for (id, ns) in &micro {
+        for (id, ns) in micro {
             let _ = writeln!(out, "| {id} | {:.2} |", ns / 1000.0);
         }
     }
@@ -403,17 +574,7 @@ pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Resu
     let m = |cell: &str, srv: &str, metric: &str| s.median(cell, srv, metric);
     // One bound per target, printed from the same number it is judged by.
     let mut check = |label: &str, value: Option<f64>, goal: Goal| {
-        let verdict = match value {
-            None => "not measured",
-            Some(v) if goal.holds(v) => "met",
-            Some(_) => "MISSED",
-        };
-        let _ = writeln!(
-            out,
-            "- {label}: {} (target {}): {verdict}",
-            fmt(value, 2),
-            goal.text()
-        );
+        let _ = writeln!(out, "{}", target(label, value, goal));
     };
     let (rps_b, rps_p, rps_r) = (
         m("http c=32", "bare", "rps"),
@@ -540,12 +701,18 @@ pub fn run(files: &[String], criterion: Option<&str>, svg: Option<&str>) -> Resu
         call,
         Goal::AboutOne,
     );
-    print!("{out}");
-    if let Some(path) = svg {
-        let chart = crate::chart::from_table(&out)?;
-        std::fs::write(path, chart).map_err(|e| format!("{path}: {e}"))?;
+    if s.count(LEGACY_CELL, "presa", "rps") > 0 {
+        let _ = writeln!(
+            out,
+            "\nTarget of the earlier revisions' sessions:\n\n{}",
+            target(
+                "HTTP throughput c=32, presa in 2025-11-25 sessions ÷ presa 2026-07-28 (same run)",
+                legacy_ratio(&s, "rps"),
+                LEGACY_THROUGHPUT,
+            )
+        );
     }
-    Ok(())
+    Ok(out)
 }
 
 /// A target's bound.
@@ -663,6 +830,135 @@ mod tests {
                 "| presa | 400 | 2.50 | – | 0.40 | 2.50 | 1.00 | 1.50 | 1.50 | 1.00 |",
             ]
         );
+    }
+
+    /// An HTTP cell's JSON line.
+    fn http_line(connections: u64, protocol: Option<&str>, rps: f64) -> String {
+        let mut v = serde_json::json!({
+            "kind": "http", "server": "presa", "connections": connections,
+            "rps": rps, "p50_us": 300.0, "server_cpu_us_per_req": 8.0,
+        });
+        if let Some(p) = protocol {
+            v["protocol"] = p.into();
+        }
+        v.to_string()
+    }
+
+    fn line_of<'a>(out: &'a str, start: &str) -> Option<&'a str> {
+        out.lines().find(|l| l.starts_with(start))
+    }
+
+    /// The legacy cell is a cell of its own: it never joins presa's 2026-07-28 medians
+    /// (lines without a protocol, from runs before it, are 2026-07-28 ones), it gets its
+    /// table beside them, and its target is judged on the ratio printed there: the median
+    /// of the repeats' own ratios, so a repeat the machine disturbed in one cell of the
+    /// pair does not decide the verdict as it would through the ratio of the medians.
+    #[test]
+    fn legacy_sessions_are_a_cell_of_their_own() {
+        let repeats = |third_legacy: f64| {
+            [
+                http_line(32, None, 100.0),
+                http_line(32, Some("2025-11-25"), 97.0),
+                http_line(32, Some("2026-07-28"), 120.0),
+                http_line(32, Some("2025-11-25"), 70.0),
+                http_line(32, Some("2026-07-28"), 60.0),
+                http_line(32, Some("2025-11-25"), third_legacy),
+                http_line(1, Some("2026-07-28"), 10.0),
+            ]
+            .join("\n")
+        };
+        let out = render(&repeats(57.0), &BTreeMap::new()).expect("a table");
+        assert_eq!(
+            line_of(&out, "| HTTP tools/call throughput, c=32 (req/s) |"),
+            Some("| HTTP tools/call throughput, c=32 (req/s) | – | 100 | – | – | – | – |")
+        );
+        assert_eq!(
+            line_of(&out, "| HTTP tools/call throughput, c=1 (req/s) |"),
+            Some("| HTTP tools/call throughput, c=1 (req/s) | – | 10 | – | – | – | – |")
+        );
+        assert!(out.contains(
+            "| metric | presa, 2025-11-25 sessions | presa, 2026-07-28 | sessions ÷ 2026-07-28 |"
+        ));
+        // The medians are 70 and 100; the repeats' ratios 0.97, 0.58 and 0.95.
+        assert!(
+            out.contains("| HTTP tools/call throughput, c=32 (req/s) | 70 | 100 | 0.95 |"),
+            "{out}"
+        );
+        assert!(out.contains("| server CPU per HTTP call, c=32 (µs) | 8.00 | 8.00 | 1.00 |"));
+        assert!(out.contains(
+            "- HTTP throughput c=32, presa in 2025-11-25 sessions ÷ presa 2026-07-28 (same run): 0.95 (target ≥ 0.9): met"
+        ));
+        // The repeats' ratios 0.97, 0.58 and 0.83.
+        let out = render(&repeats(50.0), &BTreeMap::new()).expect("a table");
+        assert!(
+            out.contains("(same run): 0.83 (target ≥ 0.9): MISSED"),
+            "{out}"
+        );
+        // The chart reads the main table as before.
+        assert!(crate::chart::from_table(&out).is_ok());
+    }
+
+    /// Pairs by order; counts that differ fall back to the ratio of the medians.
+    #[test]
+    fn paired_ratio_pairs_by_order() {
+        let s = samples(&[
+            ("a", "p", "rps", 90.0),
+            ("b", "p", "rps", 100.0),
+            ("a", "p", "rps", 10.0),
+            ("b", "p", "rps", 20.0),
+            ("a", "p", "rps", 40.0),
+            ("b", "p", "rps", 50.0),
+        ]);
+        // 0.9, 0.5, 0.8.
+        assert_eq!(s.paired_ratio("a", "b", "p", "rps"), Some(0.8));
+        let s = samples(&[
+            ("a", "p", "rps", 90.0),
+            ("b", "p", "rps", 100.0),
+            ("b", "p", "rps", 20.0),
+        ]);
+        assert_eq!(s.paired_ratio("a", "b", "p", "rps"), Some(1.5));
+        assert_eq!(s.paired_ratio("a", "c", "p", "rps"), None);
+    }
+
+    /// Without the legacy cells (results of an older run) neither their tables nor their
+    /// target are printed.
+    #[test]
+    fn no_legacy_cells_no_legacy_tables() {
+        let out = render(&http_line(32, None, 100.0), &BTreeMap::new()).expect("a table");
+        assert!(!out.contains("2025-11-25"), "{out}");
+    }
+
+    /// The idle sessions' table: the whole delta, the delta per session, both readings.
+    #[test]
+    fn idle_sessions_have_their_table() {
+        let line = serde_json::json!({
+            "kind": "sessions", "server": "presa", "protocol": "2025-11-25",
+            "sessions": 1000, "rss_before_kib": 5120, "rss_idle_kib": 8192,
+            "rss_called_kib": 8704, "kib_sessions": 3072.0, "kib_per_session": 3.072,
+            "kib_per_session_called": 3.584, "open_us_per_session": 141.3,
+        });
+        let out = render(&line.to_string(), &BTreeMap::new()).expect("a table");
+        let rows: Vec<&str> = out
+            .lines()
+            .skip_while(|l| !l.starts_with("Idle 2025-11-25 sessions (presa only), 1000 opened"))
+            .filter(|l| {
+                l.starts_with("| ") && !l.starts_with("| metric") && !l.starts_with("| ---")
+            })
+            .take(6)
+            .collect();
+        assert_eq!(
+            rows,
+            [
+                "| memory of all the sessions (MiB) | 3.00 |",
+                "| memory per idle session (KiB) | 3.07 |",
+                "| … after one tools/call in each (KiB) | 3.58 |",
+                "| RSS before the sessions (MiB) | 5.0 |",
+                "| RSS with the sessions open (MiB) | 8.0 |",
+                "| opening a session: initialize + initialized (µs) | 141 |",
+            ]
+        );
+        // No load cell, so no throughput target.
+        assert!(!out.contains("Target of the earlier revisions"));
     }
 
     /// Without bare-tokio's stdio cell (results of an older run) there is no split table.
