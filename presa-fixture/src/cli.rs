@@ -22,6 +22,7 @@ use crate::build;
 use presa::{HttpConfig, Server, StdioConfig};
 use std::future::Future;
 use std::process::ExitCode;
+use std::task::Poll;
 use std::time::Duration;
 
 /// How long requests still open get to finish once a stop signal arrived (over stdio, also
@@ -143,15 +144,6 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> ExitCode {
-    // Listening starts before anything is served or announced, so a signal sent as soon
-    // as the ready line (or a first answer) is seen is already handled, never fatal.
-    let stop = match StopSignal::listen() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("presa-fixture: cannot listen for SIGINT and SIGTERM: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
     let server = match build() {
         Ok(s) => s,
         Err(e) => {
@@ -159,30 +151,19 @@ async fn run(args: Args) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    // presa stops on SIGINT and SIGTERM itself, listening from when serving begins (over
+    // HTTP, before the ready line is printed; over stdio, before the first line is read).
     let result = match args.transport {
         Transport::Stdio => {
-            // presa stops on the signals itself, listening from when serving begins.
-            let _listening = stop;
             server
                 .serve_stdio_with(StdioConfig::default().shutdown_grace(DRAIN))
                 .await
         }
-        // presa stops on the signals itself; the fixture's own listener, on since the
-        // process began, stops it too, so that a signal sent as soon as the ready line is
-        // seen stops it even before presa's listener is in place.
         Transport::Http if args.exit_on_stdin_close => match stdin_closed() {
-            Ok(closed) => {
-                let stop = async move {
-                    tokio::select! {
-                        () = stop.received() => {}
-                        () = closed => {}
-                    }
-                };
-                serve_http(server, args.port, stop).await
-            }
+            Ok(closed) => serve_http(server, args.port, closed).await,
             Err(e) => Err(e),
         },
-        Transport::Http => serve_http(server, args.port, stop.received()).await,
+        Transport::Http => serve_http(server, args.port, std::future::pending()).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -194,7 +175,9 @@ async fn run(args: Args) -> ExitCode {
 }
 
 /// Serves over Streamable HTTP on 127.0.0.1 until a signal arrives (presa's own stop)
-/// or `stop` completes; requests still open then get [`DRAIN`] to finish.
+/// or `stop` completes; requests still open then get [`DRAIN`] to finish. The ready line
+/// is printed once serving has begun, so a signal sent as soon as it is seen stops
+/// serving, never the process by the signal's default action.
 async fn serve_http(
     server: Server,
     port: u16,
@@ -202,50 +185,20 @@ async fn serve_http(
 ) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
+    let config = HttpConfig::default().shutdown_grace(DRAIN);
+    let serving = server.serve_http_on(listener, config, stop);
+    let mut serving = std::pin::pin!(serving);
+    // The first poll installs presa's signal handlers and starts accepting.
+    if let Poll::Ready(served) =
+        std::future::poll_fn(|cx| Poll::Ready(serving.as_mut().poll(cx))).await
+    {
+        return served;
+    }
     println!(
         "{}",
         serde_json::json!({"conformanceReady": true, "url": format!("http://{addr}/mcp")})
     );
-    let config = HttpConfig::default().shutdown_grace(DRAIN);
-    server.serve_http_on(listener, config, stop).await
-}
-
-/// SIGINT and SIGTERM, listened for from the process's start: from then on neither
-/// signal ends the process by its default action (tokio keeps a signal's handler
-/// installed once anything listened for it), also before presa's own stop listens.
-struct StopSignal {
-    #[cfg(unix)]
-    interrupt: tokio::signal::unix::Signal,
-    #[cfg(unix)]
-    terminate: tokio::signal::unix::Signal,
-}
-
-impl StopSignal {
-    fn listen() -> std::io::Result<StopSignal> {
-        #[cfg(unix)]
-        {
-            use tokio::signal::unix::{SignalKind, signal};
-            Ok(StopSignal {
-                interrupt: signal(SignalKind::interrupt())?,
-                terminate: signal(SignalKind::terminate())?,
-            })
-        }
-        #[cfg(not(unix))]
-        Ok(StopSignal {})
-    }
-
-    /// Completes when either signal arrives.
-    async fn received(mut self) {
-        #[cfg(unix)]
-        tokio::select! {
-            _ = self.interrupt.recv() => {}
-            _ = self.terminate.recv() => {}
-        }
-        #[cfg(not(unix))]
-        if tokio::signal::ctrl_c().await.is_err() {
-            std::future::pending::<()>().await;
-        }
-    }
+    serving.await
 }
 
 /// Completes when stdin reaches its end (or cannot be read).
