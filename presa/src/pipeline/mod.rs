@@ -314,6 +314,12 @@ impl Core {
         Served::Later(Box::pin(
             async move {
                 let outcome = until_cancelled(rest, &*sink).await;
+                // A plain `fn` handler's closure runs on after its future is dropped
+                // (cancelled): the request ends, and a transport driving it to its end
+                // gives back its slot, only once the closure has returned too.
+                if let Some(blocking) = sink.cancellation().blocking_made() {
+                    blocking.idle().await;
+                }
                 end.reply(&recorded, outcome)
             }
             // Entered by `instrument` for each poll; `End::reply` enters it again on its

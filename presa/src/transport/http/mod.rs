@@ -530,7 +530,7 @@ fn route(
     // Subscription streams and other requests are capped separately; each holds a slot
     // until its response (or stream) is done.
     let listen = request.method == "subscriptions/listen";
-    let Some(slot) = Slot::try_take(endpoint, listen) else {
+    let Some(mut slot) = Slot::try_take(endpoint, listen) else {
         let busy = if listen {
             "Too many open subscription streams; try again later"
         } else {
@@ -558,6 +558,8 @@ fn route(
         Served::Now(reply) => return Routed::Done(concluded(reply, rx, None, slot, keepalive)),
         Served::Later(rest) => rest,
     };
+    // A plain `fn` handler runs on past the response's drop: its slot with it.
+    slot.tie(Arc::clone(&outbound) as Arc<dyn Outbound>);
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself. The token is the
     // request's own (a handler that asked for one already holds a child of it).

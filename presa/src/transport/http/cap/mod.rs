@@ -22,6 +22,8 @@ pub(super) use fast::Cap;
 pub(super) use reference::Cap;
 
 use super::Endpoint;
+use crate::context::Outbound;
+use std::sync::Arc;
 
 /// A bound on how many of something are served at once: the interface both forms
 /// implement (each also has `Cap::new(max)`, `usize::MAX` meaning no bound).
@@ -51,10 +53,15 @@ impl<C: Places> Drop for Held<'_, C> {
 
 /// A request's place under its cap (the streams' for a subscription stream, the
 /// requests' otherwise), held until its reply is ready (for an SSE response, until the
-/// stream ends) and given back when dropped.
+/// stream ends) and given back when dropped; or, when the request's plain `fn` handler
+/// still runs on the blocking pool (its client went away), once that returns (the
+/// request's blocking work keeps it).
 pub(super) struct Slot {
     endpoint: Endpoint,
     listen: bool,
+    /// The request's way out, for a request still running after its first poll: through
+    /// it the slot finds the request's blocking work when dropped.
+    outbound: Option<Arc<dyn Outbound>>,
 }
 
 impl Slot {
@@ -62,7 +69,14 @@ impl Slot {
         Slot::cap_of(endpoint, listen).try_take().then(|| Slot {
             endpoint: endpoint.clone(),
             listen,
+            outbound: None,
         })
+    }
+
+    /// Ties the slot to a request that waits (one answered at its first poll runs
+    /// nothing on after it, so its slot is not tied, and costs no reference count).
+    pub(super) fn tie(&mut self, outbound: Arc<dyn Outbound>) {
+        self.outbound = Some(outbound);
     }
 
     fn cap_of(endpoint: &Endpoint, listen: bool) -> &Cap {
@@ -75,6 +89,31 @@ impl Slot {
 }
 
 impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(blocking) = self
+            .outbound
+            .as_ref()
+            .and_then(|o| o.cancellation().blocking_made())
+        {
+            // Given back now when nothing runs, else when the last closure returns.
+            blocking.keep(Given {
+                endpoint: self.endpoint.clone(),
+                listen: self.listen,
+            });
+            return;
+        }
+        Slot::cap_of(&self.endpoint, self.listen).give_back();
+    }
+}
+
+/// A slot's place, given back when dropped: what a slot leaves to its request's blocking
+/// work to hold.
+struct Given {
+    endpoint: Endpoint,
+    listen: bool,
+}
+
+impl Drop for Given {
     fn drop(&mut self) {
         Slot::cap_of(&self.endpoint, self.listen).give_back();
     }

@@ -415,7 +415,7 @@ fn stateless(
     version: Option<&'static str>,
 ) -> Routed {
     let core = &endpoint.server.core;
-    let Some(slot) = Slot::try_take(endpoint, false) else {
+    let Some(mut slot) = Slot::try_take(endpoint, false) else {
         return Routed::Done(busy(&request.id));
     };
     let session = Session::new(None, &core.sessions);
@@ -449,6 +449,7 @@ fn stateless(
         Served::Now(reply) => Routed::Done(concluded(with_ok(reply), rx, None, slot, None)),
         Served::Later(rest) => {
             let guard = outbound.cancellation().token().drop_guard();
+            slot.tie(Arc::clone(&outbound) as Arc<dyn Outbound>);
             Routed::Serve(Serving {
                 fut: Box::pin(async move { with_ok(rest.await) }),
                 rx,
