@@ -38,7 +38,7 @@ use crate::mrtr::round::Seals;
 use crate::registry::Catalog;
 use crate::session::{Session, SessionConfig};
 use crate::shape::Shaper;
-use crate::subscriptions::{Event, Hub};
+use crate::subscriptions::{Event, Hub, SubscriptionConfig};
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
 use crate::wire::meta;
 use crate::wire::methods as names;
@@ -94,6 +94,7 @@ pub(crate) struct Parts {
     pub(crate) state: StateMap,
     pub(crate) legacy: bool,
     pub(crate) sessions: SessionConfig,
+    pub(crate) subscriptions: SubscriptionConfig,
 }
 
 impl Host for Core {
@@ -212,7 +213,7 @@ impl Core {
             extensions: parts.extensions,
             seals: parts.seals,
             principal: parts.principal,
-            hub: Arc::default(),
+            hub: Arc::new(Hub::new(parts.subscriptions)),
             state: parts.state,
             legacy: parts.legacy,
             sessions: parts.sessions,

@@ -25,6 +25,7 @@ mod stdio;
 mod stdio_limits;
 mod subscriptions;
 mod subscriptions_http;
+mod subscriptions_limits;
 mod subscriptions_stdio;
 mod tasks;
 mod tasks_exec;
