@@ -360,6 +360,17 @@ impl RequestContext {
         self.inner.outbound.cancellation().blocking().start()
     }
 
+    /// Completes once none of this request's blocking work runs.
+    #[cfg_attr(
+        not(feature = "tasks"),
+        allow(dead_code, reason = "awaited by the Tasks extension")
+    )]
+    pub(crate) async fn blocking_done(&self) {
+        if let Some(blocking) = self.inner.outbound.cancellation().blocking_made() {
+            blocking.idle().await;
+        }
+    }
+
     /// Completes when the request is cancelled. The pipeline also drops the handler's
     /// future on cancellation; this is for work the handler spawned itself.
     pub async fn cancelled(&self) {

@@ -1,11 +1,14 @@
 //! Plain (non-`async`) handlers, which run on the blocking pool and cannot be stopped
 //! from outside: a request whose client went away (HTTP) or cancelled it (stdio) keeps
 //! its in-flight slot until its closure returns, so calling and leaving in a loop cannot
-//! pile closures on the pool past `max_in_flight`; and the handler sees the
-//! cancellation through its context.
+//! pile closures on the pool past `max_in_flight` (nor cancelling tasks, past the Tasks
+//! extension's `max_workers`); and the handler sees the cancellation through its
+//! context.
 
 use crate::http_util::builder;
+use crate::tasks::{Client, Kind, Lab, Tasking, assert_created, declared, tool};
 use presa::extract::State;
+use presa::tasks::Tasks;
 use presa::{HttpConfig, RequestContext, StdioConfig, Tool, ToolCall};
 use presa_tests::http::Harness;
 use presa_tests::request;
@@ -74,7 +77,17 @@ impl Drop for OpensOnDrop {
 /// saw it.
 #[presa::tool]
 fn gated(gate: State<Gate>, ctx: RequestContext) -> String {
-    let gate = &gate.0.0;
+    wait_at(&gate.0.0, &ctx)
+}
+
+/// `gated`, always run as a task.
+#[presa::tool(task = "required")]
+fn gated_task(gate: State<Gate>, ctx: RequestContext) -> String {
+    wait_at(&gate.0.0, &ctx)
+}
+
+/// What `gated` does.
+fn wait_at(gate: &GateInner, ctx: &RequestContext) -> String {
     gate.started.fetch_add(1, Ordering::SeqCst);
     let mut noted = false;
     let mut open = gate.open.lock().expect("the gate's lock");
@@ -255,4 +268,48 @@ async fn stdio_slots_of_a_plain_handler_are_held_until_it_returns() {
     }
     until("the closures return", || gate.returned() == N).await;
     assert!(s.finish().await, "the server ends cleanly");
+}
+
+/// A task's worker slot (`max_workers`) is held as a request's in-flight slot is: a
+/// cancelled task whose plain tool still runs keeps it, so the next task is refused
+/// (-32603, `limit: "max_workers"`) until the tool returns; the tool sees the
+/// cancellation.
+#[tokio::test]
+async fn a_cancelled_task_keeps_its_worker_slot_until_its_plain_tool_returns() {
+    let gate = Gate::default();
+    let _opens = gate.opens_on_drop();
+    let lab = Lab::with(Tasks::builder().max_workers(1), |b| {
+        b.state(gate.clone()).add::<gated_task>()
+    });
+    let mut w = Client::start(Kind::Stdio, &lab.server).await;
+    let id = w.create("gated_task", json!({})).await;
+    until("the closure starts", || gate.started() == 1).await;
+    w.cancel(&id).await;
+    until("the closure sees the task cancelled", || {
+        gate.saw_cancel() == 1
+    })
+    .await;
+    for _ in 0..3 {
+        let got = w
+            .send("tools/call", declared(tool("gated_task", json!({}))))
+            .await;
+        let e = got.error(-32603, 500);
+        assert_eq!(e["data"]["limit"], "max_workers", "{e}");
+    }
+    assert_eq!(gate.started(), 1, "no second closure started");
+    gate.open();
+    let deadline = Deadline::new("the worker slot frees once the closure returns");
+    loop {
+        let got = w
+            .send("tools/call", declared(tool("gated_task", json!({}))))
+            .await;
+        if got.response().get("result").is_some() {
+            let id = assert_created(&got);
+            let task = w.wait_for(&id, &["completed"]).await;
+            assert_eq!(task["result"]["content"][0]["text"], "opened", "{task}");
+            break;
+        }
+        assert_eq!(got.error(-32603, 500)["data"]["limit"], "max_workers");
+        deadline.tick(got.response()).await;
+    }
 }
