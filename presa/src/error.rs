@@ -46,6 +46,8 @@ pub struct Error {
     code: i64,
     message: Cow<'static, str>,
     data: Option<Value>,
+    /// A refusal for load (-32603 at a bound), sent with HTTP 503 instead of 500.
+    unavailable: bool,
 }
 
 /// Why [`Error::application`] refused a code.
@@ -71,6 +73,17 @@ impl Error {
             code,
             message: message.into(),
             data: None,
+            unavailable: false,
+        }
+    }
+
+    /// -32603 for a request refused at a bound the server keeps (too many of something
+    /// open at once): sent with HTTP 503, as the transports' own bounds are, so a client
+    /// can tell "try again later" from a failure.
+    pub(crate) fn unavailable(message: impl Into<Cow<'static, str>>) -> Self {
+        Error {
+            unavailable: true,
+            ..Error::new(code::INTERNAL_ERROR, message)
         }
     }
 
@@ -169,9 +182,14 @@ impl Error {
 
     /// The HTTP status this error is sent with on Streamable HTTP.
     ///
-    /// -32601 is 404, -32603 is 500, every other protocol-defined code is 400;
-    /// application codes are 200, since the JSON-RPC body carries the failure.
+    /// -32601 is 404, -32603 is 500 (503 when the server refused the request at one of
+    /// its bounds, such as too many open subscription streams), every other
+    /// protocol-defined code is 400; application codes are 200, since the JSON-RPC body
+    /// carries the failure.
     pub fn http_status(&self) -> u16 {
+        if self.unavailable {
+            return 503;
+        }
         match self.code {
             code::METHOD_NOT_FOUND => 404,
             code::INTERNAL_ERROR => 500,
@@ -245,5 +263,20 @@ mod tests {
             Error::application(-31999, "x").map(|e| e.code()),
             Ok(-31999)
         );
+    }
+
+    /// A refusal at a bound is -32603 with HTTP 503; any other -32603 is 500.
+    #[test]
+    fn a_refusal_at_a_bound_is_503_and_an_internal_error_500() {
+        let busy = Error::unavailable("Too many");
+        assert_eq!(
+            (busy.code(), busy.http_status()),
+            (code::INTERNAL_ERROR, 503)
+        );
+        assert_eq!(
+            busy.to_object(),
+            json!({"code": -32603, "message": "Too many"})
+        );
+        assert_eq!(Error::internal().http_status(), 500);
     }
 }

@@ -88,6 +88,7 @@ pub use registry::resource::{
 pub use registry::tool::{IntoCallToolResult, Json, Tool, ToolCall, ToolError};
 pub use server::{Item, Server, ServerBuilder};
 pub use session::SessionConfig;
+pub use subscriptions::SubscriptionConfig;
 pub use transport::http::HttpConfig;
 pub use transport::stdio::StdioConfig;
 pub use wire::meta::{LogLevel, PROTOCOL_VERSION, RequestMeta};

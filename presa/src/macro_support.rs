@@ -519,11 +519,23 @@ pub fn require_send<F: SendFuture>(f: F) -> F {
     f
 }
 
-/// Runs a plain (non-async) handler on the blocking pool, so it never blocks the runtime.
+/// Runs a plain (non-async) handler of the request `ctx` on the blocking pool, so it
+/// never blocks the runtime. The closure is counted as the request's blocking work until
+/// it returns: dropping this future (the request was cancelled, or its client went away)
+/// cannot stop it, so the request's in-flight slot stays held until it returns, and the
+/// handler sees the cancellation through `RequestContext::is_cancelled`.
 pub async fn run_blocking<R: Send + 'static>(
+    ctx: &RequestContext,
     f: impl FnOnce() -> R + Send + 'static,
 ) -> Result<R, Error> {
-    tokio::task::spawn_blocking(f).await.map_err(|e| {
+    let running = ctx.blocking_started();
+    tokio::task::spawn_blocking(move || {
+        // Dropped when `f` returns or unwinds, before the result is handed back.
+        let _running = running;
+        f()
+    })
+    .await
+    .map_err(|e| {
         tracing::error!("a blocking handler failed: {e}");
         Error::internal()
     })

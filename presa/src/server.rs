@@ -16,7 +16,7 @@ use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
 use crate::session::SessionConfig;
-use crate::subscriptions::Event;
+use crate::subscriptions::{Event, SubscriptionConfig};
 use crate::wire::types::{CachePolicy, Implementation};
 use std::any::Any;
 use std::sync::Arc;
@@ -47,6 +47,7 @@ pub struct ServerBuilder {
     principal: Option<Arc<PrincipalFn>>,
     legacy: bool,
     sessions: SessionConfig,
+    subscriptions: SubscriptionConfig,
     info: Implementation,
     config: Config,
     tools: Vec<Tool>,
@@ -90,6 +91,7 @@ impl Server {
             principal: None,
             legacy: true,
             sessions: SessionConfig::default(),
+            subscriptions: SubscriptionConfig::default(),
             info,
             config: Config::default(),
             tools: Vec::new(),
@@ -428,6 +430,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Sets the bounds on `subscriptions/listen` streams that hold over every
+    /// transport: how many one principal, and all anonymous callers together, may hold
+    /// open, and how long a stream may live (see [`SubscriptionConfig`]).
+    pub fn subscriptions(mut self, config: SubscriptionConfig) -> Self {
+        self.subscriptions = config;
+        self
+    }
+
     /// Whether the server offers (deprecated) logging to clients (default true).
     pub fn logging(mut self, on: bool) -> Self {
         self.config.logging = on;
@@ -558,6 +568,7 @@ impl ServerBuilder {
             state: self.state,
             legacy: self.legacy,
             sessions: self.sessions,
+            subscriptions: self.subscriptions,
         })
         .map_err(BuildError::new)?;
         Ok(Server {

@@ -6,6 +6,12 @@
 //! [`MAX_PENDING_UPDATES`]). A listener too slow to keep up therefore never grows memory
 //! and never loses a list change; if its set of pending updates overflows, its stream is
 //! ended gracefully, and the client re-reads what it cares about and listens again.
+//!
+//! Streams are bounded per caller as well as in total ([`SubscriptionConfig`]): the
+//! transports cap how many are open at once (`HttpConfig::max_streams`, stdio's
+//! `max_in_flight`); here each principal, and all anonymous callers together, may hold
+//! only so many, and a stream may be given a longest life, after which it ends as
+//! gracefully as at shutdown.
 
 use crate::context::RequestContext;
 use crate::error::Error;
@@ -15,6 +21,7 @@ use serde_json::{Map, Value, json};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -22,6 +29,80 @@ use tokio_util::sync::CancellationToken;
 pub const MAX_PENDING_UPDATES: usize = 1024;
 /// Most URIs one listen request may subscribe to.
 pub const MAX_RESOURCE_SUBSCRIPTIONS: usize = 1000;
+
+/// What a `subscriptions/listen` past a caller's bound is refused with: the words (and,
+/// over HTTP, the 503 with -32603) of the transport's own bound on open streams.
+const TOO_MANY_STREAMS: &str = "Too many open subscription streams; try again later";
+
+/// Bounds on `subscriptions/listen` streams that hold over every transport, set with
+/// [`ServerBuilder::subscriptions`](crate::ServerBuilder::subscriptions). (How many are
+/// open at once in all is the transport's: `HttpConfig::max_streams`, and over stdio
+/// `StdioConfig::max_in_flight`.)
+///
+/// A caller is told apart by its principal, which the server's principal function
+/// ([`ServerBuilder::principal`](crate::ServerBuilder::principal)) derives from the
+/// request. Callers it gives no principal (all of them when the server has no principal
+/// function, and every stdio request unless the function names one without headers)
+/// cannot be told apart, so they share one bound, [`max_anonymous`](Self::max_anonymous),
+/// as if they were one caller; by default it is no bound beyond the transport's, since
+/// on a server without principals it bounds every caller together.
+///
+/// Past either bound a listen is refused at once, before its acknowledgement, with
+/// -32603 `Too many open subscription streams; try again later` (over HTTP, status
+/// 503), as past the transport's bound; a place frees when one of the caller's streams
+/// ends.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct SubscriptionConfig {
+    /// Most streams one principal may hold open at once (default 32, an eighth of
+    /// HTTP's default `max_streams`: a client needs one stream per filter it keeps, and
+    /// no one caller can hold all of the server's; `usize::MAX`: no bound).
+    pub max_per_principal: usize,
+    /// Most streams all callers without a principal may hold open at once, together
+    /// (default `usize::MAX`: no bound but the transport's).
+    pub max_anonymous: usize,
+    /// Longest a stream stays open (default `None`: until the client or the server ends
+    /// it). Past it the server ends the stream gracefully, as at shutdown (over HTTP the
+    /// empty listen result, over stdio `notifications/cancelled` for the listen id), and
+    /// the client listens anew. Off by default: a client re-reads what it watches after
+    /// every end, and events published before it listens again reach no stream, so
+    /// presa does not end healthy streams unasked; set it where streams must not live on
+    /// for ever (credentials that expire, load moved between replicas).
+    pub max_lifetime: Option<Duration>,
+}
+
+impl Default for SubscriptionConfig {
+    fn default() -> Self {
+        SubscriptionConfig {
+            max_per_principal: 32,
+            max_anonymous: usize::MAX,
+            max_lifetime: None,
+        }
+    }
+}
+
+impl SubscriptionConfig {
+    /// Sets the most streams one principal may hold open at once (`usize::MAX`: no
+    /// bound; 0 refuses every stream of a principal).
+    pub fn max_per_principal(mut self, n: usize) -> Self {
+        self.max_per_principal = n;
+        self
+    }
+
+    /// Sets the most streams all callers without a principal may hold open at once,
+    /// together (`usize::MAX`: no bound; 0 refuses every anonymous stream).
+    pub fn max_anonymous(mut self, n: usize) -> Self {
+        self.max_anonymous = n;
+        self
+    }
+
+    /// Sets the longest a stream stays open before the server ends it gracefully
+    /// (`None`: no bound).
+    pub fn max_lifetime(mut self, lifetime: Option<Duration>) -> Self {
+        self.max_lifetime = lifetime;
+        self
+    }
+}
 
 /// An event listeners may receive.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -127,6 +208,33 @@ pub(crate) struct Hub {
     next: AtomicU64,
     /// Cancelled to end the streams open now; replaced, so later streams are unaffected.
     closed: Mutex<CancellationToken>,
+    /// The bounds on listen streams.
+    limits: SubscriptionConfig,
+    /// Listen streams open now, by principal (`None`: every anonymous caller); a
+    /// principal with none open has no entry.
+    holders: Mutex<HashMap<Option<String>, usize>>,
+}
+
+/// A listen stream's place under its caller's bound, given back when dropped.
+struct Place<'a> {
+    hub: &'a Hub,
+    principal: Option<String>,
+}
+
+impl Drop for Place<'_> {
+    fn drop(&mut self) {
+        let mut holders = self
+            .hub
+            .holders
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(n) = holders.get_mut(&self.principal) {
+            *n -= 1;
+            if *n == 0 {
+                holders.remove(&self.principal);
+            }
+        }
+    }
 }
 
 /// Removes a listener from the hub when its stream ends, however it ends.
@@ -144,6 +252,37 @@ impl Drop for Registration<'_> {
 }
 
 impl Hub {
+    /// A hub whose listen streams keep `limits`.
+    pub(crate) fn new(limits: SubscriptionConfig) -> Hub {
+        Hub {
+            limits,
+            ..Hub::default()
+        }
+    }
+
+    /// Takes a place for one more stream of `principal`, unless it holds its bound's
+    /// worth already.
+    fn admit(&self, principal: Option<&str>) -> Option<Place<'_>> {
+        let bound = match principal {
+            Some(_) => self.limits.max_per_principal,
+            None => self.limits.max_anonymous,
+        };
+        let principal = principal.map(str::to_owned);
+        let mut holders = self
+            .holders
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let held = holders.get(&principal).copied().unwrap_or(0);
+        if held >= bound {
+            return None;
+        }
+        holders.insert(principal.clone(), held + 1);
+        Some(Place {
+            hub: self,
+            principal,
+        })
+    }
+
     pub(crate) fn publish(&self, event: &Event) {
         let Ok(listeners) = self.listeners.lock() else {
             return;
@@ -381,13 +520,34 @@ fn tagged(params: Map<String, Value>, id: &Value) -> Value {
     Value::Object(params)
 }
 
-/// Serves one listen stream: the acknowledgement first, then events, until the client
-/// goes away (the pipeline drops this future) or the server ends the stream; then the
+/// Serves one listen stream: refused at once past its caller's bound; otherwise the
+/// acknowledgement first, then events, until the client goes away (the pipeline drops
+/// this future), the server ends the stream, or its longest life is over; then the
 /// graceful end result (its `_meta` carries the subscription id).
-pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> Map<String, Value> {
+pub(crate) async fn listen(
+    hub: &Hub,
+    filter: Filter,
+    ctx: &RequestContext,
+) -> Result<Map<String, Value>, Error> {
+    let Some(_place) = hub.admit(ctx.principal()) else {
+        return Err(Error::unavailable(TOO_MANY_STREAMS));
+    };
     let id = ctx.request_id().to_value();
     // Taken before registering, so a close racing with this listen still ends it.
     let closed = hub.closed_token();
+    // The stream's end of life, if it has one (a lifetime too long to add to the clock
+    // is none).
+    let expired = hub
+        .limits
+        .max_lifetime
+        .and_then(|life| tokio::time::Instant::now().checked_add(life));
+    let expired = async move {
+        match expired {
+            Some(at) => tokio::time::sleep_until(at).await,
+            None => std::future::pending().await,
+        }
+    };
+    let mut expired = std::pin::pin!(expired);
     let (_registration, listener) = hub.register(filter.clone());
     let mut ack = Map::new();
     ack.insert("notifications".into(), filter.to_json());
@@ -395,12 +555,14 @@ pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> M
     loop {
         tokio::select! {
             _ = closed.cancelled() => break,
+            () = &mut expired => break,
             _ = listener.wake.notified() => {}
         }
         // Let the transport take what was sent before: meanwhile new events coalesce in
         // the mailbox instead of queueing up behind a slow client.
         tokio::select! {
             _ = closed.cancelled() => break,
+            () = &mut expired => break,
             () = ctx.backlog_drained() => {}
         }
         let pending = match listener.pending.lock() {
@@ -439,5 +601,132 @@ pub(crate) async fn listen(hub: &Hub, filter: Filter, ctx: &RequestContext) -> M
     let mut meta = Map::new();
     meta.insert(KEY_SUBSCRIPTION_ID.into(), id);
     result.insert("_meta".into(), Value::Object(meta));
-    result
+    Ok(result)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Hub, SubscriptionConfig};
+    use crate::wire::meta::KEY_SUBSCRIPTION_ID;
+    use serde_json::json;
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    /// A stream with a longest life is still open a moment before it is over and
+    /// ends, with the graceful end result, the moment it is (the clock is paused, so
+    /// both moments are exact).
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_lives_exactly_its_lifetime() {
+        const LIFE: Duration = Duration::from_secs(60);
+        let server = crate::Server::builder(crate::Implementation::new("t", "1"))
+            .subscriptions(SubscriptionConfig::default().max_lifetime(Some(LIFE)))
+            .build()
+            .expect("builds");
+        let client = Arc::new(crate::testing::TestClient::new(&server));
+        let listener = Arc::clone(&client);
+        let stream = tokio::spawn(async move {
+            listener
+                .request("subscriptions/listen", json!({"notifications": {}}))
+                .await
+        });
+        // Registered (its end of life taken) before the clock moves.
+        while server.open_streams() == 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::advance(LIFE - Duration::from_millis(1)).await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(
+            !stream.is_finished(),
+            "still open just before its life is over"
+        );
+        assert_eq!(server.open_streams(), 1);
+        tokio::time::advance(Duration::from_millis(1)).await;
+        // Awaited only once it has ended: awaiting an idle runtime would move the paused
+        // clock on to whenever the stream's end were due.
+        for _ in 0..10 {
+            if stream.is_finished() {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+        assert!(stream.is_finished(), "ended the moment its life is over");
+        let ended = stream.await.expect("the stream ends");
+        assert_eq!(
+            ended.result()["_meta"][KEY_SUBSCRIPTION_ID],
+            ended.message["id"],
+            "the graceful end result: {}",
+            ended.message
+        );
+        assert_eq!(server.open_streams(), 0);
+    }
+
+    /// Without a lifetime (the default) a stream is not ended however long it lives.
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_without_a_lifetime_lives_on() {
+        let server = crate::Server::builder(crate::Implementation::new("t", "1"))
+            .build()
+            .expect("builds");
+        let client = Arc::new(crate::testing::TestClient::new(&server));
+        let listener = Arc::clone(&client);
+        let stream = tokio::spawn(async move {
+            listener
+                .request("subscriptions/listen", json!({"notifications": {}}))
+                .await
+        });
+        while server.open_streams() == 0 {
+            tokio::task::yield_now().await;
+        }
+        tokio::time::advance(Duration::from_secs(365 * 24 * 3600)).await;
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!stream.is_finished());
+        server.close_streams();
+        stream.await.expect("the stream ends when closed");
+    }
+
+    /// Each principal holds up to its bound, all anonymous callers together up to
+    /// theirs; a place dropped is free again, and a principal with none left has no
+    /// entry.
+    #[test]
+    fn places_are_bounded_per_principal_and_for_anonymous_callers_together() {
+        let hub = Hub::new(
+            SubscriptionConfig::default()
+                .max_per_principal(2)
+                .max_anonymous(1),
+        );
+        let a1 = hub.admit(Some("alice")).expect("alice's first");
+        let a2 = hub
+            .admit(Some("alice"))
+            .expect("alice's second: at the bound");
+        assert!(hub.admit(Some("alice")).is_none(), "just past it");
+        let b1 = hub.admit(Some("bob")).expect("bob counts apart");
+        let anon = hub.admit(None).expect("the anonymous callers' one");
+        assert!(
+            hub.admit(None).is_none(),
+            "every anonymous caller shares it"
+        );
+        drop(a1);
+        let a3 = hub.admit(Some("alice")).expect("a place freed");
+        drop((a2, a3, b1, anon));
+        assert!(
+            hub.holders.lock().expect("the lock").is_empty(),
+            "no entries left"
+        );
+    }
+
+    /// A bound of 0 refuses every stream; `usize::MAX` refuses none.
+    #[test]
+    fn a_bound_of_zero_refuses_and_usize_max_does_not() {
+        let hub = Hub::new(
+            SubscriptionConfig::default()
+                .max_per_principal(0)
+                .max_anonymous(usize::MAX),
+        );
+        assert!(hub.admit(Some("alice")).is_none());
+        let held: Vec<_> = (0..100).filter_map(|_| hub.admit(None)).collect();
+        assert_eq!(held.len(), 100);
+    }
 }

@@ -427,6 +427,18 @@ impl Client {
         }
     }
 
+    /// Ends the stream opened by listen `id` as its client does: on HTTP by closing its
+    /// response, on stdio with `notifications/cancelled` for its id.
+    pub async fn end_listen(&mut self, id: &Value) {
+        if self.kind == Kind::Http {
+            self.streams.retain(|(i, _)| i != id);
+            return;
+        }
+        let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "done listening"}});
+        self.session().send(&cancel).await;
+    }
+
     /// The next message of the stream opened by listen `id` (its events, its end, its
     /// result), within `within`.
     pub async fn next(&mut self, id: &Value, within: Duration) -> Next {

@@ -104,7 +104,8 @@ pub(crate) fn bindings(count: usize) -> Vec<syn::Ident> {
 
 /// Calls the user's function with `bindings`, as a `Result<output, presa::Error>`: an
 /// `async fn` is awaited (its future checked for `Send` at the function's span), a plain
-/// `fn` runs on the blocking pool. `__p` is presa's `__private`.
+/// `fn` runs on the blocking pool, as its request's blocking work (the request's
+/// `__parts.ctx`). `__p` is presa's `__private`.
 pub(crate) fn call_user_fn(krate: &CratePath, func: &Func, bindings: &[syn::Ident]) -> TokenStream {
     let fn_name = func.name();
     if func.is_async() {
@@ -114,6 +115,6 @@ pub(crate) fn call_user_fn(krate: &CratePath, func: &Func, bindings: &[syn::Iden
             )
         }
     } else {
-        quote! { __p::run_blocking(move || #fn_name(#(#bindings),*)).await }
+        quote! { __p::run_blocking(&__parts.ctx, move || #fn_name(#(#bindings),*)).await }
     }
 }

@@ -10,7 +10,7 @@
 mod outbound;
 pub(crate) mod state;
 
-pub(crate) use outbound::{Backlog, Cancellation, LazyBacklog, Outbound, Queued};
+pub(crate) use outbound::{Backlog, Cancellation, LazyBacklog, Outbound, Queued, Running};
 
 use crate::wire::jsonrpc::{RequestId, encode_notification};
 use crate::wire::meta::{LogLevel, RequestMeta};
@@ -347,9 +347,28 @@ impl RequestContext {
         &self.inner.meta.client_capabilities
     }
 
-    /// Whether the client cancelled the request (or went away).
+    /// Whether the client cancelled the request (or went away). A plain (non-`async`)
+    /// handler, which cannot be stopped from outside, polls this to stop early; until it
+    /// returns, its request keeps its place under the transport's in-flight bound.
     pub fn is_cancelled(&self) -> bool {
         self.inner.outbound.cancellation().is_cancelled()
+    }
+
+    /// Counts a closure of this request's blocking work until the guard is dropped
+    /// ([`Blocking`](outbound::Blocking)).
+    pub(crate) fn blocking_started(&self) -> Running {
+        self.inner.outbound.cancellation().blocking().start()
+    }
+
+    /// Completes once none of this request's blocking work runs.
+    #[cfg_attr(
+        not(feature = "tasks"),
+        allow(dead_code, reason = "awaited by the Tasks extension")
+    )]
+    pub(crate) async fn blocking_done(&self) {
+        if let Some(blocking) = self.inner.outbound.cancellation().blocking_made() {
+            blocking.idle().await;
+        }
     }
 
     /// Completes when the request is cancelled. The pipeline also drops the handler's

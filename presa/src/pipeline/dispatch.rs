@@ -80,7 +80,7 @@ pub(super) async fn method(
             }
             // Boxed: a stream's future is the largest of the methods', and the space of
             // the largest is what every request's future carries.
-            let result = Box::pin(subscriptions::listen(&core.hub, filter, &ctx)).await;
+            let result = Box::pin(subscriptions::listen(&core.hub, filter, &ctx)).await?;
             core.shaper.object(result)
         }
         other => Err(Error::method_not_found(other)),

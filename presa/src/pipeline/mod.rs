@@ -38,7 +38,7 @@ use crate::mrtr::round::Seals;
 use crate::registry::Catalog;
 use crate::session::{Session, SessionConfig};
 use crate::shape::Shaper;
-use crate::subscriptions::{Event, Hub};
+use crate::subscriptions::{Event, Hub, SubscriptionConfig};
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
 use crate::wire::meta;
 use crate::wire::methods as names;
@@ -94,6 +94,7 @@ pub(crate) struct Parts {
     pub(crate) state: StateMap,
     pub(crate) legacy: bool,
     pub(crate) sessions: SessionConfig,
+    pub(crate) subscriptions: SubscriptionConfig,
 }
 
 impl Host for Core {
@@ -212,7 +213,7 @@ impl Core {
             extensions: parts.extensions,
             seals: parts.seals,
             principal: parts.principal,
-            hub: Arc::default(),
+            hub: Arc::new(Hub::new(parts.subscriptions)),
             state: parts.state,
             legacy: parts.legacy,
             sessions: parts.sessions,
@@ -314,6 +315,12 @@ impl Core {
         Served::Later(Box::pin(
             async move {
                 let outcome = until_cancelled(rest, &*sink).await;
+                // A plain `fn` handler's closure runs on after its future is dropped
+                // (cancelled): the request ends, and a transport driving it to its end
+                // gives back its slot, only once the closure has returned too.
+                if let Some(blocking) = sink.cancellation().blocking_made() {
+                    blocking.idle().await;
+                }
                 end.reply(&recorded, outcome)
             }
             // Entered by `instrument` for each poll; `End::reply` enters it again on its

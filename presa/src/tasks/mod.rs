@@ -524,9 +524,15 @@ impl Tasks {
             let ctx = detached(&invocation, &record, worker.cancel.clone());
             let run = AssertUnwindSafe(invocation.run_with(ctx.clone())).catch_unwind();
             let outcome = tokio::select! {
-                _ = worker.cancel.cancelled() => break,
-                () = self.cancelled_elsewhere(&id) => break,
-                outcome = run => outcome,
+                _ = worker.cancel.cancelled() => None,
+                () = self.cancelled_elsewhere(&id) => None,
+                outcome = run => Some(outcome),
+            };
+            let Some(outcome) = outcome else {
+                // The tool's future is dropped; a plain `fn` tool's closure runs on, and
+                // holds the worker slot until it returns.
+                ctx.blocking_done().await;
+                break;
             };
             let inputs = ctx.inputs_outcome();
             if let Some(error) = inputs.failure {

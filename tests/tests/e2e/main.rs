@@ -5,6 +5,7 @@
 //! `presa_tests`; what a test sends invalid on purpose goes through a path named
 //! `*_unchecked`.
 
+mod blocking;
 mod http;
 mod http_admission;
 mod http_connections;
@@ -30,6 +31,7 @@ mod stdio_limits;
 mod stdio_signals;
 mod subscriptions;
 mod subscriptions_http;
+mod subscriptions_limits;
 mod subscriptions_stdio;
 mod tasks;
 mod tasks_exec;

@@ -665,6 +665,8 @@ fn route(
         Served::Now(reply) => return Routed::Done(concluded(reply, rx, None, slot, keepalive)),
         Served::Later(rest) => rest,
     };
+    // A plain `fn` handler runs on past the response's drop: its slot with it.
+    slot.tie(Arc::clone(&outbound) as Arc<dyn Outbound>);
     // Dropping the response (the client went away) drops the guard, which cancels the
     // request; dropping the pipeline future stops the handler itself. The token is the
     // request's own (a handler that asked for one already holds a child of it).

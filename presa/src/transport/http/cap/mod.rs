@@ -23,6 +23,8 @@ pub(super) use reference::Cap;
 
 use super::Endpoint;
 use super::budget::Charge;
+use crate::context::Outbound;
+use std::sync::Arc;
 
 /// A bound on how many of something are served at once: the interface both forms
 /// implement (each also has `Cap::new(max)`, `usize::MAX` meaning no bound).
@@ -52,12 +54,17 @@ impl<C: Places> Drop for Held<'_, C> {
 
 /// A request's place under its cap (the streams' for a subscription stream, the
 /// requests' otherwise), held until its reply is ready (for an SSE response, until the
-/// stream ends) and given back when dropped.
+/// stream ends) and given back when dropped; or, when the request's plain `fn` handler
+/// still runs on the blocking pool (its client went away), once that returns (the
+/// request's blocking work keeps it).
 pub(super) struct Slot {
     endpoint: Endpoint,
     listen: bool,
     /// The request's charge against the memory budget, given back with the slot.
     charge: Option<Charge>,
+    /// The request's way out, for a request still running after its first poll: through
+    /// it the slot finds the request's blocking work when dropped.
+    outbound: Option<Arc<dyn Outbound>>,
 }
 
 impl Slot {
@@ -66,12 +73,19 @@ impl Slot {
             endpoint: endpoint.clone(),
             listen,
             charge: None,
+            outbound: None,
         })
     }
 
     /// Holds the request's charge against the memory budget for as long as the slot.
     pub(super) fn keep(&mut self, charge: Charge) {
         self.charge = Some(charge);
+    }
+
+    /// Ties the slot to a request that waits (one answered at its first poll runs
+    /// nothing on after it, so its slot is not tied, and costs no reference count).
+    pub(super) fn tie(&mut self, outbound: Arc<dyn Outbound>) {
+        self.outbound = Some(outbound);
     }
 
     fn cap_of(endpoint: &Endpoint, listen: bool) -> &Cap {
@@ -84,6 +98,34 @@ impl Slot {
 }
 
 impl Drop for Slot {
+    fn drop(&mut self) {
+        if let Some(blocking) = self
+            .outbound
+            .as_ref()
+            .and_then(|o| o.cancellation().blocking_made())
+        {
+            // Given back now when nothing runs, else when the last closure returns.
+            blocking.keep(Given {
+                endpoint: self.endpoint.clone(),
+                listen: self.listen,
+                _charge: self.charge.take(),
+            });
+            return;
+        }
+        Slot::cap_of(&self.endpoint, self.listen).give_back();
+    }
+}
+
+/// A slot's place, given back when dropped: what a slot leaves to its request's blocking
+/// work to hold.
+struct Given {
+    endpoint: Endpoint,
+    listen: bool,
+    /// The request's charge: its arguments live on in the closure.
+    _charge: Option<Charge>,
+}
+
+impl Drop for Given {
     fn drop(&mut self) {
         Slot::cap_of(&self.endpoint, self.listen).give_back();
     }

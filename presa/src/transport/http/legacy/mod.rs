@@ -459,6 +459,7 @@ fn stateless(
         Served::Now(reply) => Routed::Done(concluded(with_ok(reply), rx, None, slot, None)),
         Served::Later(rest) => {
             let guard = outbound.cancellation().token().drop_guard();
+            slot.tie(Arc::clone(&outbound) as Arc<dyn Outbound>);
             Routed::Serve(Serving {
                 fut: Box::pin(async move { with_ok(rest.await) }),
                 rx,
