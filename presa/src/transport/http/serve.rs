@@ -332,9 +332,16 @@ async fn serve_connection(
     }
 }
 
-/// The soft limit on open file descriptors, when the system says (Linux).
+/// The soft limit on open file descriptors, when the system says (Linux). Read with one
+/// call into a buffer the file fits in (a growing read would take several).
 fn open_files_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
+    use std::io::Read;
+    let mut buf = [0u8; 4096];
+    let n = std::fs::File::open("/proc/self/limits")
+        .ok()?
+        .read(&mut buf)
+        .ok()?;
+    let limits = std::str::from_utf8(buf.get(..n)?).ok()?;
     let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
     line.split_whitespace().nth(3)?.parse().ok()
 }
