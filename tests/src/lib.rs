@@ -3,9 +3,11 @@
 //! drive a server over real Streamable HTTP (an ephemeral loopback port; `legacy` for
 //! sessions of the earlier revisions) and real stdio (the fixture binary as a child
 //! process, or an in-process pipe; `legacy_stdio` for sessions of the earlier
-//! revisions), the one client that runs a rule over both, the one SSE reader, and waits
-//! on conditions.
+//! revisions), the one client that runs a rule over both, the one SSE reader, waits
+//! on conditions, and a real OAuth 2.1 authorization server for the authorization tests
+//! (`authz`).
 
+pub mod authz;
 pub mod client;
 pub mod http;
 pub mod legacy;
