@@ -13,9 +13,11 @@
 //! | [`meta`] | `_meta` keys: an optional prefix of dot-separated labels and `/`, then a name |
 //! | [`uri`] | absolute URIs, the characters RFC 3986 lets a URI hold, percent-escapes |
 //! | [`template`] | RFC 6570 level 1 URI templates: literals and `{name}` variables |
+//! | [`scope`] | OAuth scopes (RFC 6749): printable ASCII without space, `"` or `\` |
 
 pub mod header;
 pub mod meta;
+pub mod scope;
 pub mod template;
 pub mod tool;
 pub mod uri;

@@ -46,8 +46,18 @@ pub struct Error {
     code: i64,
     message: Cow<'static, str>,
     data: Option<Value>,
-    /// A refusal for load (-32603 at a bound), sent with HTTP 503 instead of 500.
-    unavailable: bool,
+    /// How the error goes over HTTP when its code alone does not say (boxed: errors are
+    /// moved often, and this is rare).
+    http: Option<Box<HttpSpecifics>>,
+}
+
+/// An error's HTTP status when it is not its code's own (503 for a refusal at a bound
+/// the server keeps, 401 or 403 for an authorization refusal), and the
+/// `WWW-Authenticate` challenge of an authorization refusal.
+#[derive(Clone, Debug, PartialEq)]
+struct HttpSpecifics {
+    status: u16,
+    challenge: Option<Box<str>>,
 }
 
 /// Why [`Error::application`] refused a code.
@@ -73,7 +83,7 @@ impl Error {
             code,
             message: message.into(),
             data: None,
-            unavailable: false,
+            http: None,
         }
     }
 
@@ -81,10 +91,31 @@ impl Error {
     /// open at once): sent with HTTP 503, as the transports' own bounds are, so a client
     /// can tell "try again later" from a failure.
     pub(crate) fn unavailable(message: impl Into<Cow<'static, str>>) -> Self {
-        Error {
-            unavailable: true,
-            ..Error::new(code::INTERNAL_ERROR, message)
-        }
+        Error::new(code::INTERNAL_ERROR, message).with_status(503)
+    }
+
+    /// The same error sent with HTTP `status` and the `WWW-Authenticate` challenge
+    /// `challenge` (an authorization refusal).
+    pub(crate) fn with_challenge(mut self, status: u16, challenge: String) -> Self {
+        self.http = Some(Box::new(HttpSpecifics {
+            status,
+            challenge: Some(challenge.into_boxed_str()),
+        }));
+        self
+    }
+
+    /// The same error sent with HTTP `status`.
+    pub(crate) fn with_status(mut self, status: u16) -> Self {
+        self.http = Some(Box::new(HttpSpecifics {
+            status,
+            challenge: None,
+        }));
+        self
+    }
+
+    /// The `WWW-Authenticate` challenge of an authorization refusal.
+    pub(crate) fn challenge(&self) -> Option<&str> {
+        self.http.as_ref().and_then(|h| h.challenge.as_deref())
     }
 
     /// An application-defined error. Codes from -32768 to -32000 belong to JSON-RPC and
@@ -184,11 +215,11 @@ impl Error {
     ///
     /// -32601 is 404, -32603 is 500 (503 when the server refused the request at one of
     /// its bounds, such as too many open subscription streams), every other
-    /// protocol-defined code is 400; application codes are 200, since the JSON-RPC body
-    /// carries the failure.
+    /// protocol-defined code is 400 (401 or 403 for an authorization refusal); application
+    /// codes are 200, since the JSON-RPC body carries the failure.
     pub fn http_status(&self) -> u16 {
-        if self.unavailable {
-            return 503;
+        if let Some(http) = &self.http {
+            return http.status;
         }
         match self.code {
             code::METHOD_NOT_FOUND => 404,

@@ -46,6 +46,24 @@ impl FromContext for RequestContext {
     }
 }
 
+/// Who the request acts for; a request without a principal is refused (-32600, HTTP
+/// 403) before the handler runs. Take `Option<Principal>` to serve anonymous requests too.
+impl FromContext for crate::auth::Principal {
+    fn from_context(ctx: &RequestContext) -> Result<Self, Error> {
+        ctx.principal().cloned().ok_or_else(|| {
+            Error::invalid_request("Forbidden: this operation needs an authenticated principal")
+                .with_status(403)
+        })
+    }
+}
+
+/// Who the request acts for, when anyone.
+impl FromContext for Option<crate::auth::Principal> {
+    fn from_context(ctx: &RequestContext) -> Result<Self, Error> {
+        Ok(ctx.principal().cloned())
+    }
+}
+
 /// Shared application state given to the server with
 /// [`ServerBuilder::state`](crate::ServerBuilder::state).
 #[derive(Debug)]

@@ -30,6 +30,7 @@
 //! | [`wire`] | the JSON-RPC envelope and its decoder, request `_meta`, typed results and content, method names, URI rules, pagination cursors |
 //! | `shape` | every result as it goes on the wire (a fast writer and its serde twin) |
 //! | `schema` | compiled tool schemas, the `x-mcp-header` table, URI templates |
+//! | [`auth`] | authorization: [`Principal`], token verifiers, scopes, challenges, protected resource metadata |
 //! | `context` | [`RequestContext`]: progress, logs, cancellation, inputs and state of one request |
 //! | [`extract`] | the extractors handlers take as parameters |
 //! | [`registry`] | tools, resources, templates, prompts and completion providers as data; the catalog |
@@ -50,6 +51,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod auth;
 mod context;
 mod error;
 pub mod extension;
@@ -68,6 +70,7 @@ pub mod testing;
 pub mod transport;
 pub mod wire;
 
+pub use auth::{Authorization, Principal};
 pub use context::RequestContext;
 pub use error::{BuildError, Error, ReservedCode, code};
 pub use pipeline::config::{Cacheable, Config};

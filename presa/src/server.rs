@@ -45,6 +45,7 @@ pub struct ServerBuilder {
     replay: Option<Arc<dyn crate::mrtr::ReplayStore>>,
     state_ttl: std::time::Duration,
     principal: Option<Arc<PrincipalFn>>,
+    authorization: Option<crate::auth::Authorization>,
     legacy: bool,
     sessions: SessionConfig,
     subscriptions: SubscriptionConfig,
@@ -89,6 +90,7 @@ impl Server {
             replay: None,
             state_ttl: crate::mrtr::token::DEFAULT_TTL,
             principal: None,
+            authorization: None,
             legacy: true,
             sessions: SessionConfig::default(),
             subscriptions: SubscriptionConfig::default(),
@@ -390,13 +392,30 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets how a request's principal is derived from its HTTP headers (for example from
-    /// a verified token). Request state is bound to it.
-    pub fn principal(
+    /// Sets how a request's principal is derived when no verified token gave it one: from
+    /// its HTTP headers (a reverse proxy that authenticated the caller and says who it
+    /// is), or, over stdio and in process, with no headers (`None`): there, credentials
+    /// come from the environment, so the function returns the process's user, read from
+    /// it, with the scopes that user holds. Return a [`Principal`](crate::Principal), or
+    /// a `String` for one without scopes. Request state is bound to it and tasks are
+    /// scoped by it.
+    pub fn principal<P: Into<crate::Principal>>(
         mut self,
-        f: impl Fn(Option<&axum::http::HeaderMap>) -> Option<String> + Send + Sync + 'static,
+        f: impl Fn(Option<&axum::http::HeaderMap>) -> Option<P> + Send + Sync + 'static,
     ) -> Self {
-        self.principal = Some(Arc::new(f));
+        self.principal = Some(Arc::new(move |headers| f(headers).map(Into::into)));
+        self
+    }
+
+    /// Makes the server an OAuth 2.1 resource server over Streamable HTTP: every request
+    /// needs a bearer token the [`Authorization`](crate::Authorization)'s verifier accepts
+    /// and that names the server's [canonical URI](ServerBuilder::canonical_uri) (needed,
+    /// checked when the server is built) as its audience; the protected resource metadata
+    /// is served; refusals carry the challenges the specification describes. Over stdio
+    /// there is no token: the [principal function](ServerBuilder::principal) says who
+    /// the process acts for.
+    pub fn authorization(mut self, authorization: crate::Authorization) -> Self {
+        self.authorization = Some(authorization);
         self
     }
 
@@ -551,7 +570,12 @@ impl ServerBuilder {
             Some(uri) => format!("{}\n{uri}", self.info.name),
             None => self.info.name.clone(),
         };
+        let auth = match self.authorization {
+            Some(a) => Some(Arc::new(a.guard(self.config.canonical_uri.as_deref())?)),
+            None => None,
+        };
         let core = Core::new(Parts {
+            auth,
             info: self.info,
             config: self.config,
             catalog,

@@ -529,7 +529,7 @@ pub(crate) async fn listen(
     filter: Filter,
     ctx: &RequestContext,
 ) -> Result<Map<String, Value>, Error> {
-    let Some(_place) = hub.admit(ctx.principal()) else {
+    let Some(_place) = hub.admit(ctx.principal_id()) else {
         return Err(Error::unavailable(TOO_MANY_STREAMS));
     };
     let id = ctx.request_id().to_value();

@@ -12,6 +12,7 @@ const LAYERS: &[&str] = &[
     "wire",
     "shape",
     "schema",
+    "auth",
     "context",
     "extract",
     "registry",

@@ -53,6 +53,20 @@ pub(crate) fn strings(meta: &ParseNestedMeta) -> syn::Result<Vec<Spanned<String>
         .collect()
 }
 
+/// `key("a", "b")`: a parenthesized list of string literals.
+pub(crate) fn string_list(meta: &ParseNestedMeta) -> syn::Result<Vec<Spanned<String>>> {
+    let content;
+    syn::parenthesized!(content in meta.input);
+    let items = content.parse_terminated(|input| input.parse::<LitStr>(), Token![,])?;
+    Ok(items
+        .into_iter()
+        .map(|s| Spanned {
+            value: s.value(),
+            span: s.span(),
+        })
+        .collect())
+}
+
 /// A bare flag, or `flag = true|false`.
 pub(crate) fn flag(meta: &ParseNestedMeta) -> syn::Result<bool> {
     if meta.input.peek(Token![=]) {
@@ -135,7 +149,7 @@ pub(crate) fn parse_nested(
 }
 
 /// The keys every attribute shares: `name`, `title`, `description`, `icons`, `meta`,
-/// and `crate`.
+/// `scopes` and `crate`.
 #[derive(Default)]
 pub(crate) struct CommonKeys {
     pub(crate) name: Option<Spanned<String>>,
@@ -143,6 +157,8 @@ pub(crate) struct CommonKeys {
     pub(crate) description: Option<String>,
     pub(crate) icons: Vec<Spanned<String>>,
     pub(crate) meta: Option<Spanned<String>>,
+    /// `scopes("a", …)`: the OAuth scopes a call needs.
+    pub(crate) scopes: Vec<Spanned<String>>,
     /// `crate = "path"`: where generated code finds presa (default `::presa`).
     pub(crate) krate: CratePath,
 }
@@ -171,6 +187,7 @@ impl CommonKeys {
             "description" => self.description = Some(string(meta)?.value),
             "icons" => self.icons = strings(meta)?,
             "meta" => self.meta = Some(string(meta)?),
+            "scopes" => self.scopes = string_list(meta)?,
             "crate" => self.krate = CratePath::parse(&lit(meta)?)?,
             _ => return Ok(false),
         }

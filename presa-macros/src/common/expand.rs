@@ -24,7 +24,7 @@ pub(crate) fn set_description(item: &syn::Ident, description: Option<&str>) -> T
 }
 
 /// The builder calls for the keys every attribute shares that map straight to setters:
-/// `title`, `icons`, `meta` (the JSON was checked at compile time).
+/// `title`, `icons`, `meta` (the JSON was checked at compile time), `scopes`.
 pub(crate) fn common_setters(item: &syn::Ident, keys: &CommonKeys) -> TokenStream {
     let krate = &keys.krate;
     let title = keys
@@ -45,10 +45,15 @@ pub(crate) fn common_setters(item: &syn::Ident, keys: &CommonKeys) -> TokenStrea
             }
         }
     });
+    let scopes = (!keys.scopes.is_empty()).then(|| {
+        let scopes = keys.scopes.iter().map(|s| &s.value);
+        quote! { #item = #item.scopes([#(#scopes),*]); }
+    });
     quote! {
         #title
         #(#icons)*
         #meta
+        #scopes
     }
 }
 

@@ -85,6 +85,11 @@ pub(crate) fn check_common(
         );
     }
     check_icons(&keys.icons, errors);
+    for scope in &keys.scopes {
+        if let Err(why) = presa_rules::scope::check(&scope.value) {
+            errors.push(syn::Error::new(scope.span, why));
+        }
+    }
     if let Some(meta) = &keys.meta
         && let Some(object) = check_json_object(meta, "`meta`", errors)
     {

@@ -10,6 +10,7 @@ pub(crate) const KEYS: &[&str] = &[
     "description",
     "icons",
     "meta",
+    "scopes",
     "complete",
     "crate",
 ];

@@ -13,6 +13,7 @@ pub(crate) const KEYS: &[&str] = &[
     "size",
     "icons",
     "meta",
+    "scopes",
     "complete",
     "crate",
 ];

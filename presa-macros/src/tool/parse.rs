@@ -12,6 +12,7 @@ pub(crate) const KEYS: &[&str] = &[
     "annotations",
     "icons",
     "meta",
+    "scopes",
     "input_schema",
     "live_notifications",
     "task",

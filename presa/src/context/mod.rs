@@ -12,6 +12,7 @@ pub(crate) mod state;
 
 pub(crate) use outbound::{Backlog, Cancellation, LazyBacklog, Outbound, Queued, Running};
 
+use crate::auth::Principal;
 use crate::wire::jsonrpc::{RequestId, encode_notification};
 use crate::wire::meta::{LogLevel, RequestMeta};
 use serde::Serialize;
@@ -54,7 +55,7 @@ struct Inner {
     logging_enabled: bool,
     limits: Mutex<Limits>,
     inputs: InputsState,
-    principal: Option<String>,
+    principal: Option<Arc<Principal>>,
     host: Arc<dyn Host>,
     /// Notifications held until the outcome is known (see [`ContextInit::hold`]).
     held: Option<Mutex<Vec<String>>>,
@@ -68,7 +69,7 @@ pub(crate) struct ContextInit {
     /// Where its notifications go, and its cancellation.
     pub(crate) outbound: Arc<dyn Outbound>,
     pub(crate) logging_enabled: bool,
-    pub(crate) principal: Option<String>,
+    pub(crate) principal: Option<Arc<Principal>>,
     /// What serves the request.
     pub(crate) host: Arc<dyn Host>,
     /// The answers given so far in this call (from the request state and this round),
@@ -322,9 +323,20 @@ impl RequestContext {
         &self.inner.host
     }
 
-    /// The principal the server's principal function gave this request, if any.
-    pub fn principal(&self) -> Option<&str> {
+    /// Who this request acts for: the subject of its verified access token, or what the
+    /// server's principal function gave it; `None` for an anonymous request.
+    pub fn principal(&self) -> Option<&Principal> {
         self.inner.principal.as_deref()
+    }
+
+    /// The principal's id, which request state is bound to and tasks are scoped by.
+    pub(crate) fn principal_id(&self) -> Option<&str> {
+        self.inner.principal.as_deref().map(Principal::id)
+    }
+
+    /// The principal, shared (for a context made from this one).
+    pub(crate) fn principal_shared(&self) -> Option<Arc<Principal>> {
+        self.inner.principal.clone()
     }
 
     /// The JSON-RPC id of the request.

@@ -64,6 +64,7 @@ impl Core {
         request: Request,
         transport: &Transport,
         outbound: Arc<dyn Outbound>,
+        principal: Option<Arc<crate::auth::Principal>>,
     ) -> Result<Admitted, Error> {
         let Request {
             id,
@@ -81,11 +82,14 @@ impl Core {
         if let Some(mirrored) = &mirrored {
             check_mirrors(mirrored, &method, &params, gate.extension.as_deref())?;
         }
-        let principal = self.principal.as_ref().and_then(|f| f(transport.headers()));
+        // The scopes every request needs; an item's own are checked where it is found,
+        // before its handler runs.
+        self.authorize(principal.as_deref(), &[])?;
+        let principal_id = principal.as_deref().map(crate::auth::Principal::id);
 
         let mrtr = gate.extension.is_none() && names::MRTR.contains(&&*method);
         let round = if mrtr {
-            self.seals.open(&method, &params, principal.as_deref())?
+            self.seals.open(&method, &params, principal_id)?
         } else {
             Round::default()
         };
@@ -104,7 +108,7 @@ impl Core {
         let may_ask =
             gate.tool.as_ref().is_none_or(|t| t.tool.asks_input) || !self.extensions.is_empty();
         let bound =
-            (mrtr && may_ask).then(|| BindingText::new(&method, &params, principal.as_deref()));
+            (mrtr && may_ask).then(|| BindingText::new(&method, &params, principal_id));
         let ctx = RequestContext::new(ContextInit {
             id,
             method: method.clone(),

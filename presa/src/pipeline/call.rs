@@ -114,6 +114,8 @@ pub(super) fn prepare(
         }
     };
     let entry = entry.map_err(Error::invalid_params)?;
+    // The tool's scopes, before anything of the call is looked at further.
+    core.authorize(ctx.principal(), &entry.tool.scopes)?;
     if let Some(h) = headers {
         headers::params_match(h, &entry.headers, &arguments)?;
     }

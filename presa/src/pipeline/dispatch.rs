@@ -67,8 +67,8 @@ pub(super) async fn method(
             config.templates_cache,
         ),
         "resources/read" => read_resource(core, shaper, catalog, params, ctx, retry).await,
-        "prompts/get" => get_prompt(shaper, catalog, params, ctx).await,
-        "completion/complete" => complete(shaper, catalog, params, ctx).await,
+        "prompts/get" => get_prompt(core, shaper, catalog, params, ctx).await,
+        "completion/complete" => complete(core, shaper, catalog, params, ctx).await,
         "subscriptions/listen" => {
             let mut filter = subscriptions::parse_filter(&params, offer(core, catalog))?;
             if let Some(Value::Object(n)) = params.get("notifications") {
@@ -197,6 +197,7 @@ async fn read_resource(
         ));
     }
     let (handler, cache, variables) = if let Some(entry) = catalog.resources.get(&uri) {
+        core.authorize(ctx.principal(), &entry.resource.scopes)?;
         (
             Arc::clone(&entry.handler),
             entry.resource.cache,
@@ -210,6 +211,7 @@ async fn read_resource(
         let Some((entry, vars)) = found else {
             return Err(not_found(shaper, &uri));
         };
+        core.authorize(ctx.principal(), &entry.template.scopes)?;
         (
             Arc::clone(&entry.handler),
             entry.template.cache,
@@ -253,6 +255,7 @@ fn not_found(shaper: &Shaper, uri: &str) -> Error {
 }
 
 async fn get_prompt(
+    core: &Core,
     shaper: &Shaper,
     catalog: &Catalog,
     params: Map<String, Value>,
@@ -273,6 +276,7 @@ async fn get_prompt(
         .get(&name)
         .cloned()
         .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+    core.authorize(ctx.principal(), &entry.prompt.scopes)?;
     let missing: Vec<&str> = entry
         .prompt
         .arguments
@@ -331,6 +335,7 @@ fn string_map(
 }
 
 async fn complete(
+    core: &Core,
     shaper: &Shaper,
     catalog: &Catalog,
     params: Map<String, Value>,
@@ -381,6 +386,7 @@ async fn complete(
             let entry = catalog.prompts.get(name).ok_or_else(|| {
                 Error::invalid_params(format!("Unknown completion prompt: {name}"))
             })?;
+            core.authorize(ctx.principal(), &entry.prompt.scopes)?;
             entry.prompt.completions.get(&argument).cloned()
         }
         Some("ref/resource") => {
@@ -406,6 +412,7 @@ async fn complete(
                     Error::invalid_params("Unknown completion resource template")
                         .with_data(json!({ "uri": uri }))
                 })?;
+            core.authorize(ctx.principal(), &entry.template.scopes)?;
             entry.template.completions.get(&argument).cloned()
         }
         _ => {

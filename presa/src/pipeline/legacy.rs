@@ -12,7 +12,7 @@
 //!   2026-07-28 client's retry would run it. The handler cannot tell the two apart.
 //! - Results take the legacy shapes (no `resultType`, serverInfo or caching hints).
 
-use super::{Core, Rest, Step, Transport, call, dispatch};
+use super::{Core, Rest, Step, call, dispatch};
 use crate::context::{ContextInit, Outbound, RequestContext};
 use crate::error::Error;
 use crate::mrtr::inputs;
@@ -33,10 +33,10 @@ impl Core {
     pub(super) fn start_legacy(
         self: &Arc<Self>,
         request: Request,
-        transport: &Transport,
         session: Arc<Session>,
         outbound: Arc<dyn Outbound>,
         buffer: String,
+        principal: Option<Arc<crate::auth::Principal>>,
     ) -> Step {
         let Request {
             id,
@@ -81,7 +81,9 @@ impl Core {
             }
             _ => {}
         }
-        let principal = self.principal.as_ref().and_then(|f| f(transport.headers()));
+        if let Err(refused) = self.authorize(principal.as_deref(), &[]) {
+            return Step::Done(Err(refused));
+        }
         let ctx = RequestContext::new(ContextInit {
             id,
             method: method.clone(),

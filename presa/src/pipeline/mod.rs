@@ -30,6 +30,7 @@ mod dispatch;
 mod headers;
 mod legacy;
 
+use crate::auth::{Guard, Principal};
 use crate::context::state::StateMap;
 use crate::context::{Host, Outbound};
 use crate::error::Error;
@@ -59,7 +60,7 @@ pub(crate) type Rest<T> = Pin<Box<dyn Future<Output = T> + Send>>;
 
 /// Derives a request's principal (who is asking) from its HTTP headers; `None` on stdio
 /// and in process. Request state is bound to it.
-pub(crate) type PrincipalFn = dyn Fn(Option<&HeaderMap>) -> Option<String> + Send + Sync;
+pub(crate) type PrincipalFn = dyn Fn(Option<&HeaderMap>) -> Option<Principal> + Send + Sync;
 
 /// The serving state of one server, shared by every transport and request: its identity
 /// and settings, the catalog snapshot, the extensions, the request-state seals, the hub
@@ -74,6 +75,8 @@ pub(crate) struct Core {
     pub(crate) extensions: Vec<Arc<dyn Extension>>,
     pub(crate) seals: Seals,
     pub(crate) principal: Option<Arc<PrincipalFn>>,
+    /// The server's authorization, when it has one: token checks, scopes, challenges.
+    pub(crate) auth: Option<Arc<Guard>>,
     pub(crate) hub: Arc<Hub>,
     pub(crate) state: StateMap,
     /// Whether clients that open with `initialize` are served (else they are told the
@@ -91,6 +94,7 @@ pub(crate) struct Parts {
     pub(crate) extensions: Vec<Arc<dyn Extension>>,
     pub(crate) seals: Seals,
     pub(crate) principal: Option<Arc<PrincipalFn>>,
+    pub(crate) auth: Option<Arc<Guard>>,
     pub(crate) state: StateMap,
     pub(crate) legacy: bool,
     pub(crate) sessions: SessionConfig,
@@ -145,13 +149,21 @@ pub(crate) struct Exchange {
     /// A buffer to write the answer in, its contents discarded: a transport that copies
     /// each answer out hands the last one's back. Empty (and unallocated) otherwise.
     pub(crate) buffer: String,
+    /// Who the request acts for, when the transport established it (a verified access
+    /// token over HTTP); otherwise the server's principal function says.
+    pub(crate) principal: Option<Arc<Principal>>,
 }
 
 /// The pipeline's answer to one request.
 #[derive(Debug)]
 pub(crate) enum Reply {
-    /// A response to write, and the HTTP status it maps to.
-    Response { body: String, status: u16 },
+    /// A response to write, the HTTP status it maps to, and, for an authorization
+    /// refusal, the `WWW-Authenticate` challenge sent with it.
+    Response {
+        body: String,
+        status: u16,
+        challenge: Option<Box<str>>,
+    },
     /// The request was cancelled: nothing more may be sent for it.
     Cancelled,
     /// The server ended a subscription stream: on HTTP the graceful end result is sent
@@ -213,11 +225,48 @@ impl Core {
             extensions: parts.extensions,
             seals: parts.seals,
             principal: parts.principal,
+            auth: parts.auth,
             hub: Arc::new(Hub::new(parts.subscriptions)),
             state: parts.state,
             legacy: parts.legacy,
             sessions: parts.sessions,
         })
+    }
+
+    /// Who a request acts for: the principal its transport established (a verified
+    /// token), else what the server's principal function makes of its headers.
+    fn principal_of(
+        &self,
+        established: Option<Arc<Principal>>,
+        transport: &Transport,
+    ) -> Option<Arc<Principal>> {
+        established.or_else(|| {
+            self.principal
+                .as_ref()
+                .and_then(|f| f(transport.headers()))
+                .map(Arc::new)
+        })
+    }
+
+    /// Whether `principal` may do an operation that needs the scopes `needed` (besides
+    /// the ones every request needs): the refusal names every scope it needs, with the
+    /// challenge when the server has authorization (403 over HTTP either way).
+    pub(crate) fn authorize(
+        &self,
+        principal: Option<&Principal>,
+        needed: &[String],
+    ) -> Result<(), Error> {
+        match &self.auth {
+            Some(guard) => guard.authorize(principal, needed),
+            None if needed.is_empty() => Ok(()),
+            None => {
+                let granted = principal.map_or(&[][..], Principal::scopes);
+                if needed.iter().all(|s| granted.contains(s)) {
+                    return Ok(());
+                }
+                Err(crate::auth::unauthorized_without_challenge(needed))
+            }
+        }
     }
 
     /// The catalog as it is now.
@@ -338,15 +387,17 @@ impl Core {
             era,
             outbound,
             buffer,
+            principal,
         } = exchange;
+        let principal = self.principal_of(principal, &transport);
         if let Era::Legacy(session) = era {
-            return self.start_legacy(request, &transport, session, outbound, buffer);
+            return self.start_legacy(request, session, outbound, buffer, principal);
         }
         let admit::Admitted {
             method,
             params,
             route,
-        } = match self.admit(request, &transport, outbound) {
+        } = match self.admit(request, &transport, outbound, principal) {
             Ok(admitted) => admitted,
             Err(error) => return Step::Done(Err(error)),
         };
@@ -507,6 +558,7 @@ impl End {
                 Reply::Response {
                     body: encode_result_owned(&id, result),
                     status: 200,
+                    challenge: None,
                 }
             }
             Some(Ok(Err(error))) => {
@@ -541,5 +593,6 @@ pub(crate) fn error_reply(id: Option<&RequestId>, error: &Error) -> Reply {
     Reply::Response {
         body: encode_error(id.as_ref(), error),
         status: error.http_status(),
+        challenge: error.challenge().map(Box::from),
     }
 }

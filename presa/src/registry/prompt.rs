@@ -131,6 +131,8 @@ pub struct Prompt {
     pub(crate) completions: HashMap<String, CompletionHandler>,
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
+    /// The OAuth scopes a call needs (checked before the handler runs).
+    pub(crate) scopes: Vec<String>,
 }
 
 impl Prompt {
@@ -147,6 +149,7 @@ impl Prompt {
             completions: HashMap::new(),
             location: None,
             states: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -170,6 +173,14 @@ impl Prompt {
     /// Adds an argument.
     pub fn argument(mut self, argument: PromptArgument) -> Self {
         self.arguments.push(argument);
+        self
+    }
+
+    /// Sets the OAuth scopes a call needs: a request whose principal's scopes do not
+    /// cover them all (see [`Authorization::scope_implies`](crate::Authorization::scope_implies))
+    /// is refused before the handler runs, with a challenge naming every scope it needs.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
 
@@ -225,6 +236,7 @@ impl Prompt {
 
     pub(crate) fn compile(self) -> Result<PromptEntry, BuildError> {
         let fail = |why: String| BuildError::new(format!("prompt {:?}: {why}", self.name));
+        super::resource::check_scopes(&self.scopes).map_err(&fail)?;
         if self.name.is_empty() {
             return Err(fail("a name is required".into()));
         }

@@ -179,6 +179,11 @@ impl Described {
     }
 }
 
+/// Checks that each scope is an OAuth scope token.
+pub(crate) fn check_scopes(scopes: &[String]) -> Result<(), String> {
+    scopes.iter().try_for_each(|s| presa_rules::scope::check(s))
+}
+
 macro_rules! described_setters {
     () => {
         /// Sets the human-readable title.
@@ -227,6 +232,15 @@ macro_rules! described_setters {
             self.states.push(requirement);
             self
         }
+        /// Sets the OAuth scopes a read needs: a request whose principal's scopes do
+        /// not cover them all (see
+        /// [`Authorization::scope_implies`](crate::Authorization::scope_implies)) is
+        /// refused before the handler runs, with a challenge naming every scope it
+        /// needs.
+        pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+            self.scopes = scopes.into_iter().map(Into::into).collect();
+            self
+        }
     };
 }
 
@@ -240,6 +254,8 @@ pub struct Resource {
     pub(crate) handler: Option<ResourceHandler>,
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
+    /// The OAuth scopes a call needs (checked before the handler runs).
+    pub(crate) scopes: Vec<String>,
 }
 
 impl Resource {
@@ -256,6 +272,7 @@ impl Resource {
             handler: None,
             location: None,
             states: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -290,6 +307,7 @@ impl Resource {
         }
         crate::wire::uri::uri_characters(&self.uri).map_err(&fail)?;
         self.described.check().map_err(&fail)?;
+        check_scopes(&self.scopes).map_err(&fail)?;
         let Some(handler) = self.handler.clone() else {
             return Err(fail("no handler".into()));
         };
@@ -320,6 +338,8 @@ pub struct ResourceTemplate {
     pub(crate) completions: HashMap<String, CompletionHandler>,
     pub(crate) location: Option<&'static str>,
     pub(crate) states: Vec<StateRequirement>,
+    /// The OAuth scopes a call needs (checked before the handler runs).
+    pub(crate) scopes: Vec<String>,
 }
 
 impl ResourceTemplate {
@@ -336,6 +356,7 @@ impl ResourceTemplate {
             completions: HashMap::new(),
             location: None,
             states: Vec::new(),
+            scopes: Vec::new(),
         }
     }
 
@@ -371,6 +392,7 @@ impl ResourceTemplate {
     pub(crate) fn compile(self) -> Result<TemplateEntry, BuildError> {
         let fail =
             |why: String| BuildError::new(format!("resource template {:?}: {why}", self.template));
+        check_scopes(&self.scopes).map_err(&fail)?;
         // As for a resource: a template for relative URIs never matches a read.
         if !crate::wire::uri::is_absolute_uri(&self.template) {
             return Err(fail(

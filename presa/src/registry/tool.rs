@@ -277,6 +277,8 @@ pub struct Tool {
     /// Why the generated glue found the tool's parameters unusable, if it did.
     pub(crate) refused: Option<String>,
     pub(crate) states: Vec<StateRequirement>,
+    /// The OAuth scopes a call needs (checked before the handler runs).
+    pub(crate) scopes: Vec<String>,
     pub(crate) live_notifications: bool,
     pub(crate) asks_input: bool,
     pub(crate) extension_data: super::ExtensionData,
@@ -299,6 +301,7 @@ impl Tool {
             location: None,
             refused: None,
             states: Vec::new(),
+            scopes: Vec::new(),
             live_notifications: false,
             asks_input: true,
             extension_data: super::ExtensionData::default(),
@@ -349,6 +352,14 @@ impl Tool {
     /// Sets the tool's `_meta`.
     pub fn meta(mut self, meta: Map<String, Value>) -> Self {
         self.meta = Some(meta);
+        self
+    }
+
+    /// Sets the OAuth scopes a call needs: a request whose principal's scopes do not
+    /// cover them all (see [`Authorization::scope_implies`](crate::Authorization::scope_implies))
+    /// is refused before the handler runs, with a challenge naming every scope it needs.
+    pub fn scopes(mut self, scopes: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
         self
     }
 
@@ -439,6 +450,7 @@ impl Tool {
         let fail = |why: String| BuildError::new(format!("tool {name:?}: {why}"));
         // The rule `#[tool]` checks at compile time.
         presa_rules::tool::check_name(&name).map_err(|e| fail(e.to_string()))?;
+        super::resource::check_scopes(&self.scopes).map_err(&fail)?;
         if let Some(why) = &self.refused {
             return Err(fail(why.clone()));
         }

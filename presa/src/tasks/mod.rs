@@ -302,7 +302,7 @@ impl Tasks {
     /// The scope of `ctx`'s principal; `None` for a caller without one (or with an empty
     /// one), whose tasks have a scope each.
     fn scope(ctx: &RequestContext) -> Option<String> {
-        ctx.principal()
+        ctx.principal_id()
             .filter(|p| !p.is_empty())
             .map(|p| format!("{PRINCIPAL_SCOPE}{p}"))
     }
@@ -917,7 +917,7 @@ fn detached(
         meta,
         outbound: Arc::new(Nowhere(Cancellation::seeded(cancel))),
         logging_enabled: false,
-        principal: origin.principal().map(str::to_owned),
+        principal: origin.principal_shared(),
         host: Arc::clone(origin.host()),
         answers: Some(record.answers.clone()),
         carried: None,

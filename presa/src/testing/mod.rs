@@ -38,6 +38,7 @@ pub struct TestClient {
     log_level: Option<LogLevel>,
     next_id: AtomicI64,
     answer: Option<Box<InputHandler>>,
+    principal: Option<Arc<crate::Principal>>,
 }
 
 /// Answers one input request: given its key and the request (`method`, `params`), the
@@ -99,7 +100,15 @@ impl TestClient {
             log_level: None,
             next_id: AtomicI64::new(1),
             answer: None,
+            principal: None,
         }
+    }
+
+    /// Sends every request as `principal`, as a verified token would over HTTP: its
+    /// scopes are checked against what each operation needs, and handlers see it.
+    pub fn with_principal(mut self, principal: crate::Principal) -> Self {
+        self.principal = Some(Arc::new(principal));
+        self
     }
 
     /// Answers `input_required` results with `handler` and retries with the answers and
@@ -250,6 +259,7 @@ impl TestClient {
                     era: Era::Modern,
                     outbound: Arc::clone(&collect) as Arc<dyn Outbound>,
                     buffer: String::new(),
+                    principal: self.principal.clone(),
                 };
                 let reply = match self.server.core.serve(request, exchange) {
                     Served::Now(reply) => reply,

@@ -18,6 +18,7 @@ mod legacy;
 mod queue;
 mod serve;
 
+use crate::auth::{Denied, Guard, Principal};
 use crate::context::Outbound;
 use crate::error::Error;
 use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
@@ -337,16 +338,19 @@ impl Server {
             config,
             closing,
         }));
-        Router::new()
-            .route(
-                &path,
-                post(handle_post)
-                    .get(legacy::handle_get)
-                    .delete(legacy::handle_delete)
-                    .fallback(method_not_allowed),
-            )
-            .fallback(not_found)
-            .with_state(endpoint)
+        let mut router = Router::new().route(
+            &path,
+            post(handle_post)
+                .get(legacy::handle_get)
+                .delete(legacy::handle_delete)
+                .fallback(method_not_allowed),
+        );
+        if let Some(guard) = &self.core.auth {
+            for at in guard.metadata_paths() {
+                router = router.route(at, axum::routing::get(protected_resource_metadata));
+            }
+        }
+        router.fallback(not_found).with_state(endpoint)
     }
 
     /// The router with the default settings (`/mcp`).
@@ -360,6 +364,54 @@ fn transport_error(status: StatusCode, error: Error) -> Response {
     json_response(status, encode_error(None, &error))
 }
 
+/// An authorization refusal: its status, its `WWW-Authenticate` challenge, and its
+/// JSON-RPC error.
+fn challenged(status: StatusCode, challenge: &str, body: String) -> Response {
+    let mut response = json_response(status, body);
+    if let Ok(value) = HeaderValue::from_str(challenge) {
+        response
+            .headers_mut()
+            .insert(header::WWW_AUTHENTICATE, value);
+    }
+    response
+}
+
+/// The refusal of credentials before the request is read: 401 or 400 with the challenge,
+/// or 503 when the token cannot be checked now.
+fn denied(guard: &Guard, denied: Denied) -> Response {
+    let body = encode_error(None, &denied.error());
+    let code = status(denied.status());
+    match guard.challenge(denied) {
+        Some(challenge) => challenged(code, &challenge, body),
+        None => {
+            let mut response = json_response(code, body);
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            response
+        }
+    }
+}
+
+/// Who a request acts for, from its `Authorization` header, when the server has
+/// authorization: `Ok(None)` without it.
+async fn authenticate(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+) -> Result<Option<Arc<Principal>>, Response> {
+    let Some(guard) = &endpoint.server.core.auth else {
+        return Ok(None);
+    };
+    let values = headers
+        .get_all(header::AUTHORIZATION)
+        .iter()
+        .map(HeaderValue::as_bytes);
+    match guard.authenticate(values).await {
+        Ok(principal) => Ok(Some(principal)),
+        Err(refused) => Err(denied(guard, refused)),
+    }
+}
+
 fn json_response(status: StatusCode, body: String) -> Response {
     (
         status,
@@ -370,6 +422,29 @@ fn json_response(status: StatusCode, body: String) -> Response {
         body,
     )
         .into_response()
+}
+
+/// The protected resource metadata (RFC 9728): where clients learn which authorization
+/// server issues tokens for this server. Public, like any OAuth metadata: no `Origin`
+/// rule, and readable by a page of any origin.
+async fn protected_resource_metadata(State(endpoint): State<Endpoint>) -> Response {
+    let Some(guard) = &endpoint.server.core.auth else {
+        return transport_error(
+            StatusCode::NOT_FOUND,
+            Error::invalid_request("Not found: no MCP endpoint at this path"),
+        );
+    };
+    let mut response = json_response(StatusCode::OK, guard.metadata().to_owned());
+    let headers = response.headers_mut();
+    headers.insert(
+        header::ACCESS_CONTROL_ALLOW_ORIGIN,
+        HeaderValue::from_static("*"),
+    );
+    headers.insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("max-age=3600"),
+    );
+    response
 }
 
 /// The Origin rule (errata W-12) holds for every request, also those answered 405 or 404.
@@ -438,6 +513,10 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     if let Err(response) = admit(&endpoint.config, &headers) {
         return response;
     }
+    let principal = match authenticate(&endpoint, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
     // Reading a body takes a slot of its own, given back once the body is decoded, so
     // slow or large bodies cannot pile up in memory past the cap.
     let Some(reading) = endpoint.reading.try_hold() else {
@@ -504,7 +583,7 @@ async fn serve_post(endpoint: Endpoint, headers: HeaderMap, body: Body) -> Respo
     charge.resize(cost);
     drop(bytes);
     drop(reading);
-    match route(&endpoint, decoded, headers, charge) {
+    match route(&endpoint, decoded, headers, charge, principal) {
         Routed::Done(response) => response,
         Routed::Serve(serving) => respond(serving).await,
         Routed::Legacy(answer) => answer.await,
@@ -587,6 +666,7 @@ fn route(
     decoded: Result<Inbound, jsonrpc::Rejection>,
     headers: HeaderMap,
     charge: Charge,
+    principal: Option<Arc<Principal>>,
 ) -> Routed {
     let server = &endpoint.server;
     let request = match decoded {
@@ -600,7 +680,12 @@ fn route(
         // none); one sent with the 2026-07-28 version header is ignored, as it always was.
         Ok(Inbound::Response(response)) => {
             if endpoint.serves_legacy() && !legacy::modern_header(&headers) {
-                return Routed::Done(legacy::response(endpoint, response, &headers));
+                return Routed::Done(legacy::response(
+                    endpoint,
+                    response,
+                    &headers,
+                    principal.as_deref(),
+                ));
             }
             return Routed::Done(StatusCode::ACCEPTED.into_response());
         }
@@ -609,7 +694,12 @@ fn route(
                 && !n.meta.claims_modern()
                 && !legacy::modern_header(&headers) =>
         {
-            return Routed::Done(legacy::notification(endpoint, &n, &headers));
+            return Routed::Done(legacy::notification(
+                endpoint,
+                &n,
+                &headers,
+                principal.as_deref(),
+            ));
         }
         Ok(Inbound::Notification(n)) => {
             // A posted notifications/cancelled is accepted and changes nothing: on HTTP a
@@ -629,7 +719,7 @@ fn route(
                 && endpoint.serves_legacy()
                 && !legacy::modern_header(&headers) =>
         {
-            return legacy::request(endpoint, request, headers, charge);
+            return legacy::request(endpoint, request, headers, charge, principal);
         }
         Ok(Inbound::Request(request)) => request,
     };
@@ -657,6 +747,7 @@ fn route(
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
         // The body leaves with the response: nothing to reuse.
         buffer: String::new(),
+        principal,
     };
     // The request's first poll is here, as on stdio: one answered at it (most are) is
     // written at once, with no future kept for it and, unless its notifications make it
@@ -715,7 +806,16 @@ fn concluded(
 /// A reply sent as JSON.
 fn reply_response(reply: Reply) -> Response {
     match reply {
-        Reply::Response { body, status: code } => json_response(status(code), body),
+        Reply::Response {
+            body,
+            status: code,
+            challenge: None,
+        } => json_response(status(code), body),
+        Reply::Response {
+            body,
+            status: code,
+            challenge: Some(challenge),
+        } => challenged(status(code), &challenge, body),
         Reply::StreamEnded { body, .. } => json_response(StatusCode::OK, body),
         Reply::Cancelled => StatusCode::NO_CONTENT.into_response(),
     }

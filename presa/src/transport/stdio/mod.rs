@@ -861,6 +861,7 @@ impl Server {
             era,
             outbound: Arc::clone(&gate) as Arc<dyn Outbound>,
             buffer: std::mem::take(&mut answers.spare),
+            principal: None,
         };
         let fut = match self.core.serve(request, exchange) {
             Served::Now(reply) => {

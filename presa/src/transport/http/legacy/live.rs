@@ -36,6 +36,9 @@ pub(super) struct Limits {
 /// The HTTP side of one legacy session.
 pub(super) struct Live {
     pub(super) session: Arc<Session>,
+    /// Who opened the session (the principal's id), when the request had one: every
+    /// later request of the session must come from the same principal.
+    pub(super) owner: Option<String>,
     events: Mutex<Events>,
     /// The number of the next request stream.
     next_stream: AtomicU64,
@@ -126,11 +129,12 @@ pub(super) enum Refused {
 impl Live {
     /// The HTTP side of `session`; its standalone stream exists from the start, holding
     /// what is sent before a GET opens it.
-    pub(super) fn new(session: Arc<Session>, limits: Limits) -> Arc<Live> {
+    pub(super) fn new(session: Arc<Session>, limits: Limits, owner: Option<String>) -> Arc<Live> {
         let mut streams = HashMap::new();
         streams.insert(GET_STREAM, Stream::new());
         Arc::new(Live {
             session,
+            owner,
             events: Mutex::new(Events {
                 streams,
                 held: VecDeque::new(),
@@ -489,7 +493,7 @@ mod tests {
 
     fn live(events: usize, bytes: usize) -> Arc<Live> {
         let session = Session::new(Some("s".into()), &SessionConfig::default());
-        Live::new(session, Limits { events, bytes })
+        Live::new(session, Limits { events, bytes }, None)
     }
 
     #[test]

@@ -45,11 +45,12 @@ use super::budget::Charge;
 use super::cap::Slot;
 use super::{
     Endpoint, Routed, Serving, check_origin, concluded, host_verdict, json_response, post_only,
-    queue, transport_error,
+    queue, status, transport_error,
 };
 use crate::context::Outbound;
 use crate::error::{Error, code};
 use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
+use crate::auth::Principal;
 use crate::session::Session;
 use crate::wire::jsonrpc::{self, Notification, Request, RequestId, encode_error};
 use crate::wire::meta::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
@@ -106,7 +107,13 @@ fn version_header(headers: &HeaderMap) -> Result<Option<&'static str>, Response>
 /// The session a request names in `Mcp-Session-Id`: 400 without one, 404 for one that
 /// is not live.
 #[allow(clippy::result_large_err)]
-fn find(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Live>, Response> {
+/// The live session a message names, if it is one the message's principal opened: a
+/// session of another principal is as unknown as one that never was.
+fn find(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Result<Arc<Live>, Response> {
     let Some(id) = headers.get(SESSION_ID) else {
         return Err(transport_error(
             StatusCode::BAD_REQUEST,
@@ -118,7 +125,8 @@ fn find(endpoint: &Endpoint, headers: &HeaderMap) -> Result<Arc<Live>, Response>
     let live = id
         .to_str()
         .ok()
-        .and_then(|id| endpoint.sessions.get(id.trim()));
+        .and_then(|id| endpoint.sessions.get(id.trim()))
+        .filter(|live| live.owner.as_deref() == principal.map(Principal::id));
     let Some(live) = live else {
         return Err(transport_error(
             StatusCode::NOT_FOUND,
@@ -136,22 +144,23 @@ pub(super) fn request(
     request: Request,
     headers: HeaderMap,
     charge: Charge,
+    principal: Option<Arc<Principal>>,
 ) -> Routed {
     let version = match version_header(&headers) {
         Ok(version) => version,
         Err(refused) => return Routed::Done(refused),
     };
     if !endpoint.config.legacy_sessions {
-        return stateless(endpoint, request, headers, version, charge);
+        return stateless(endpoint, request, headers, version, charge, principal);
     }
     if request.method == "initialize" {
-        return initialize(endpoint, request, headers, charge);
+        return initialize(endpoint, request, headers, charge, principal);
     }
-    let live = match find(endpoint, &headers) {
+    let live = match find(endpoint, &headers, principal.as_deref()) {
         Ok(live) => live,
         Err(refused) => return Routed::Done(refused),
     };
-    match serve(endpoint, &live, request, headers, charge) {
+    match serve(endpoint, &live, request, headers, charge, principal) {
         Ok(answer) => Routed::Legacy(answer),
         Err(refused) => Routed::Done(refused),
     }
@@ -159,7 +168,13 @@ pub(super) fn request(
 
 /// `initialize`: a new session, in the table from the start (so the cap holds), kept and
 /// named in `Mcp-Session-Id` when the handshake succeeds.
-fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap, charge: Charge) -> Routed {
+fn initialize(
+    endpoint: &Endpoint,
+    request: Request,
+    headers: HeaderMap,
+    charge: Charge,
+    principal: Option<Arc<Principal>>,
+) -> Routed {
     let id = request.id.to_value();
     let refuse = |status: StatusCode, error: Error| {
         Routed::Done(json_response(status, encode_error(Some(&id), &error)))
@@ -180,7 +195,8 @@ fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap, charge:
         events: config.session_events.max(1),
         bytes: config.session_event_bytes,
     };
-    let live = Live::new(session, limits);
+    let owner = principal.as_deref().map(|p| p.id().to_owned());
+    let live = Live::new(session, limits, owner);
     live.session.set_channel(live.channel());
     if !endpoint
         .sessions
@@ -194,7 +210,7 @@ fn initialize(endpoint: &Endpoint, request: Request, headers: HeaderMap, charge:
             ),
         );
     }
-    let answer = match serve(endpoint, &live, request, headers, charge) {
+    let answer = match serve(endpoint, &live, request, headers, charge, principal) {
         Ok(answer) => answer,
         Err(refused) => {
             forget(endpoint, &live);
@@ -231,6 +247,7 @@ fn serve(
     request: Request,
     headers: HeaderMap,
     charge: Charge,
+    principal: Option<Arc<Principal>>,
 ) -> Result<Answer, Response> {
     let Some(mut slot) = Slot::try_take(endpoint, false) else {
         return Err(busy(&request.id));
@@ -253,6 +270,7 @@ fn serve(
         era: Era::Legacy(Arc::clone(&session)),
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
         buffer: String::new(),
+        principal,
     };
     let stream = outbound.stream();
     match endpoint.server.core.serve(request, exchange) {
@@ -298,10 +316,16 @@ async fn answer(
     }
 }
 
-/// A legacy reply as JSON: HTTP 200 for a result and a JSON-RPC error alike; 204 for a
-/// request the client cancelled (it waits for nothing).
+/// A legacy reply as JSON: HTTP 200 for a result and a JSON-RPC error alike (but an
+/// authorization refusal, with its status and challenge); 204 for a request the client
+/// cancelled (it waits for nothing).
 fn json_reply(reply: Reply) -> Response {
     match reply {
+        Reply::Response {
+            challenge: Some(challenge),
+            status: code,
+            body,
+        } => super::challenged(status(code), &challenge, body),
         Reply::Response { body, .. } | Reply::StreamEnded { body, .. } => {
             json_response(StatusCode::OK, body)
         }
@@ -367,13 +391,18 @@ fn event_stream(
 }
 
 /// A legacy notification: acted on in its session, then 202 (400 when it is malformed).
-pub(super) fn notification(endpoint: &Endpoint, n: &Notification, headers: &HeaderMap) -> Response {
+pub(super) fn notification(
+    endpoint: &Endpoint,
+    n: &Notification,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Response {
     if let Err(refused) = version_header(headers) {
         return refused;
     }
     let core = &endpoint.server.core;
     let accepted = if endpoint.config.legacy_sessions {
-        let live = match find(endpoint, headers) {
+        let live = match find(endpoint, headers, principal) {
             Ok(live) => live,
             Err(refused) => return refused,
         };
@@ -396,12 +425,13 @@ pub(super) fn response(
     endpoint: &Endpoint,
     response: jsonrpc::Response,
     headers: &HeaderMap,
+    principal: Option<&Principal>,
 ) -> Response {
     if let Err(refused) = version_header(headers) {
         return refused;
     }
     if endpoint.config.legacy_sessions {
-        let live = match find(endpoint, headers) {
+        let live = match find(endpoint, headers, principal) {
             Ok(live) => live,
             Err(refused) => return refused,
         };
@@ -422,6 +452,7 @@ fn stateless(
     headers: HeaderMap,
     version: Option<&'static str>,
     charge: Charge,
+    principal: Option<Arc<Principal>>,
 ) -> Routed {
     let core = &endpoint.server.core;
     let Some(mut slot) = Slot::try_take(endpoint, false) else {
@@ -454,6 +485,7 @@ fn stateless(
         era: Era::Legacy(session),
         outbound: Arc::clone(&outbound) as Arc<dyn Outbound>,
         buffer: String::new(),
+        principal,
     };
     match core.serve(request, exchange) {
         Served::Now(reply) => Routed::Done(concluded(with_ok(reply), rx, None, slot, None)),
@@ -474,7 +506,17 @@ fn stateless(
 /// A reply whose JSON-RPC error goes with HTTP 200, as the earlier revisions have it.
 fn with_ok(reply: Reply) -> Reply {
     match reply {
-        Reply::Response { body, .. } => Reply::Response { body, status: 200 },
+        // An authorization refusal keeps its status and challenge: HTTP authorization
+        // is the same in every revision.
+        Reply::Response {
+            body,
+            challenge: None,
+            ..
+        } => Reply::Response {
+            body,
+            status: 200,
+            challenge: None,
+        },
         other => other,
     }
 }
@@ -508,7 +550,11 @@ pub(super) async fn handle_get(State(endpoint): State<Endpoint>, headers: Header
     if let Err(refused) = version_header(&headers) {
         return refused;
     }
-    let live = match find(&endpoint, &headers) {
+    let principal = match super::authenticate(&endpoint, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    let live = match find(&endpoint, &headers, principal.as_deref()) {
         Ok(live) => live,
         Err(refused) => return refused,
     };
@@ -557,7 +603,11 @@ pub(super) async fn handle_delete(
     if let Err(refused) = version_header(&headers) {
         return refused;
     }
-    let live = match find(&endpoint, &headers) {
+    let principal = match super::authenticate(&endpoint, &headers).await {
+        Ok(principal) => principal,
+        Err(refused) => return refused,
+    };
+    let live = match find(&endpoint, &headers, principal.as_deref()) {
         Ok(live) => live,
         Err(refused) => return refused,
     };
