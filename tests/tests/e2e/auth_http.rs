@@ -2,7 +2,7 @@
 //! verifiers against a real authorization server are in `auth_verifiers` and
 //! `auth_oauth`): the protected resource metadata, the status, `WWW-Authenticate`
 //! challenge and JSON-RPC body of every refusal, scopes and their hierarchy, and the
-//! principal's isolation (tasks, request state, legacy sessions).
+//! principal's isolation (tasks, request state, listen streams, legacy sessions).
 
 use crate::mrtr::{Probe, call_params, form_caps, greet_tool};
 use crate::tasks::{Lab, declared, task_id, tool};
@@ -359,6 +359,63 @@ async fn a_task_is_refused_to_another_subject() {
     let r = get("bob/").await;
     r.assert_error(400, -32602, Some(json!(2)));
     lab.gate.add_permits(1);
+}
+
+/// A listen stream opened under one subject never carries another subject's task: bob's
+/// `taskIds` naming alice's task are dropped from the acknowledged filter, and the next
+/// thing bob's stream carries after alice's task completed is a tool list change made
+/// after it, while alice's own stream follows the task to its end.
+#[tokio::test]
+async fn a_listen_stream_never_carries_another_subjects_task() {
+    use crate::tasks::{Client, Kind, Tasking, assert_created};
+    let verifier = Arc::new(Verifier::default());
+    let lab = Lab::with(Tasks::builder(), |b| {
+        b.canonical_uri(RESOURCE)
+            .authorization(authorization(Arc::clone(&verifier)))
+    });
+    let mut w = Client::start(Kind::Http, &lab.server).await;
+    let (alice, bob) = (bearer("alice/"), bearer("bob/"));
+    let alice = [("Authorization", alice.as_str())];
+    let bob = [("Authorization", bob.as_str())];
+    let got = w
+        .send_with("tools/call", declared(tool("gate", json!({}))), &alice)
+        .await;
+    let id = assert_created(&got);
+    let listen = |filter: Value| json!({"notifications": filter});
+    let theirs = w
+        .listen_tasks_with(
+            declared(listen(
+                json!({"taskIds": [id.clone()], "toolsListChanged": true}),
+            )),
+            &bob,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("bob may listen: {e:?}"));
+    assert_eq!(
+        theirs.ack,
+        json!({"toolsListChanged": true}),
+        "alice's task is dropped"
+    );
+    let own = w
+        .listen_tasks_with(declared(listen(json!({"taskIds": [id.clone()]}))), &alice)
+        .await
+        .unwrap_or_else(|e| panic!("alice may listen: {e:?}"));
+    assert_eq!(own.ack, json!({"taskIds": [id.clone()]}));
+    lab.gate.add_permits(1);
+    w.task_events_until(&own, &id, "completed").await;
+    lab.server
+        .add_tool(
+            Tool::new("later")
+                .description("Added after the task completed")
+                .handler(|_: ToolCall| async { "later" }),
+        )
+        .expect("adds");
+    let got = w.event(&theirs, presa_tests::wait::PATIENCE).await;
+    assert_eq!(
+        got.as_ref().map(|m| m["method"].clone()),
+        Some(json!("notifications/tools/list_changed")),
+        "bob's stream got {got:?}"
+    );
 }
 
 /// A request state sealed for one subject is refused to another.
