@@ -122,9 +122,21 @@ mod tests {
         cache.put("t1", &valid("ada", None));
         cache.put("t2", &Err(Denied::Invalid));
         cache.put("t3", &Err(Denied::Unavailable));
-        assert_eq!(cache.get("t1").and_then(Result::ok).map(|p| p.id().to_owned()), Some("ada".into()));
-        assert_eq!(cache.get("t2").map(|v| v.err()), Some(Some(Denied::Invalid)));
-        assert!(cache.get("t3").is_none(), "an unavailable verdict is not kept");
+        assert_eq!(
+            cache
+                .get("t1")
+                .and_then(Result::ok)
+                .map(|p| p.id().to_owned()),
+            Some("ada".into())
+        );
+        assert_eq!(
+            cache.get("t2").map(|v| v.err()),
+            Some(Some(Denied::Invalid))
+        );
+        assert!(
+            cache.get("t3").is_none(),
+            "an unavailable verdict is not kept"
+        );
         assert!(cache.get("t4").is_none());
         // At the bound and past it: never more than `most` kept.
         for i in 0..10 {
@@ -137,7 +149,10 @@ mod tests {
     fn a_verdict_lasts_no_longer_than_its_token() {
         let cache = TokenCache::new(10, Duration::from_secs(60));
         cache.put("gone", &valid("ada", Some(Duration::ZERO)));
-        assert!(cache.get("gone").is_none(), "an expired token's verdict is not kept");
+        assert!(
+            cache.get("gone").is_none(),
+            "an expired token's verdict is not kept"
+        );
         let cache = TokenCache::new(10, Duration::ZERO);
         cache.put("t", &valid("ada", Some(Duration::from_secs(60))));
         assert!(cache.get("t").is_none(), "nor one past the cache's time");

@@ -35,11 +35,13 @@ impl Denied {
             Denied::Malformed => Error::invalid_request(
                 "Invalid Request: the Authorization header must be one bearer token",
             ),
-            Denied::Invalid => Error::invalid_request("Unauthorized: the access token is not valid"),
-            Denied::Unavailable => Error::unavailable(
-                "The access token cannot be checked now; try again later",
-            )
-            .with_data(serde_json::json!({ "retryable": true })),
+            Denied::Invalid => {
+                Error::invalid_request("Unauthorized: the access token is not valid")
+            }
+            Denied::Unavailable => {
+                Error::unavailable("The access token cannot be checked now; try again later")
+                    .with_data(serde_json::json!({ "retryable": true }))
+            }
         }
     }
 }
@@ -121,7 +123,10 @@ mod tests {
 
     #[test]
     fn bearer_tokens_are_read_as_rfc_6750_writes_them() {
-        assert_eq!(bearer_token(b"Bearer abc.def-_~+/=="), Some("abc.def-_~+/=="));
+        assert_eq!(
+            bearer_token(b"Bearer abc.def-_~+/=="),
+            Some("abc.def-_~+/==")
+        );
         assert_eq!(bearer_token(b"bearer   t"), Some("t"));
         for bad in [
             &b"Bearer"[..],
@@ -134,7 +139,12 @@ mod tests {
             b"Bearer a\"b",
             b"Bearer \xff",
         ] {
-            assert_eq!(bearer_token(bad), None, "{:?}", String::from_utf8_lossy(bad));
+            assert_eq!(
+                bearer_token(bad),
+                None,
+                "{:?}",
+                String::from_utf8_lossy(bad)
+            );
         }
     }
 
@@ -150,10 +160,14 @@ mod tests {
             header(Denied::Missing, url, &[]).as_deref(),
             Some(format!("Bearer resource_metadata=\"{url}\"").as_str())
         );
-        assert!(header(Denied::Invalid, url, &required)
-            .is_some_and(|h| h.starts_with("Bearer error=\"invalid_token\"")));
-        assert!(header(Denied::Malformed, url, &required)
-            .is_some_and(|h| h.contains("invalid_request") && !h.contains("scope=")));
+        assert!(
+            header(Denied::Invalid, url, &required)
+                .is_some_and(|h| h.starts_with("Bearer error=\"invalid_token\""))
+        );
+        assert!(
+            header(Denied::Malformed, url, &required)
+                .is_some_and(|h| h.contains("invalid_request") && !h.contains("scope="))
+        );
         assert_eq!(header(Denied::Unavailable, url, &required), None);
         let refused = insufficient_scope(url, &["a", "b"]);
         assert_eq!(refused.http_status(), 403);

@@ -17,15 +17,19 @@
 
 mod cache;
 mod challenge;
+#[cfg(feature = "oauth")]
+mod fetch;
+#[cfg(feature = "oauth")]
+mod jwt;
 mod scopes;
 mod verify;
 
-
 pub(crate) use challenge::Denied;
-pub use scopes::is_scope_token;
+#[cfg(feature = "oauth")]
+pub use jwt::JwtVerifier;
 pub(crate) use scopes::ScopeRules;
+pub use scopes::is_scope_token;
 pub use verify::{TokenError, TokenVerifier, VerifiedToken, Verifying};
-
 
 use crate::error::BuildError;
 use serde_json::{Map, Value};
@@ -282,7 +286,11 @@ impl Authorization {
             .required_scopes
             .iter()
             .chain(self.scopes_supported.iter().flatten())
-            .chain(self.implies.iter().flat_map(|(b, n)| std::iter::once(b).chain(n)));
+            .chain(
+                self.implies
+                    .iter()
+                    .flat_map(|(b, n)| std::iter::once(b).chain(n)),
+            );
         for scope in declared {
             if !is_scope_token(scope) {
                 return Err(BuildError::new(format!(
@@ -304,7 +312,10 @@ impl Authorization {
         if !supported.is_empty() {
             metadata.insert("scopes_supported".into(), Value::from(supported));
         }
-        metadata.insert("bearer_methods_supported".into(), serde_json::json!(["header"]));
+        metadata.insert(
+            "bearer_methods_supported".into(),
+            serde_json::json!(["header"]),
+        );
         if let Some(name) = &self.resource_name {
             metadata.insert("resource_name".into(), Value::from(name.as_str()));
         }
@@ -536,7 +547,13 @@ mod tests {
                 "/.well-known/oauth-protected-resource"
             ]
         );
-        for bad in ["ftp://x/mcp", "https://x/mcp#f", "https:///mcp", "https://u@x/mcp", "x"] {
+        for bad in [
+            "ftp://x/mcp",
+            "https://x/mcp#f",
+            "https:///mcp",
+            "https://u@x/mcp",
+            "x",
+        ] {
             assert!(Resource::parse(bad).is_err(), "{bad}");
         }
     }
@@ -546,7 +563,10 @@ mod tests {
         let mut t = VerifiedToken::default();
         assert!(Principal::from_token(t.clone()).is_none());
         t.client_id = Some("app".into());
-        assert_eq!(Principal::from_token(t.clone()).map(|p| p.id), Some("client:app".into()));
+        assert_eq!(
+            Principal::from_token(t.clone()).map(|p| p.id),
+            Some("client:app".into())
+        );
         t.subject = Some("ada".into());
         assert_eq!(Principal::from_token(t).map(|p| p.id), Some("ada".into()));
     }

@@ -45,9 +45,9 @@ impl ScopeRules {
 
     /// Whether the scopes `granted` cover `needed`: one of them is it, or implies it.
     pub(crate) fn covers(&self, granted: &[String], needed: &str) -> bool {
-        granted.iter().any(|g| {
-            g == needed || self.covers.get(g).is_some_and(|c| c.contains(needed))
-        })
+        granted
+            .iter()
+            .any(|g| g == needed || self.covers.get(g).is_some_and(|c| c.contains(needed)))
     }
 }
 

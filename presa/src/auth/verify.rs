@@ -40,7 +40,12 @@ impl VerifiedToken {
         let scopes = claims
             .get("scope")
             .and_then(Value::as_str)
-            .map(|s| s.split(' ').filter(|s| !s.is_empty()).map(str::to_owned).collect())
+            .map(|s| {
+                s.split(' ')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            })
             .unwrap_or_default();
         let audience = match claims.get("aud") {
             Some(Value::String(a)) => vec![a.clone()],
@@ -93,7 +98,8 @@ impl std::fmt::Display for TokenError {
 impl std::error::Error for TokenError {}
 
 /// The future a verifier returns.
-pub type Verifying<'a> = Pin<Box<dyn Future<Output = Result<VerifiedToken, TokenError>> + Send + 'a>>;
+pub type Verifying<'a> =
+    Pin<Box<dyn Future<Output = Result<VerifiedToken, TokenError>> + Send + 'a>>;
 
 /// Checks an access token. presa calls it for a token whose verdict it holds no longer
 /// (its cache keeps a digest of the token, never the token), and checks the audience and

@@ -107,8 +107,7 @@ impl Core {
         // is skipped only when none is installed.
         let may_ask =
             gate.tool.as_ref().is_none_or(|t| t.tool.asks_input) || !self.extensions.is_empty();
-        let bound =
-            (mrtr && may_ask).then(|| BindingText::new(&method, &params, principal_id));
+        let bound = (mrtr && may_ask).then(|| BindingText::new(&method, &params, principal_id));
         let ctx = RequestContext::new(ContextInit {
             id,
             method: method.clone(),

@@ -302,7 +302,9 @@ async fn a_call_completing_at_once_is_answered_without_a_future() {
         |id: i64, method: &str, params: Value| begin_on(id, method, params, Arc::default());
     let begin = |id: i64, name: &str| begin_method(id, "tools/call", json!({ "name": name }));
     let text = |reply: Reply| match reply {
-        Reply::Response { body, status: 200, .. } => {
+        Reply::Response {
+            body, status: 200, ..
+        } => {
             let message: Value = serde_json::from_str(&body).expect("JSON");
             message["result"]["content"][0]["text"].clone()
         }
@@ -341,7 +343,10 @@ async fn a_call_completing_at_once_is_answered_without_a_future() {
             let polled = prompt_polls.load(std::sync::atomic::Ordering::SeqCst);
             assert_eq!(polled, 1, "the prompt's handler was polled in place");
             assert_eq!(outcome(), None, "not concluded before it has run");
-            let Reply::Response { body, status: 200, .. } = rest.await else {
+            let Reply::Response {
+                body, status: 200, ..
+            } = rest.await
+            else {
                 panic!("a 200 response");
             };
             let message: Value = serde_json::from_str(&body).expect("JSON");

@@ -47,10 +47,10 @@ use super::{
     Endpoint, Routed, Serving, check_origin, concluded, host_verdict, json_response, post_only,
     queue, status, transport_error,
 };
+use crate::auth::Principal;
 use crate::context::Outbound;
 use crate::error::{Error, code};
 use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
-use crate::auth::Principal;
 use crate::session::Session;
 use crate::wire::jsonrpc::{self, Notification, Request, RequestId, encode_error};
 use crate::wire::meta::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
