@@ -334,7 +334,8 @@ impl RequestContext {
         self.inner.principal.as_deref().map(Principal::id)
     }
 
-    /// The principal, shared (for a context made from this one).
+    /// The principal, shared (for a context made from this one, as a task's worker is).
+    #[cfg(feature = "tasks")]
     pub(crate) fn principal_shared(&self) -> Option<Arc<Principal>> {
         self.inner.principal.clone()
     }

@@ -332,6 +332,8 @@ impl Core {
             mcp.method.name = self.method_label(&request.method),
             jsonrpc.request.id = %request.id,
             mcp.name = tracing::field::Empty,
+            // Who the request acts for (the principal's id); never its token.
+            enduser.id = tracing::field::Empty,
             outcome = tracing::field::Empty,
             duration_us = tracing::field::Empty,
             trace_parent = tracing::field::Empty,
@@ -390,6 +392,9 @@ impl Core {
             principal,
         } = exchange;
         let principal = self.principal_of(principal, &transport);
+        if let Some(p) = &principal {
+            request_span().record("enduser.id", p.id());
+        }
         if let Era::Legacy(session) = era {
             return self.start_legacy(request, session, outbound, buffer, principal);
         }

@@ -5,6 +5,7 @@
 //! `presa_tests`; what a test sends invalid on purpose goes through a path named
 //! `*_unchecked`.
 
+mod auth_http;
 mod blocking;
 mod http;
 mod http_admission;
