@@ -323,13 +323,13 @@ impl JwtVerifier {
         if kept.generation != seen {
             return Ok(kept);
         }
-        if let Some(last) = state.last {
-            if last.elapsed() < self.refetch_interval {
-                return match &state.error {
-                    Some(why) => Err(TokenError::Unavailable(why.clone())),
-                    None => Ok(kept),
-                };
-            }
+        if let Some(last) = state.last
+            && last.elapsed() < self.refetch_interval
+        {
+            return match &state.error {
+                Some(why) => Err(TokenError::Unavailable(why.clone())),
+                None => Ok(kept),
+            };
         }
         let fetched = self.fetch(setup, &mut state).await;
         state.last = Some(Instant::now());
