@@ -24,7 +24,7 @@ use hyper::{Method, Request, Uri};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use hyper_util::rt::{TokioExecutor, TokioTimer};
 use serde_json::Value;
 use std::fmt;
 use std::net::IpAddr;
@@ -37,6 +37,12 @@ pub(crate) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The largest answer body read, unless configured: a JWKS or a metadata document is a
 /// few kilobytes.
 pub(crate) const DEFAULT_MAX_BODY: usize = 1024 * 1024;
+
+/// How long an idle connection to the authorization server is kept.
+const POOL_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How many idle connections to one host are kept.
+const POOL_MAX_IDLE: usize = 8;
 
 /// A URL the verifiers may fetch: `https`, or `http` to a loopback host.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -148,8 +154,12 @@ impl HttpClient {
         http.enforce_http(false);
         http.set_connect_timeout(Some(timeout));
         let connector = tls.https_or_http().enable_http1().wrap_connector(http);
+        // Idle connections are kept a while (the idle timeout takes effect only with a
+        // timer) and few: the verifiers talk to one authorization server.
         let client = Client::builder(TokioExecutor::new())
-            .pool_idle_timeout(Duration::from_secs(60))
+            .pool_timer(TokioTimer::new())
+            .pool_idle_timeout(POOL_IDLE_TIMEOUT)
+            .pool_max_idle_per_host(POOL_MAX_IDLE)
             .build(connector);
         Ok(HttpClient {
             client,
@@ -341,9 +351,10 @@ fn is_json_media_type(value: &str) -> bool {
     let Some((kind, subtype)) = essence.split_once('/') else {
         return false;
     };
+    let subtype = subtype.as_bytes();
     kind.eq_ignore_ascii_case("application")
-        && (subtype.eq_ignore_ascii_case("json")
-            || subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case("+json"))
+        && (subtype.eq_ignore_ascii_case(b"json")
+            || subtype.len() > 5 && subtype[subtype.len() - 5..].eq_ignore_ascii_case(b"+json"))
 }
 
 /// `value` percent-encoded for a form body: every byte but the unreserved ones

@@ -17,11 +17,16 @@ const DEFAULT_LEEWAY: Duration = Duration::from_secs(30);
 /// How often the JWKS is fetched again at most, unless configured.
 const DEFAULT_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
+/// The most keys kept from one JWKS: a token without a `kid` is tried against every
+/// key of its algorithm, so the set bounds the work one token can cause. Authorization
+/// servers publish a handful (the current keys and those being rotated in or out).
+const MAX_KEYS: usize = 32;
+
 /// The smallest RSA modulus accepted, in bytes: 2048 bits (RFC 7518 section 3.3).
 const MIN_RSA_MODULUS: usize = 256;
 
 /// Verifies JWT access tokens (RFC 9068) signed by one authorization server, with the
-/// keys of its JWKS.
+/// keys of its JWKS. Keys named in a token (`jku`, `jwk`, `x5u`, `x5c`) are never used.
 ///
 /// A token is valid when all of these hold:
 /// - it is a JWS whose header `alg` is that of the key it names: RS256, RS384, RS512,
@@ -33,6 +38,8 @@ const MIN_RSA_MODULUS: usize = 256;
 ///   `sig`;
 /// - its signature verifies with the key its header `kid` names (a token without a `kid`:
 ///   with any key of the header's algorithm);
+/// - its header has no `crit` (RFC 7515 section 4.1.11: presa implements no extension a
+///   token could require it to understand);
 /// - its header `typ`, when present, is `at+jwt` or `application/at+jwt` (RFC 9068), or
 ///   `JWT`; with [`require_at_jwt_type`](JwtVerifier::require_at_jwt_type), only the first
 ///   two, and it must be present. Many authorization servers issue access tokens typed
@@ -40,7 +47,9 @@ const MIN_RSA_MODULUS: usize = 256;
 /// - its `iss` is exactly the configured issuer;
 /// - it has an `exp` that has not passed, and its `nbf` (when present) has come and its
 ///   `iat` (when present) is not in the future, each within the
-///   [`leeway`](JwtVerifier::leeway) (default 30 s).
+///   [`leeway`](JwtVerifier::leeway) (default 30 s);
+/// - it has no `cnf` claim: a token bound to a key of its client (DPoP, mutual TLS) is
+///   not accepted as a bearer token, since presa checks no proof of possession.
 ///
 /// Its audience (`aud`) is not checked here: presa checks it afterwards, for every
 /// verifier alike (RFC 8707: it must name the server's canonical URI). The claims become
@@ -393,6 +402,13 @@ impl JwtVerifier {
         if !ALGORITHMS.contains(&header.alg) {
             return invalid(format!("{:?} is not an accepted algorithm", header.alg));
         }
+        if let Some(crit) = &header.crit {
+            // RFC 7515 section 4.1.11: a recipient refuses a JWS naming critical
+            // extensions it does not understand, and presa understands none.
+            return invalid(format!(
+                "its header names critical extensions presa does not implement (crit {crit:?})"
+            ));
+        }
         if !typ_accepted(header.typ.as_deref(), self.require_at_jwt) {
             return invalid(format!(
                 "its typ {:?} is not that of an access token{}",
@@ -433,6 +449,9 @@ impl JwtVerifier {
                 claims.get("iss").unwrap_or(&Value::Null),
                 self.issuer
             ));
+        }
+        if claims.contains_key("cnf") {
+            return invalid(SENDER_CONSTRAINED.into());
         }
         match claims.get("iat") {
             None => {}
@@ -488,6 +507,12 @@ const ALGORITHMS: [Algorithm; 9] = [
     Algorithm::EdDSA,
 ];
 
+/// Why a token bound to a key of its client (a `cnf` claim: DPoP, RFC 9449, or mutual
+/// TLS, RFC 8705) is refused: presa checks no proof of possession, and accepting such a
+/// token as a bearer token would undo its binding.
+pub(super) const SENDER_CONSTRAINED: &str =
+    "it is bound to a key of its client (cnf), and presa accepts bearer tokens only";
+
 /// Why jsonwebtoken refused a token, in presa's words.
 fn refusal(kind: &ErrorKind) -> String {
     match kind {
@@ -504,11 +529,14 @@ fn refusal(kind: &ErrorKind) -> String {
 /// `application/at+jwt`), and unless `at+jwt` is required, `JWT` or none. Media types
 /// compare without regard to case (RFC 7515 section 4.1.9).
 fn typ_accepted(typ: Option<&str>, require_at_jwt: bool) -> bool {
+    // Compared as bytes: a `typ` is any JSON string, and slicing it as text could cut a
+    // character in two.
     let is = |t: &str, name: &str| {
-        t.eq_ignore_ascii_case(name)
+        let t = t.as_bytes();
+        t.eq_ignore_ascii_case(name.as_bytes())
             || t.len() == name.len() + 12
-                && t[..12].eq_ignore_ascii_case("application/")
-                && t[12..].eq_ignore_ascii_case(name)
+                && t[..12].eq_ignore_ascii_case(b"application/")
+                && t[12..].eq_ignore_ascii_case(name.as_bytes())
     };
     match typ {
         Some(t) if is(t, "at+jwt") => true,
@@ -527,6 +555,12 @@ fn parse_jwks(document: &Value) -> Result<Vec<Key>, String> {
     let mut keys = Vec::new();
     for entry in entries {
         match key_of(entry) {
+            Ok(_) if keys.len() == MAX_KEYS => {
+                tracing::warn!(
+                    "the JWKS has more than {MAX_KEYS} usable keys; the first {MAX_KEYS} are kept"
+                );
+                break;
+            }
             Ok(key) => keys.push(key),
             Err(why) => {
                 let kid = entry.get("kid").map(ToString::to_string);

@@ -849,3 +849,61 @@ async fn a_jwks_over_the_size_cap_is_refused() {
         "{why}"
     );
 }
+
+#[tokio::test]
+async fn critical_extensions_and_bound_tokens_are_refused() {
+    let jwks = usual().await;
+    let verifier = jwks.verifier();
+    let mut header = Header::new(Algorithm::RS256);
+    header.kid = Some("k1".into());
+    header.crit = Some(vec!["b64".into()]);
+    crypto_provider().expect("a provider");
+    let key = EncodingKey::from_rsa_der(&private_der("rsa1"));
+    let token = encode(&header, &claims(json!({})), &key).expect("signs");
+    assert_eq!(
+        invalid(verifier.verify(&token).await),
+        "its header names critical extensions presa does not implement (crit [\"b64\"])"
+    );
+    let bound = rs256(json!({"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}));
+    assert_eq!(invalid(verifier.verify(&bound).await), SENDER_CONSTRAINED);
+}
+
+#[tokio::test]
+async fn odd_header_and_claim_values_are_refused_or_read_without_panicking() {
+    let jwks = usual().await;
+    let verifier = jwks.verifier();
+    // A `typ` as long as `application/at+jwt` with a character across byte 12.
+    let typ = "applicationéat+jw";
+    assert_eq!(typ.len(), "application/at+jwt".len());
+    assert!(!typ_accepted(Some(typ), false));
+    let token = sign(
+        "rsa1",
+        Algorithm::RS256,
+        Some("k1"),
+        Some(typ),
+        &claims(json!({})),
+    );
+    assert!(invalid(verifier.verify(&token).await).contains("not that of an access token"));
+    // An `exp` at the end of time: valid, and no expiry presa can represent.
+    let far = verifier
+        .verify(&rs256(json!({"exp": u64::MAX})))
+        .await
+        .expect("far in the future");
+    assert_eq!(far.expires_at, None);
+}
+
+#[test]
+fn a_jwks_is_kept_up_to_its_bound() {
+    let document = |n: usize| {
+        json!({"keys": (0..n)
+            .map(|i| jwk("ed25519", Some(&format!("d{i}")), None))
+            .collect::<Vec<_>>()})
+    };
+    assert_eq!(
+        parse_jwks(&document(MAX_KEYS)).map(|k| k.len()),
+        Ok(MAX_KEYS)
+    );
+    let kept = parse_jwks(&document(MAX_KEYS + 1)).expect("a JWKS");
+    assert_eq!(kept.len(), MAX_KEYS);
+    assert_eq!(kept[MAX_KEYS - 1].kid.as_deref(), Some("d31"));
+}
