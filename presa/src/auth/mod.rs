@@ -17,10 +17,16 @@
 
 mod cache;
 mod challenge;
+#[cfg(feature = "oauth")]
+mod fetch;
+#[cfg(feature = "oauth")]
+mod jwt;
 mod scopes;
 mod verify;
 
 pub(crate) use challenge::Denied;
+#[cfg(feature = "oauth")]
+pub use jwt::JwtVerifier;
 pub(crate) use scopes::ScopeRules;
 pub use scopes::is_scope_token;
 pub use verify::{TokenError, TokenVerifier, VerifiedToken, Verifying};

@@ -34,7 +34,8 @@ pub struct VerifiedToken {
 impl VerifiedToken {
     /// Reads the registered claims from a JSON claims object (a JWT's payload, an
     /// introspection answer): `sub`, `client_id` (or `azp`), `scope`, `aud` (a string or
-    /// an array), `iss` and `exp`.
+    /// an array), `iss` and `exp` (a NumericDate; one too far off to be represented, or
+    /// not a number, is left out).
     pub fn from_claims(claims: Map<String, Value>) -> VerifiedToken {
         let text = |name: &str| claims.get(name).and_then(Value::as_str).map(str::to_owned);
         let scopes = claims
@@ -56,10 +57,7 @@ impl VerifiedToken {
                 .collect(),
             _ => Vec::new(),
         };
-        let expires_at = claims
-            .get("exp")
-            .and_then(Value::as_u64)
-            .map(|secs| SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(secs));
+        let expires_at = claims.get("exp").and_then(numeric_date);
         VerifiedToken {
             subject: text("sub"),
             client_id: text("client_id").or_else(|| text("azp")),
@@ -70,6 +68,18 @@ impl VerifiedToken {
             claims,
         }
     }
+}
+
+/// A NumericDate (RFC 7519 section 2: seconds since the epoch, possibly with a fraction)
+/// as a time: `None` for anything else, and for a date too far off to be represented
+/// (which then bounds nothing: the verdict cache's own time does).
+fn numeric_date(value: &Value) -> Option<SystemTime> {
+    let seconds = value.as_f64().filter(|s| s.is_finite())?;
+    if seconds <= 0.0 {
+        return Some(SystemTime::UNIX_EPOCH);
+    }
+    let since = std::time::Duration::try_from_secs_f64(seconds).ok()?;
+    SystemTime::UNIX_EPOCH.checked_add(since)
 }
 
 /// Why a token was refused.
@@ -112,4 +122,30 @@ pub trait TokenVerifier: Send + Sync + 'static {
     /// Checks `token`. The token must never be logged or sent anywhere but to the
     /// authorization server that issued it.
     fn verify<'a>(&'a self, token: &'a str) -> Verifying<'a>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::time::Duration;
+
+    #[test]
+    fn expiry_is_read_as_a_numeric_date() {
+        let exp = |v: Value| {
+            let mut claims = Map::new();
+            claims.insert("exp".into(), v);
+            VerifiedToken::from_claims(claims).expires_at
+        };
+        let at = |secs: u64| Some(SystemTime::UNIX_EPOCH + Duration::from_secs(secs));
+        assert_eq!(exp(json!(1_700_000_000)), at(1_700_000_000));
+        assert_eq!(
+            exp(json!(1_700_000_000.5)),
+            at(1_700_000_000).map(|t| t + Duration::from_millis(500))
+        );
+        assert_eq!(exp(json!(-5)), at(0), "before the epoch: long expired");
+        assert_eq!(exp(json!(u64::MAX)), None, "past what a time can hold");
+        assert_eq!(exp(json!(1e300)), None);
+        assert_eq!(exp(json!("1700000000")), None);
+    }
 }
