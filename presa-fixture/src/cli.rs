@@ -18,7 +18,8 @@
 //! left behind after [`LEFT_BEHIND_AFTER`] rather than waited for, so nothing keeps the
 //! process alive.
 
-use crate::build;
+use crate::auth::AuthSettings;
+use crate::build_with;
 use presa::{HttpConfig, Server, StdioConfig};
 use std::future::Future;
 use std::process::ExitCode;
@@ -34,7 +35,7 @@ pub const DRAIN: Duration = Duration::from_millis(500);
 pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
-usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close]
+usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close] [--auth ISSUER]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
 conformance runner calls.
@@ -46,6 +47,11 @@ conformance runner calls.
                          reaches its end.
   --port N               the HTTP port (also from MCP_PORT); 0, the default, picks a free one.
   --exit-on-stdin-close  over HTTP, also stop when stdin reaches its end.
+  --auth ISSUER          over HTTP, an OAuth 2.1 resource server: every request needs a JWT
+                         access token from the authorization server ISSUER (its keys found
+                         through its metadata, fetched at start), issued for the fixture's
+                         URL and granting mcp:read; the tool test_scoped_write also needs
+                         mcp:write, and test_whoami says who the token was issued to.
   -h, --help             this text.
 
 SIGINT (Ctrl-C) and SIGTERM stop either transport within a second, with exit code 0.
@@ -62,6 +68,8 @@ struct Args {
     transport: Transport,
     port: u16,
     exit_on_stdin_close: bool,
+    /// The authorization server's issuer, in `--auth` mode.
+    auth: Option<String>,
 }
 
 /// What the command line asks for.
@@ -76,6 +84,7 @@ fn parse_args(
 ) -> Result<Command, String> {
     let mut transport = Transport::Http;
     let mut exit_on_stdin_close = false;
+    let mut auth = None;
     let mut port = match mcp_port {
         Some(p) => p
             .parse()
@@ -96,14 +105,25 @@ fn parse_args(
                     .map_err(|_| format!("--port {p:?} is not a port number"))?;
             }
             "--exit-on-stdin-close" => exit_on_stdin_close = true,
+            "--auth" => {
+                let issuer = args.next().ok_or("--auth takes an issuer URL")?;
+                if !issuer.starts_with("https://") && !issuer.starts_with("http://") {
+                    return Err(format!("--auth {issuer:?} is not an http(s) URL"));
+                }
+                auth = Some(issuer);
+            }
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
+    }
+    if auth.is_some() && transport == Transport::Stdio {
+        return Err("--auth is for HTTP: over stdio credentials come from the environment".into());
     }
     Ok(Command::Serve(Args {
         transport,
         port,
         exit_on_stdin_close,
+        auth,
     }))
 }
 
@@ -144,26 +164,17 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> ExitCode {
-    let server = match build() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("presa-fixture: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    // presa stops on SIGINT and SIGTERM itself, listening from when serving begins (over
-    // HTTP, before the ready line is printed; over stdio, before the first line is read).
     let result = match args.transport {
-        Transport::Stdio => {
-            server
-                .serve_stdio_with(StdioConfig::default().shutdown_grace(DRAIN))
-                .await
-        }
-        Transport::Http if args.exit_on_stdin_close => match stdin_closed() {
-            Ok(closed) => serve_http(server, args.port, closed).await,
-            Err(e) => Err(e),
+        Transport::Stdio => match build_with(None) {
+            // presa stops on SIGINT and SIGTERM itself, from before the first line is read.
+            Ok(server) => {
+                server
+                    .serve_stdio_with(StdioConfig::default().shutdown_grace(DRAIN))
+                    .await
+            }
+            Err(e) => Err(std::io::Error::other(e)),
         },
-        Transport::Http => serve_http(server, args.port, std::future::pending()).await,
+        Transport::Http => serve_http(&args).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -174,16 +185,37 @@ async fn run(args: Args) -> ExitCode {
     }
 }
 
+/// Binds 127.0.0.1, builds the server (in `--auth` mode for the bound address, after
+/// fetching the authorization server's keys) and serves it until stopped.
+async fn serve_http(args: &Args) -> std::io::Result<()> {
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let addr = listener.local_addr()?;
+    let settings = args.auth.as_ref().map(|issuer| AuthSettings {
+        issuer: issuer.clone(),
+        canonical_uri: format!("http://{addr}/mcp"),
+    });
+    if let Some(settings) = &settings {
+        settings.warm().await.map_err(|e| {
+            std::io::Error::other(format!("the authorization server {}: {e}", settings.issuer))
+        })?;
+    }
+    let server = build_with(settings.as_ref()).map_err(std::io::Error::other)?;
+    if args.exit_on_stdin_close {
+        serve_on(server, listener, stdin_closed()?).await
+    } else {
+        serve_on(server, listener, std::future::pending()).await
+    }
+}
+
 /// Serves over Streamable HTTP on 127.0.0.1 until a signal arrives (presa's own stop)
 /// or `stop` completes; requests still open then get [`DRAIN`] to finish. The ready line
 /// is printed once serving has begun, so a signal sent as soon as it is seen stops
 /// serving, never the process by the signal's default action.
-async fn serve_http(
+async fn serve_on(
     server: Server,
-    port: u16,
+    listener: tokio::net::TcpListener,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
     let addr = listener.local_addr()?;
     let config = HttpConfig::default().shutdown_grace(DRAIN);
     let serving = server.serve_http_on(listener, config, stop);
@@ -246,6 +278,7 @@ mod tests {
         assert_eq!(args.transport, Transport::Http);
         assert_eq!(args.port, 0);
         assert!(!args.exit_on_stdin_close);
+        assert_eq!(args.auth, None);
     }
 
     #[test]
@@ -263,6 +296,21 @@ mod tests {
         assert_eq!(args.transport, Transport::Stdio);
         assert_eq!(args.port, 3001);
         assert!(args.exit_on_stdin_close);
+    }
+
+    #[test]
+    fn auth_takes_an_issuer_over_http_only() {
+        let args = serve(&["--auth", "http://127.0.0.1:9/"], None);
+        assert_eq!(args.auth.as_deref(), Some("http://127.0.0.1:9/"));
+        assert!(parse(&["--auth"], None).is_err());
+        assert!(parse(&["--auth", "127.0.0.1:9"], None).is_err());
+        assert!(
+            parse(
+                &["--transport", "stdio", "--auth", "https://a.example"],
+                None
+            )
+            .is_err()
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! conformance runner calls (wire reference section 16), from presa's public API only. The
 //! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports.
 
+pub mod auth;
 pub mod cli;
 mod legacy;
 mod mrtr;
@@ -14,6 +15,12 @@ use presa::{Implementation, Server};
 
 /// The fixture's server: every item of wire section 16 that presa serves.
 pub fn build() -> Result<Server, presa::BuildError> {
+    build_with(None)
+}
+
+/// [`build`], and with `auth` an OAuth resource server for those settings (see
+/// [`auth`]).
+pub fn build_with(auth: Option<&auth::AuthSettings>) -> Result<Server, presa::BuildError> {
     let builder = Server::builder(
         Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
             .title("presa conformance fixture"),
@@ -31,5 +38,9 @@ pub fn build() -> Result<Server, presa::BuildError> {
             .poll_interval(std::time::Duration::from_millis(100))
             .build(),
     );
+    let builder = match auth {
+        Some(settings) => auth::register(builder, settings),
+        None => builder,
+    };
     builder.build()
 }
