@@ -19,7 +19,8 @@
 //     authorizes again with the union scope, the call then succeeds;
 //   - client_credentials with the SDK's own ClientCredentialsProvider (no host code: the
 //     transport gets and replaces tokens by itself);
-//   - the legacy era (the SDK's default connect(): initialize, 2025-11-25) with the code flow.
+//   - the legacy era (the SDK's default connect(): initialize, 2025-11-25) with the code
+//     flow, one call, and the session's DELETE.
 // Exit code 0 when every step is ok, 1 otherwise, 2 on bad arguments.
 //
 // Tokens never appear in step lines (a failure describes a token by its scope and claims
