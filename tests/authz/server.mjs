@@ -3,9 +3,10 @@
 // API under /test/ for the cases a test needs on purpose (bad tokens, key rotation,
 // revocation, opaque tokens, a JWKS endpoint that is down).
 //
-// Started by `presa_tests::authz::AuthServer` (tests/src/authz.rs) with Node 22; prints one
-// JSON ready line on stdout and nothing else there; exits when its stdin closes (so a test
-// that dies leaves nothing running), and on SIGTERM or SIGINT.
+// Started by `presa_tests::authz::AuthServer` (tests/src/authz.rs) and by interop/run (the
+// oauth-ts lane) with Node 22; prints one JSON ready line on stdout and nothing else there;
+// exits when its stdin closes (so a test that dies leaves nothing running), and on SIGTERM
+// or SIGINT.
 //
 // What holds for tokens issued through /authorize + /token (authorization code with PKCE,
 // refresh) and client_credentials:
