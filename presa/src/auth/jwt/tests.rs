@@ -2,7 +2,7 @@
 //! its JWKS served by a loopback stub that counts fetches.
 
 use super::*;
-use crate::auth::fetch::tests::{Answer, Seen, Stub};
+use crate::auth::fetch::tests::{Answer, Seen, Stub, invalid, unavailable};
 use jsonwebtoken::{EncodingKey, encode};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,20 +163,6 @@ async fn usual() -> Jwks {
         jwk("rsa2", Some("p1"), Some("PS256")),
     ])
     .await
-}
-
-fn invalid(result: Result<VerifiedToken, TokenError>) -> String {
-    match result {
-        Err(TokenError::Invalid(why)) => why,
-        other => panic!("expected Invalid, got {other:?}"),
-    }
-}
-
-fn unavailable(result: Result<VerifiedToken, TokenError>) -> String {
-    match result {
-        Err(TokenError::Unavailable(why)) => why,
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
 }
 
 #[test]
