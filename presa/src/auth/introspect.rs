@@ -226,7 +226,8 @@ impl IntrospectionVerifier {
     }
 
     /// How long one verification may take, waiting for a turn and connecting included
-    /// (default 10 s); each read of the metadata is bounded by it too.
+    /// (default 10 s); the search for the endpoint through the issuer's metadata, on
+    /// first use, has a deadline of its own as long.
     pub fn timeout(self, timeout: Duration) -> Self {
         IntrospectionVerifier { timeout, ..self }.reset()
     }
@@ -297,7 +298,16 @@ impl IntrospectionVerifier {
         {
             return Err(TokenError::Unavailable(why.clone()));
         }
-        match self.discover(setup).await {
+        let searched = tokio::time::timeout(self.timeout, self.discover(setup))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the metadata of {:?}: not found within {:?}",
+                    self.issuer.as_deref().unwrap_or_default(),
+                    self.timeout
+                ))
+            });
+        match searched {
             Ok(found) => {
                 discovery.failed = None;
                 discovery.found = Some(found.clone());

@@ -385,3 +385,26 @@ fn the_secret_is_not_shown() {
     assert!(!shown.contains("hunter2"), "{shown}");
     assert!(shown.contains("max_concurrent: 1"), "{shown}");
 }
+
+#[tokio::test]
+async fn the_search_for_the_endpoint_has_a_deadline() {
+    // Each metadata place answers 404 slowly (250 ms, under the 400 ms deadline of one
+    // exchange): the search as a whole ends at 400 ms, and its failure stands.
+    let stub = Stub::start(|_: Seen| async {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        (404, "application/json", b"{}".to_vec())
+    })
+    .await;
+    let verifier = IntrospectionVerifier::new(format!("{}/t", stub.url), "rs", "s3cret")
+        .timeout(Duration::from_millis(400));
+    let started = Instant::now();
+    let why = unavailable(verifier.verify(TOKEN).await);
+    assert!(why.ends_with("not found within 400ms"), "{why}");
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(unavailable(verifier.verify(TOKEN).await), why);
+    assert!(stub.hits() <= 2, "the search went on past its deadline");
+}
