@@ -456,17 +456,34 @@ async fn a_legacy_session_is_bound_to_the_subject_that_opened_it() {
 #[derive(Clone, Default)]
 pub(crate) struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
 
+/// Keeps [`Lines`] capturing while it lives.
+pub(crate) struct Capturing {
+    _default: tracing::subscriber::DefaultGuard,
+    _second: tracing::Dispatch,
+}
+
 impl Lines {
     /// Captures what is logged on this thread until the guard is dropped (a test's
     /// server, on its one-thread runtime, logs there too).
-    pub(crate) fn capture() -> (Lines, tracing::subscriber::DefaultGuard) {
+    ///
+    /// A second subscriber that takes nothing is registered alongside. While exactly one
+    /// is registered, tracing decides whether a callsite is enabled from the default
+    /// subscriber of the thread that first reaches it: a test running at the same time
+    /// on another thread, with none, would have the callsite disabled for this one too.
+    /// With two, every registered subscriber is asked.
+    pub(crate) fn capture() -> (Lines, Capturing) {
         let lines = Lines::default();
         let writer = lines.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::TRACE)
             .with_writer(move || writer.clone())
             .finish();
-        (lines, tracing::subscriber::set_default(subscriber))
+        let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+        let capturing = Capturing {
+            _default: tracing::subscriber::set_default(subscriber),
+            _second: second,
+        };
+        (lines, capturing)
     }
 
     /// What was logged so far.
