@@ -41,8 +41,12 @@ const OIDC_DISCOVERY = '/.well-known/openid-configuration';
 const RFC8414_DISCOVERY = '/.well-known/oauth-authorization-server';
 const JWKS_PATH = '/jwks';
 const INTROSPECT_PATH = '/introspect';
-/** What answers 503 while the control API has the AS "down". */
+/** What answers 503 while the control API has the AS "down" (the introspection endpoint
+ * too, by POST). */
 const DOWN_PATHS = new Set([OIDC_DISCOVERY, RFC8414_DISCOVERY, JWKS_PATH]);
+/** Requests to each of these paths are counted, answered or not (`/test/counts`). */
+const COUNTED = { [JWKS_PATH]: 'jwks', [INTROSPECT_PATH]: 'introspection', [OIDC_DISCOVERY]: 'metadata', [RFC8414_DISCOVERY]: 'metadata' };
+const counts = { jwks: 0, introspection: 0, metadata: 0 };
 
 const issuer = new OAuth2Issuer();
 const service = new OAuth2Service(issuer);
@@ -315,16 +319,19 @@ control('down', () => {
 control('up', () => {
   down = false;
 });
+control('counts', () => ({ ...counts }));
 
 // --- The server -----------------------------------------------------------------------------
 function front(req, res) {
   const path = new URL(req.url ?? '/', 'http://127.0.0.1').pathname;
-  if (req.method === 'GET' && down && DOWN_PATHS.has(path)) {
+  if (Object.hasOwn(COUNTED, path)) counts[COUNTED[path]] += 1;
+  const introspection = req.method === 'POST' && path === INTROSPECT_PATH;
+  if (down && ((req.method === 'GET' && DOWN_PATHS.has(path)) || introspection)) {
     sendJson(res, 503, { error: 'temporarily_unavailable' }, { 'retry-after': '1' });
     return;
   }
   if (req.method === 'GET' && path === RFC8414_DISCOVERY) req.url = OIDC_DISCOVERY;
-  if (req.method === 'POST' && path === INTROSPECT_PATH) {
+  if (introspection) {
     introspect(req, res).catch((err) => {
       console.error('introspection failed:', err);
       if (!res.headersSent) sendJson(res, 500, { error: 'server_error' });

@@ -66,6 +66,17 @@ pub struct Kids {
     pub eddsa: String,
 }
 
+/// How many requests reached each of the server's endpoints ([`AuthServer::counts`]).
+#[derive(Clone, Copy, Debug, Default, Deserialize, PartialEq, Eq)]
+pub struct Counts {
+    /// GETs of the JWKS.
+    pub jwks: u64,
+    /// POSTs to the introspection endpoint.
+    pub introspection: u64,
+    /// GETs of either metadata document.
+    pub metadata: u64,
+}
+
 /// The server's ready line.
 #[derive(Debug, Deserialize)]
 struct Ready {
@@ -244,15 +255,23 @@ impl AuthServer {
         string_member(&answer, "token")
     }
 
-    /// Takes the JWKS and both metadata documents down: they answer 503 until
-    /// [`up`](AuthServer::up).
+    /// Takes the JWKS, both metadata documents and the introspection endpoint down: they
+    /// answer 503 until [`up`](AuthServer::up).
     pub async fn down(&self) {
         self.control("down", &json!({})).await;
     }
 
-    /// Brings the JWKS and metadata back after [`down`](AuthServer::down).
+    /// Brings the JWKS, metadata and introspection back after [`down`](AuthServer::down).
     pub async fn up(&self) {
         self.control("up", &json!({})).await;
+    }
+
+    /// How many requests have reached the JWKS, the introspection endpoint and the
+    /// metadata documents since the server started (answered or not).
+    pub async fn counts(&self) -> Counts {
+        let answer = self.control("counts", &json!({})).await;
+        serde_json::from_value(answer.clone())
+            .unwrap_or_else(|e| panic!("the counts ({e}): {answer}"))
     }
 
     /// An access token from the token endpoint by `client_credentials` (as

@@ -1,9 +1,12 @@
 //! The test authorization server itself (`presa_tests::authz`): its metadata and keys, the
 //! tokens it mints and issues through real flows, introspection with revocation and
-//! opaque tokens, taking its JWKS down and up, and its exit when its stdin closes. Each
+//! opaque tokens, taking its JWKS and introspection down and up, counting the requests
+//! they get, and its exit when its stdin closes. Each
 //! test starts its own server; on a machine without npm they say so and return.
 
-use presa_tests::authz::{AuthServer, TEST_CLIENT_ID, TEST_CLIENT_SECRET, jwt_parts, unix_now};
+use presa_tests::authz::{
+    AuthServer, Counts, TEST_CLIENT_ID, TEST_CLIENT_SECRET, jwt_parts, unix_now,
+};
 use serde_json::{Value, json};
 
 const RESOURCE: &str = "http://127.0.0.1:8080/mcp";
@@ -305,9 +308,10 @@ async fn real_flows_issue_tokens_for_the_resource_and_scope() {
 }
 
 #[tokio::test]
-async fn down_takes_the_jwks_and_metadata_away_until_up() {
+async fn down_takes_the_jwks_metadata_and_introspection_away_until_up() {
     let Some(server) =
-        AuthServer::start_or_skip("down_takes_the_jwks_and_metadata_away_until_up").await
+        AuthServer::start_or_skip("down_takes_the_jwks_metadata_and_introspection_away_until_up")
+            .await
     else {
         return;
     };
@@ -317,14 +321,48 @@ async fn down_takes_the_jwks_and_metadata_away_until_up() {
         format!("{iss}/.well-known/oauth-authorization-server"),
         format!("{iss}/.well-known/openid-configuration"),
     ];
+    let token = server.opaque(json!({})).await;
+    let client = server.introspection_client().clone();
+    let auth = Some((client.id.as_str(), client.secret.as_str()));
     server.down().await;
     for url in &urls {
         assert_eq!(get(url).await.0, 503, "{url} while down");
     }
+    assert_eq!(introspect(&server, &token, auth).await.status(), 503);
     server.up().await;
     for url in &urls {
         assert_eq!(get(url).await.0, 200, "{url} after up");
     }
+    assert_eq!(introspection(&server, &token).await["active"], true);
+}
+
+#[tokio::test]
+async fn requests_to_the_jwks_introspection_and_metadata_are_counted() {
+    let Some(server) =
+        AuthServer::start_or_skip("requests_to_the_jwks_introspection_and_metadata_are_counted")
+            .await
+    else {
+        return;
+    };
+    let iss = server.issuer().to_owned();
+    assert_eq!(server.counts().await, Counts::default());
+    get(server.jwks_uri()).await;
+    get(&format!("{iss}/.well-known/oauth-authorization-server")).await;
+    get(&format!("{iss}/.well-known/openid-configuration")).await;
+    let token = server.mint(json!({})).await;
+    introspection(&server, &token).await;
+    // Refused or down, a request still counts.
+    introspect(&server, &token, None).await;
+    server.down().await;
+    get(server.jwks_uri()).await;
+    assert_eq!(
+        server.counts().await,
+        Counts {
+            jwks: 2,
+            introspection: 2,
+            metadata: 2
+        }
+    );
 }
 
 #[tokio::test]

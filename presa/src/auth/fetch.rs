@@ -182,7 +182,6 @@ impl HttpClient {
 
     /// POSTs `form` (`application/x-www-form-urlencoded`) to `endpoint`, authenticated
     /// with `basic` when given: the JSON answer.
-    #[cfg_attr(not(test), expect(dead_code, reason = "the introspection verifier's"))]
     pub(crate) async fn post_form(
         &self,
         endpoint: &Endpoint,
@@ -391,6 +390,7 @@ fn error_chain(error: &dyn std::error::Error) -> String {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::auth::{TokenError, VerifiedToken};
     use std::sync::Mutex;
     use std::sync::atomic::{AtomicUsize, Ordering};
     use tokio::net::TcpListener;
@@ -499,6 +499,22 @@ pub(crate) mod tests {
         /// The requests seen so far.
         pub(crate) fn seen(&self) -> Vec<Seen> {
             self.seen.lock().expect("not poisoned").clone()
+        }
+    }
+
+    /// Why a verifier found a token invalid; panics on any other outcome.
+    pub(crate) fn invalid(result: Result<VerifiedToken, TokenError>) -> String {
+        match result {
+            Err(TokenError::Invalid(why)) => why,
+            other => panic!("expected Invalid, got {other:?}"),
+        }
+    }
+
+    /// Why a verifier could not check a token now; panics on any other outcome.
+    pub(crate) fn unavailable(result: Result<VerifiedToken, TokenError>) -> String {
+        match result {
+            Err(TokenError::Unavailable(why)) => why,
+            other => panic!("expected Unavailable, got {other:?}"),
         }
     }
 

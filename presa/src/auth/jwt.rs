@@ -79,8 +79,9 @@ const MIN_RSA_MODULUS: usize = 256;
 /// every verification, as [`TokenError::Unavailable`]. Call `warm` at startup to find
 /// them, and the authorization server's trouble, before the first request does.
 ///
-/// Fetching is bounded: each exchange takes at most [`timeout`](JwtVerifier::timeout)
-/// (default 10 s, connecting included) and reads at most
+/// Fetching is bounded: finding and fetching the JWKS takes at most
+/// [`timeout`](JwtVerifier::timeout) altogether (default 10 s, connecting included), and
+/// each answer read is at most
 /// [`max_response_bytes`](JwtVerifier::max_response_bytes) (default 1 MiB); only a 2xx
 /// JSON answer counts. TLS is rustls with the Mozilla root certificates.
 ///
@@ -262,7 +263,7 @@ impl JwtVerifier {
         }
     }
 
-    /// How long one fetch of the metadata or the JWKS may take, connecting included
+    /// How long finding and fetching the JWKS may take altogether, connecting included
     /// (default 10 s).
     pub fn timeout(self, timeout: Duration) -> Self {
         JwtVerifier {
@@ -340,7 +341,17 @@ impl JwtVerifier {
                 None => Ok(kept),
             };
         }
-        let fetched = self.fetch(setup, &mut state).await;
+        // One deadline over the search for the metadata and the JWKS together: each
+        // exchange has its own, but a server answering each slowly must not hold the
+        // verifications waiting on this fetch for several of them.
+        let fetched = tokio::time::timeout(self.timeout, self.fetch(setup, &mut state))
+            .await
+            .unwrap_or_else(|_| {
+                Err(format!(
+                    "the JWKS of {:?}: not fetched within {:?}",
+                    self.issuer, self.timeout
+                ))
+            });
         state.last = Some(Instant::now());
         match fetched {
             Ok(keys) => {

@@ -20,11 +20,15 @@ mod challenge;
 #[cfg(feature = "oauth")]
 mod fetch;
 #[cfg(feature = "oauth")]
+mod introspect;
+#[cfg(feature = "oauth")]
 mod jwt;
 mod scopes;
 mod verify;
 
 pub(crate) use challenge::Denied;
+#[cfg(feature = "oauth")]
+pub use introspect::{ClientAuthentication, IntrospectionVerifier};
 #[cfg(feature = "oauth")]
 pub use jwt::JwtVerifier;
 pub(crate) use scopes::ScopeRules;

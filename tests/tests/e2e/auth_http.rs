@@ -69,7 +69,7 @@ impl TokenVerifier for Verifier {
 
 /// The tools of the servers here: `whoami` needs no scope and answers the principal's
 /// id; `write` needs `notes:write`; `both` needs `notes:read` and `notes:write`.
-fn tools(builder: presa::ServerBuilder) -> presa::ServerBuilder {
+pub(crate) fn tools(builder: presa::ServerBuilder) -> presa::ServerBuilder {
     builder
         .tool(
             Tool::new("whoami")
@@ -509,31 +509,64 @@ async fn a_legacy_session_is_bound_to_the_subject_that_opened_it() {
     assert_eq!(status(post(list(), Some(session.clone()), None).await), 401);
 }
 
+/// What is logged on this thread, at every level, while [`Lines::capture`]'s guard lives.
+#[derive(Clone, Default)]
+pub(crate) struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
+
+/// Keeps [`Lines`] capturing while it lives.
+pub(crate) struct Capturing {
+    _default: tracing::subscriber::DefaultGuard,
+    _second: tracing::Dispatch,
+}
+
+impl Lines {
+    /// Captures what is logged on this thread until the guard is dropped (a test's
+    /// server, on its one-thread runtime, logs there too).
+    ///
+    /// A second subscriber that takes nothing is registered alongside. While exactly one
+    /// is registered, tracing decides whether a callsite is enabled from the default
+    /// subscriber of the thread that first reaches it: a test running at the same time
+    /// on another thread, with none, would have the callsite disabled for this one too.
+    /// With two, every registered subscriber is asked.
+    pub(crate) fn capture() -> (Lines, Capturing) {
+        let lines = Lines::default();
+        let writer = lines.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::TRACE)
+            .with_writer(move || writer.clone())
+            .finish();
+        let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+        let capturing = Capturing {
+            _default: tracing::subscriber::set_default(subscriber),
+            _second: second,
+        };
+        (lines, capturing)
+    }
+
+    /// What was logged so far.
+    pub(crate) fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().expect("lines")).into_owned()
+    }
+}
+
+impl std::io::Write for Lines {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if let Ok(mut lines) = self.0.lock() {
+            lines.extend_from_slice(buf);
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
 /// What presa logs, at every level, while tokens are refused and accepted, holds none of
 /// them; nor does any response.
 #[tokio::test]
 async fn no_log_line_or_response_holds_a_token() {
-    #[derive(Clone, Default)]
-    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            if let Ok(mut lines) = self.0.lock() {
-                lines.extend_from_slice(buf);
-            }
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let lines = Lines::default();
-    let writer = lines.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_writer(move || writer.clone())
-        .finish();
     // The server runs on this test's one thread, so the subscriber sees it all.
-    let _default = tracing::subscriber::set_default(subscriber);
+    let (lines, _default) = Lines::capture();
     let (h, _) = serve(|a| a.required_scopes(["mcp:use"])).await;
     let mut bodies = String::new();
     for token in [
@@ -550,7 +583,7 @@ async fn no_log_line_or_response_holds_a_token() {
             bodies.push_str(c);
         }
     }
-    let logged = String::from_utf8_lossy(&lines.0.lock().expect("lines")).into_owned();
+    let logged = lines.text();
     assert!(
         logged.contains("access token refused"),
         "the refusals are logged: {logged}"

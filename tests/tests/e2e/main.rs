@@ -6,6 +6,7 @@
 //! `*_unchecked`.
 
 mod auth_http;
+mod auth_verifiers;
 mod blocking;
 mod http;
 mod http_admission;

@@ -2,7 +2,7 @@
 //! its JWKS served by a loopback stub that counts fetches.
 
 use super::*;
-use crate::auth::fetch::tests::{Answer, Seen, Stub};
+use crate::auth::fetch::tests::{Answer, Seen, Stub, invalid, unavailable};
 use jsonwebtoken::{EncodingKey, encode};
 use serde_json::json;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -163,20 +163,6 @@ async fn usual() -> Jwks {
         jwk("rsa2", Some("p1"), Some("PS256")),
     ])
     .await
-}
-
-fn invalid(result: Result<VerifiedToken, TokenError>) -> String {
-    match result {
-        Err(TokenError::Invalid(why)) => why,
-        other => panic!("expected Invalid, got {other:?}"),
-    }
-}
-
-fn unavailable(result: Result<VerifiedToken, TokenError>) -> String {
-    match result {
-        Err(TokenError::Unavailable(why)) => why,
-        other => panic!("expected Unavailable, got {other:?}"),
-    }
 }
 
 #[test]
@@ -906,4 +892,26 @@ fn a_jwks_is_kept_up_to_its_bound() {
     let kept = parse_jwks(&document(MAX_KEYS + 1)).expect("a JWKS");
     assert_eq!(kept.len(), MAX_KEYS);
     assert_eq!(kept[MAX_KEYS - 1].kid.as_deref(), Some("d31"));
+}
+
+#[tokio::test]
+async fn one_deadline_covers_finding_and_fetching_the_keys() {
+    // Each metadata place answers 404 slowly (250 ms, under the 400 ms deadline of one
+    // exchange): three of them would take 750 ms, but the search and the fetch share
+    // one deadline of 400 ms.
+    let stub = Stub::start(|_: Seen| async {
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        (404, "application/json", b"{}".to_vec())
+    })
+    .await;
+    let verifier = JwtVerifier::new(format!("{}/t", stub.url)).timeout(Duration::from_millis(400));
+    let started = Instant::now();
+    let why = unavailable(verifier.verify(&rs256(json!({}))).await);
+    assert!(why.ends_with("not fetched within 400ms"), "{why}");
+    assert!(
+        started.elapsed() < Duration::from_millis(700),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(stub.hits() <= 2, "the search went on past its deadline");
 }
