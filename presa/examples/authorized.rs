@@ -15,9 +15,12 @@
 //! ```sh
 //! NOTES_USER=ada cargo run -p presa --features oauth --example authorized -- --stdio
 //! ```
+//!
+//! With `NOTES_INTROSPECTION_SECRET` set, tokens are opaque and checked by introspection,
+//! as the client `notes-server` with that secret.
 
 use presa::Principal;
-use presa::auth::{Authorization, JwtVerifier};
+use presa::auth::{Authorization, IntrospectionVerifier, JwtVerifier};
 
 // ANCHOR: tools
 /// Reads the caller's notes.
@@ -73,6 +76,28 @@ fn server(issuer: &str, canonical_uri: &str) -> Result<presa::Server, presa::Bui
     Ok(server)
 }
 
+/// The same server for an authorization server whose tokens are opaque: each is checked
+/// by asking its introspection endpoint, as the client `notes-server`.
+fn introspecting(
+    issuer: &str,
+    canonical_uri: &str,
+    client_secret: String,
+) -> Result<presa::Server, presa::BuildError> {
+    // ANCHOR: introspection
+    let verifier = IntrospectionVerifier::new(issuer, "notes-server", client_secret)
+        // At most this many introspection requests in flight at once.
+        .max_concurrent(32);
+    let authorization = Authorization::new(verifier)
+        .authorization_server(issuer)
+        .scope_implies("notes:write", ["notes:read"]);
+    // ANCHOR_END: introspection
+    presa::server!()
+        .registered()
+        .canonical_uri(canonical_uri)
+        .authorization(authorization)
+        .build()
+}
+
 /// The server over stdio: no tokens; the process acts for the user its environment names.
 fn over_stdio() -> Result<presa::Server, presa::BuildError> {
     // ANCHOR: stdio
@@ -103,6 +128,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         eprintln!("usage: authorized ISSUER CANONICAL_URI ADDRESS | authorized --stdio");
         std::process::exit(2);
     };
+    // With a client secret for it in the environment, tokens are introspected instead.
+    if let Ok(secret) = std::env::var("NOTES_INTROSPECTION_SECRET") {
+        introspecting(&issuer, &canonical, secret)?
+            .serve_http(addr)
+            .await?;
+        return Ok(());
+    }
     // ANCHOR: warm
     // Fetches the issuer's metadata and keys now: a wrong issuer or an unreachable
     // authorization server shows at startup, not on the first request.
@@ -192,6 +224,16 @@ mod tests {
             .call_tool("greet", json!({}))
             .await
             .assert_text("Hello, whoever you are!");
+    }
+
+    #[test]
+    fn an_introspecting_server_builds() {
+        let server = introspecting(
+            "https://auth.example.com",
+            "https://mcp.example.com/mcp",
+            "s3cret".into(),
+        );
+        assert!(server.is_ok());
     }
 
     #[test]

@@ -116,7 +116,7 @@ pub type Verifying<'a> =
 /// expiry of what comes back itself.
 ///
 /// presa ships [`JwtVerifier`](super::JwtVerifier) and
-/// `IntrospectionVerifier` (feature `oauth`); implement
+/// [`IntrospectionVerifier`](super::IntrospectionVerifier) (feature `oauth`); implement
 /// this for anything else, such as tokens an application issues itself.
 pub trait TokenVerifier: Send + Sync + 'static {
     /// Checks `token`. The token must never be logged or sent anywhere but to the
