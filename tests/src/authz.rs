@@ -447,7 +447,7 @@ fn pkce_verifier() -> String {
         std::time::SystemTime::now(),
         std::process::id()
     );
-    format!("{:x}", Sha256::digest(seed.as_bytes()))
+    hex(&Sha256::digest(seed.as_bytes()))
 }
 
 /// The repository's root.
@@ -492,7 +492,7 @@ fn npm_ci_if_stale(dir: &Path) -> Result<(), Unavailable> {
             std::fs::read(&path).unwrap_or_else(|e| panic!("{} reads: {e}", path.display())),
         );
     }
-    let want = format!("{:x}", hash.finalize());
+    let want = hex(&hash.finalize());
     let stamp = dir.join("node_modules").join(STAMP);
     let have = std::fs::read_to_string(&stamp).unwrap_or_default();
     if have.trim() == want {
@@ -531,4 +531,9 @@ fn npm_ci_if_stale(dir: &Path) -> Result<(), Unavailable> {
     std::fs::write(&stamp, format!("{want}\n"))
         .unwrap_or_else(|e| panic!("{} writes: {e}", stamp.display()));
     Ok(())
+}
+
+/// Lowercase hexadecimal of `bytes`.
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

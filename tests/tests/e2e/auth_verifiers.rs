@@ -8,7 +8,7 @@
 use crate::auth_http::{Lines, tools};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use hmac::{Hmac, Mac};
+use hmac::{Hmac, KeyInit, Mac};
 use presa::auth::{Authorization, IntrospectionVerifier, JwtVerifier};
 use presa::{Implementation, Server};
 use presa_tests::authz::{AuthServer, Counts, unix_now};

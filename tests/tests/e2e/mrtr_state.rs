@@ -679,7 +679,7 @@ mod forge {
 
     use base64::Engine;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use hmac::{Hmac, Mac};
+    use hmac::{Hmac, KeyInit, Mac};
     use sha2::{Digest, Sha256};
 
     pub(crate) fn b64_encode(data: &[u8]) -> String {
