@@ -48,6 +48,20 @@ mod capture {
         }
     }
 
+    /// Makes `subscriber` this thread's default until the guard is dropped.
+    ///
+    /// A second subscriber that takes nothing is registered alongside, for as long. While
+    /// exactly one is registered, tracing decides whether a callsite is enabled from the
+    /// default subscriber of the thread that first reaches it: a test running at the same
+    /// time on another thread, with none, would have the callsite disabled for this one
+    /// too. With two, every registered subscriber is asked.
+    pub(super) fn on_this_thread(
+        subscriber: impl tracing::Subscriber + Send + Sync + 'static,
+    ) -> (tracing::subscriber::DefaultGuard, tracing::Dispatch) {
+        let second = tracing::Dispatch::new(tracing::subscriber::NoSubscriber::default());
+        (tracing::subscriber::set_default(subscriber), second)
+    }
+
     pub(super) fn snapshot(fields: &Fields) -> BTreeMap<String, String> {
         fields.lock().map(|f| f.clone()).unwrap_or_default()
     }
@@ -82,7 +96,7 @@ async fn cancellation_reasons_are_logged() {
     }
     let events = Arc::new(Mutex::new(Vec::new()));
     let subscriber = tracing_subscriber::registry().with(Events(Arc::clone(&events)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = capture::on_this_thread(subscriber);
     let server = crate::Server::builder(Implementation::new("cancels", "1"))
         .build()
         .expect("a server");
@@ -131,7 +145,7 @@ async fn the_request_span_records_its_fields() {
     let fields_handle = std::sync::Arc::clone(&fields);
     let subscriber =
         tracing_subscriber::registry().with(capture::Capture(std::sync::Arc::clone(&fields)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = capture::on_this_thread(subscriber);
     let server = crate::Server::builder(Implementation::new("spans", "1"))
         .tool(crate::Tool::new("echo").handler(|_: crate::ToolCall| async { "hi" }))
         .build()
@@ -194,7 +208,7 @@ async fn a_level_lowered_mid_request_loses_no_field() {
     let subscriber = tracing_subscriber::registry()
         .with(filter)
         .with(capture::Capture(std::sync::Arc::clone(&fields)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = capture::on_this_thread(subscriber);
     let server = crate::Server::builder(Implementation::new("spans", "1"))
         .tool(
             crate::Tool::new("lower").handler(move |_: crate::ToolCall| {
@@ -243,7 +257,7 @@ async fn a_call_completing_at_once_is_answered_without_a_future() {
     use tracing_subscriber::layer::SubscriberExt;
     let fields = capture::Fields::default();
     let subscriber = tracing_subscriber::registry().with(capture::Capture(Arc::clone(&fields)));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let _guard = capture::on_this_thread(subscriber);
     let polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = Arc::clone(&polls);
     let prompt_polls = Arc::new(std::sync::atomic::AtomicUsize::new(0));
