@@ -2,15 +2,19 @@
 //! into the one pipeline through a few hooks rather than special cases. An extension can
 //! own methods (gated by the client's declaration of the extension), mirror a param into
 //! `Mcp-Name` on HTTP, take over `tools/call`, and add a filter to
-//! `subscriptions/listen`. The Tasks extension (`presa::tasks`) is built on these hooks.
+//! `subscriptions/listen`, contribute resources to the catalog when the server is built,
+//! and hold a handle on the server once it is (to change those resources later). The
+//! Tasks extension (`presa::tasks`) and the Skills extension (`presa::skills`) are built
+//! on these hooks.
 
 use crate::context::RequestContext;
-use crate::error::Error;
+use crate::error::{BuildError, Error};
 use crate::registry::BoxFuture;
+use crate::registry::resource::Resource;
 use crate::registry::tool::{Tool, ToolEntry};
 use crate::shape::Shaper;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// A protocol extension.
 pub trait Extension: Send + Sync + 'static {
@@ -28,6 +32,31 @@ pub trait Extension: Send + Sync + 'static {
     fn methods(&self) -> &'static [&'static str] {
         &[]
     }
+
+    /// Whether a request for `method` (one of [`Extension::methods`]) needs the client to
+    /// have declared the extension (default true: -32021 without it). An extension whose
+    /// methods a client may call once it has seen the server's declaration alone says
+    /// false.
+    fn requires_declaration(&self, _method: &str) -> bool {
+        true
+    }
+
+    /// Resources the extension serves through the core (`resources/list`,
+    /// `resources/read`, their scopes and caching), added to the catalog when the server
+    /// is built, as registered ones are. An error refuses the build.
+    fn resources(&self) -> Result<Vec<Resource>, BuildError> {
+        Ok(Vec::new())
+    }
+
+    /// Whether the extension changes the server's resources while it runs (through
+    /// [`Attached`]), so `resources.listChanged` is advertised and listeners may follow
+    /// `notifications/resources/list_changed` (default false).
+    fn changes_resources(&self) -> bool {
+        false
+    }
+
+    /// Called once when the server is built, with a handle on it.
+    fn attached(&self, _server: Attached) {}
 
     /// For an HTTP request of `method`, the param mirrored in `Mcp-Name` (for example
     /// `taskId`), if the extension defines one.
@@ -62,6 +91,14 @@ pub trait Extension: Send + Sync + 'static {
     ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
         Ok(None)
     }
+}
+
+/// The server an extension is installed in, as [`Extension::attached`] hands it over: a
+/// weak handle (the server owns its extensions, so a strong one would keep it alive
+/// forever). `Attached::server` (in `server.rs`) upgrades it while the server lives.
+#[derive(Clone)]
+pub struct Attached {
+    pub(crate) host: Weak<dyn crate::context::Host>,
 }
 
 /// What an extension made of a `tools/call`.
