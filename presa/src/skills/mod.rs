@@ -451,13 +451,22 @@ fn cursor_param(params: &Map<String, Value>) -> Result<Option<&str>, Error> {
     }
 }
 
-/// One page of `items` (sorted by key) after `cursor`: the page and the next cursor.
+/// An item of a paged listing: its key (a URI) and its wire form.
+type Keyed = (String, Value);
+
+/// One page of a listing: its items and the cursor of the next page, if any.
+struct Page<'a> {
+    items: &'a [Keyed],
+    next: Option<String>,
+}
+
+/// One page of `items` (sorted by key) after `cursor`.
 fn page<'a>(
-    items: &'a [(String, Value)],
+    items: &'a [Keyed],
     kind: &str,
     cursor: Option<&str>,
     size: usize,
-) -> Result<(&'a [(String, Value)], Option<String>), Error> {
+) -> Result<Page<'a>, Error> {
     let start = match cursor {
         None | Some("") => 0,
         Some(c) => {
@@ -478,7 +487,7 @@ fn page<'a>(
         }
         _ => None,
     };
-    Ok((slice, next))
+    Ok(Page { items: slice, next })
 }
 
 fn required_uri(params: &Map<String, Value>, method: &str) -> Result<String, Error> {
@@ -503,7 +512,7 @@ impl Skills {
         let mut result = Map::new();
         match method {
             "skills/list" => {
-                let (items, next) =
+                let Page { items, next } =
                     page(&loaded.entries, "skills", cursor_param(params)?, page_size)?;
                 let skills: Vec<Value> = items.iter().map(|(_, e)| e.clone()).collect();
                 result.insert("skills".into(), Value::Array(skills));
@@ -529,7 +538,8 @@ impl Skills {
                             .with_data(json!({ "uri": uri })),
                     );
                 };
-                let (items, next) = page(children, "directory", cursor_param(params)?, page_size)?;
+                let Page { items, next } =
+                    page(children, "directory", cursor_param(params)?, page_size)?;
                 let resources: Vec<Value> = items.iter().map(|(_, r)| r.clone()).collect();
                 result.insert("resources".into(), Value::Array(resources));
                 if let Some(next) = next {
