@@ -169,3 +169,136 @@ pub fn missing(id: &str) -> Error {
     ext.insert(id.to_owned(), json!({}));
     Error::missing_client_capability(json!({ "extensions": ext }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestClient;
+    use crate::{Implementation, Server};
+    use std::sync::Mutex;
+
+    /// An extension with one method, a contributed resource, and a record of the handle
+    /// it was given.
+    struct Probe {
+        declared: bool,
+        resource: Option<&'static str>,
+        attached: Arc<Mutex<Option<Attached>>>,
+    }
+
+    impl Extension for Probe {
+        fn id(&self) -> &'static str {
+            "example.com/probe"
+        }
+        fn methods(&self) -> &'static [&'static str] {
+            &["probe/ping"]
+        }
+        fn requires_declaration(&self, _method: &str) -> bool {
+            self.declared
+        }
+        fn handle(
+            &self,
+            _method: &str,
+            _params: Map<String, Value>,
+            _ctx: RequestContext,
+        ) -> BoxFuture<Result<Map<String, Value>, Error>> {
+            Box::pin(async { Ok(Map::new()) })
+        }
+        fn resources(&self) -> Result<Vec<Resource>, BuildError> {
+            match self.resource {
+                Some("bad") => Err(BuildError::new("the probe's resources are invalid")),
+                Some(uri) => Ok(vec![Resource::new(uri, "probe").handler(|_| async { "x" })]),
+                None => Ok(Vec::new()),
+            }
+        }
+        fn attached(&self, server: Attached) {
+            *self.attached.lock().expect("not poisoned") = Some(server);
+        }
+    }
+
+    fn build(
+        declared: bool,
+        resource: Option<&'static str>,
+    ) -> (Server, Arc<Mutex<Option<Attached>>>) {
+        let attached = Arc::new(Mutex::new(None));
+        let probe = Probe {
+            declared,
+            resource,
+            attached: Arc::clone(&attached),
+        };
+        let server = Server::builder(Implementation::new("t", "1"))
+            .extension(probe)
+            .build()
+            .expect("a valid server");
+        (server, attached)
+    }
+
+    #[tokio::test]
+    async fn a_method_needs_the_declaration_unless_the_extension_says_not() {
+        let (server, _) = build(true, None);
+        let r = TestClient::new(&server)
+            .request("probe/ping", json!({}))
+            .await;
+        assert_eq!(r.error().map(|e| e["code"].clone()), Some(json!(-32021)));
+        let declared = TestClient::new(&server)
+            .with_capabilities(json!({"extensions": {"example.com/probe": {}}}));
+        assert_eq!(
+            declared.request("probe/ping", json!({})).await.result()["resultType"],
+            "complete"
+        );
+        let (server, _) = build(false, None);
+        let r = TestClient::new(&server)
+            .request("probe/ping", json!({}))
+            .await;
+        assert_eq!(r.result()["resultType"], "complete");
+    }
+
+    #[tokio::test]
+    async fn contributed_resources_are_served_by_the_core() {
+        let (server, _) = build(true, Some("probe://one"));
+        let client = TestClient::new(&server);
+        let listed = client.request("resources/list", json!({})).await;
+        assert_eq!(listed.result()["resources"][0]["uri"], "probe://one");
+        let read = client
+            .request("resources/read", json!({"uri": "probe://one"}))
+            .await;
+        assert_eq!(read.result()["contents"][0]["text"], "x");
+        let error = Server::builder(Implementation::new("t", "1"))
+            .extension(Probe {
+                declared: true,
+                resource: Some("bad"),
+                attached: Arc::default(),
+            })
+            .build()
+            .err()
+            .expect("refused");
+        assert!(
+            error
+                .to_string()
+                .contains("the probe's resources are invalid")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_attached_handle_lives_as_long_as_the_server() {
+        let (server, attached) = build(true, None);
+        let handle = attached
+            .lock()
+            .expect("not poisoned")
+            .clone()
+            .expect("attached at build");
+        let again = handle.server().expect("the server is alive");
+        again
+            .replace_resources(
+                &[],
+                vec![Resource::new("probe://late", "late").handler(|_| async { "y" })],
+            )
+            .expect("replaced");
+        assert_eq!(server.core.catalog().resources.iter().count(), 1);
+        drop(again);
+        drop(server);
+        assert!(
+            handle.server().is_none(),
+            "a weak handle does not keep the server alive"
+        );
+    }
+}

@@ -647,3 +647,66 @@ impl Extension for Skills {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestClient;
+    use crate::{Implementation, Principal};
+
+    const FILES: &[EmbeddedFile] = &[EmbeddedFile {
+        path: "notes/SKILL.md",
+        bytes: b"---\nname: notes\ndescription: Take notes\n---\nNotes.\n",
+    }];
+
+    /// A server whose callers hold `scopes`, serving the embedded set behind
+    /// `skills:read`.
+    fn server(scopes: &'static [&'static str]) -> Server {
+        Server::builder(Implementation::new("t", "1"))
+            .principal(move |_| Some(Principal::new("alice").with_scopes(scopes.iter().copied())))
+            .extension(Skills::from_embedded(FILES).scopes(["skills:read"]))
+            .build()
+            .expect("a valid server")
+    }
+
+    /// Every way to the skills needs the set's scopes, checked as an item's own are.
+    #[tokio::test]
+    async fn the_sets_scopes_guard_every_method_and_every_read() {
+        let denied = TestClient::new(&server(&[]));
+        for (method, params) in [
+            ("skills/list", json!({})),
+            ("skills/get", json!({"uri": "skill://notes/SKILL.md"})),
+            ("resources/directory/read", json!({"uri": "skill://notes"})),
+            ("resources/read", json!({"uri": "skill://notes/SKILL.md"})),
+        ] {
+            let r = denied.request(method, params.clone()).await;
+            assert!(r.error().is_some(), "{method}: refused without the scope");
+            let allowed = TestClient::new(&server(&["skills:read"]));
+            assert_eq!(
+                allowed.request(method, params).await.result()["resultType"],
+                "complete",
+                "{method}"
+            );
+        }
+    }
+
+    /// An embedded set is checked when the server is built, as a folder is.
+    #[test]
+    fn an_invalid_embedded_set_refuses_the_build() {
+        static BAD: &[EmbeddedFile] = &[EmbeddedFile {
+            path: "notes/SKILL.md",
+            bytes: b"---\nname: other\ndescription: d\n---\n",
+        }];
+        let error = Server::builder(Implementation::new("t", "1"))
+            .extension(Skills::from_embedded(BAD))
+            .build()
+            .err()
+            .expect("refused");
+        assert!(
+            error
+                .to_string()
+                .starts_with("embedded skills: notes/SKILL.md: the name \"other\" differs"),
+            "{error}"
+        );
+    }
+}
