@@ -8,6 +8,7 @@ mod legacy;
 mod mrtr;
 mod prompts;
 mod resources;
+mod skills;
 mod tasks;
 mod tools;
 
@@ -33,6 +34,7 @@ pub fn build_with(auth: Option<&auth::AuthSettings>) -> Result<Server, presa::Bu
     let builder = prompts::register(builder);
     let builder = mrtr::register(builder);
     let builder = legacy::register(builder);
+    let builder = skills::register(builder);
     let builder = tasks::register(builder).extension(
         presa::tasks::Tasks::builder()
             .poll_interval(std::time::Duration::from_millis(100))

@@ -14,10 +14,13 @@
 //! | [`uri`] | absolute URIs, the characters RFC 3986 lets a URI hold, percent-escapes |
 //! | [`template`] | RFC 6570 level 1 URI templates: literals and `{name}` variables |
 //! | [`scope`] | OAuth scopes (RFC 6749): printable ASCII without space, `"` or `\` |
+//! | `skill` (feature `skill`) | Agent Skills served over MCP (SEP-2640): frontmatter, names, limits, digests, `skill://` URIs |
 
 pub mod header;
 pub mod meta;
 pub mod scope;
+#[cfg(feature = "skill")]
+pub mod skill;
 pub mod template;
 pub mod tool;
 pub mod uri;

@@ -2,15 +2,19 @@
 //! into the one pipeline through a few hooks rather than special cases. An extension can
 //! own methods (gated by the client's declaration of the extension), mirror a param into
 //! `Mcp-Name` on HTTP, take over `tools/call`, and add a filter to
-//! `subscriptions/listen`. The Tasks extension (`presa::tasks`) is built on these hooks.
+//! `subscriptions/listen`, contribute resources to the catalog when the server is built,
+//! and hold a handle on the server once it is (to change those resources later). The
+//! Tasks extension (`presa::tasks`) and the Skills extension (`presa::skills`) are built
+//! on these hooks.
 
 use crate::context::RequestContext;
-use crate::error::Error;
+use crate::error::{BuildError, Error};
 use crate::registry::BoxFuture;
+use crate::registry::resource::Resource;
 use crate::registry::tool::{Tool, ToolEntry};
 use crate::shape::Shaper;
 use serde_json::{Map, Value, json};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// A protocol extension.
 pub trait Extension: Send + Sync + 'static {
@@ -28,6 +32,31 @@ pub trait Extension: Send + Sync + 'static {
     fn methods(&self) -> &'static [&'static str] {
         &[]
     }
+
+    /// Whether a request for `method` (one of [`Extension::methods`]) needs the client to
+    /// have declared the extension (default true: -32021 without it). An extension whose
+    /// methods a client may call once it has seen the server's declaration alone says
+    /// false.
+    fn requires_declaration(&self, _method: &str) -> bool {
+        true
+    }
+
+    /// Resources the extension serves through the core (`resources/list`,
+    /// `resources/read`, their scopes and caching), added to the catalog when the server
+    /// is built, as registered ones are. An error refuses the build.
+    fn resources(&self) -> Result<Vec<Resource>, BuildError> {
+        Ok(Vec::new())
+    }
+
+    /// Whether the extension changes the server's resources while it runs (through
+    /// [`Attached`]), so `resources.listChanged` is advertised and listeners may follow
+    /// `notifications/resources/list_changed` (default false).
+    fn changes_resources(&self) -> bool {
+        false
+    }
+
+    /// Called once when the server is built, with a handle on it.
+    fn attached(&self, _server: Attached) {}
 
     /// For an HTTP request of `method`, the param mirrored in `Mcp-Name` (for example
     /// `taskId`), if the extension defines one.
@@ -62,6 +91,14 @@ pub trait Extension: Send + Sync + 'static {
     ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
         Ok(None)
     }
+}
+
+/// The server an extension is installed in, as [`Extension::attached`] hands it over: a
+/// weak handle (the server owns its extensions, so a strong one would keep it alive
+/// forever). `Attached::server` (in `server.rs`) upgrades it while the server lives.
+#[derive(Clone)]
+pub struct Attached {
+    pub(crate) host: Weak<dyn crate::context::Host>,
 }
 
 /// What an extension made of a `tools/call`.
@@ -131,4 +168,137 @@ pub fn missing(id: &str) -> Error {
     let mut ext = Map::new();
     ext.insert(id.to_owned(), json!({}));
     Error::missing_client_capability(json!({ "extensions": ext }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::testing::TestClient;
+    use crate::{Implementation, Server};
+    use std::sync::Mutex;
+
+    /// An extension with one method, a contributed resource, and a record of the handle
+    /// it was given.
+    struct Probe {
+        declared: bool,
+        resource: Option<&'static str>,
+        attached: Arc<Mutex<Option<Attached>>>,
+    }
+
+    impl Extension for Probe {
+        fn id(&self) -> &'static str {
+            "example.com/probe"
+        }
+        fn methods(&self) -> &'static [&'static str] {
+            &["probe/ping"]
+        }
+        fn requires_declaration(&self, _method: &str) -> bool {
+            self.declared
+        }
+        fn handle(
+            &self,
+            _method: &str,
+            _params: Map<String, Value>,
+            _ctx: RequestContext,
+        ) -> BoxFuture<Result<Map<String, Value>, Error>> {
+            Box::pin(async { Ok(Map::new()) })
+        }
+        fn resources(&self) -> Result<Vec<Resource>, BuildError> {
+            match self.resource {
+                Some("bad") => Err(BuildError::new("the probe's resources are invalid")),
+                Some(uri) => Ok(vec![Resource::new(uri, "probe").handler(|_| async { "x" })]),
+                None => Ok(Vec::new()),
+            }
+        }
+        fn attached(&self, server: Attached) {
+            *self.attached.lock().expect("not poisoned") = Some(server);
+        }
+    }
+
+    fn build(
+        declared: bool,
+        resource: Option<&'static str>,
+    ) -> (Server, Arc<Mutex<Option<Attached>>>) {
+        let attached = Arc::new(Mutex::new(None));
+        let probe = Probe {
+            declared,
+            resource,
+            attached: Arc::clone(&attached),
+        };
+        let server = Server::builder(Implementation::new("t", "1"))
+            .extension(probe)
+            .build()
+            .expect("a valid server");
+        (server, attached)
+    }
+
+    #[tokio::test]
+    async fn a_method_needs_the_declaration_unless_the_extension_says_not() {
+        let (server, _) = build(true, None);
+        let r = TestClient::new(&server)
+            .request("probe/ping", json!({}))
+            .await;
+        assert_eq!(r.error().map(|e| e["code"].clone()), Some(json!(-32021)));
+        let declared = TestClient::new(&server)
+            .with_capabilities(json!({"extensions": {"example.com/probe": {}}}));
+        assert_eq!(
+            declared.request("probe/ping", json!({})).await.result()["resultType"],
+            "complete"
+        );
+        let (server, _) = build(false, None);
+        let r = TestClient::new(&server)
+            .request("probe/ping", json!({}))
+            .await;
+        assert_eq!(r.result()["resultType"], "complete");
+    }
+
+    #[tokio::test]
+    async fn contributed_resources_are_served_by_the_core() {
+        let (server, _) = build(true, Some("probe://one"));
+        let client = TestClient::new(&server);
+        let listed = client.request("resources/list", json!({})).await;
+        assert_eq!(listed.result()["resources"][0]["uri"], "probe://one");
+        let read = client
+            .request("resources/read", json!({"uri": "probe://one"}))
+            .await;
+        assert_eq!(read.result()["contents"][0]["text"], "x");
+        let error = Server::builder(Implementation::new("t", "1"))
+            .extension(Probe {
+                declared: true,
+                resource: Some("bad"),
+                attached: Arc::default(),
+            })
+            .build()
+            .err()
+            .expect("refused");
+        assert!(
+            error
+                .to_string()
+                .contains("the probe's resources are invalid")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_attached_handle_lives_as_long_as_the_server() {
+        let (server, attached) = build(true, None);
+        let handle = attached
+            .lock()
+            .expect("not poisoned")
+            .clone()
+            .expect("attached at build");
+        let again = handle.server().expect("the server is alive");
+        again
+            .replace_resources(
+                &[],
+                vec![Resource::new("probe://late", "late").handler(|_| async { "y" })],
+            )
+            .expect("replaced");
+        assert_eq!(server.core.catalog().resources.iter().count(), 1);
+        drop(again);
+        drop(server);
+        assert!(
+            handle.server().is_none(),
+            "a weak handle does not keep the server alive"
+        );
+    }
 }

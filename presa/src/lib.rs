@@ -43,6 +43,7 @@
 //! | [`transport`] | stdio and Streamable HTTP framing |
 //! | [`testing`] | an in-process client that drives the same pipeline with no socket |
 //! | `tasks` | the Tasks extension (the `tasks` feature) |
+//! | `skills` | the Skills extension (the `skills` feature) |
 //! | `__private` | what the macros' generated code names (not public API) |
 //!
 //! With the `fast` feature (on by default) a few steps of the request path use
@@ -63,6 +64,8 @@ mod schema;
 mod server;
 mod session;
 mod shape;
+#[cfg(feature = "skills")]
+pub mod skills;
 pub mod subscriptions;
 #[cfg(feature = "tasks")]
 pub mod tasks;

@@ -5,7 +5,7 @@
 use crate::context::RequestContext;
 use crate::context::state::StateMap;
 use crate::error::BuildError;
-use crate::extension::{Extension, ToolInvocation};
+use crate::extension::{Attached, Extension, ToolInvocation};
 use crate::extract::StateRequirement;
 use crate::mrtr::round::Seals;
 use crate::pipeline::config::{Cacheable, Config};
@@ -191,6 +191,35 @@ impl Server {
             self.publish(Event::ResourcesListChanged);
         }
         removed
+    }
+
+    /// Replaces resources while the server runs, at once: those at the URIs `remove`
+    /// go, `add` come (listeners get one `resources/list_changed`). On an error (an
+    /// invalid resource, a URI already served) nothing changes.
+    pub fn replace_resources(
+        &self,
+        remove: &[String],
+        add: Vec<Resource>,
+    ) -> Result<(), BuildError> {
+        let entries = add
+            .into_iter()
+            .map(Resource::compile)
+            .collect::<Result<Vec<_>, _>>()?;
+        self.update(|c| {
+            let mut changed = false;
+            for uri in remove {
+                changed |= c.resources.remove(uri);
+            }
+            for entry in entries {
+                c.resources
+                    .insert(entry, "resource")
+                    .map_err(BuildError::new)?;
+                changed = true;
+            }
+            Ok(changed)
+        })?;
+        self.publish(Event::ResourcesListChanged);
+        Ok(())
     }
 
     /// Tells listeners subscribed to `uri` (or to a resource it is part of) that it
@@ -521,6 +550,10 @@ impl ServerBuilder {
             check_canonical_uri(uri)?;
         }
         check_extensions(&self.extensions)?;
+        let mut resources = self.resources;
+        for extension in &self.extensions {
+            resources.extend(extension.resources()?);
+        }
         let mut catalog = Catalog::default();
         for t in self.tools {
             catalog
@@ -534,7 +567,7 @@ impl ServerBuilder {
                 .insert(p.compile()?, "prompt")
                 .map_err(BuildError::new)?;
         }
-        for r in self.resources {
+        for r in resources {
             catalog
                 .resources
                 .insert(r.compile()?, "resource")
@@ -595,9 +628,21 @@ impl ServerBuilder {
             subscriptions: self.subscriptions,
         })
         .map_err(BuildError::new)?;
-        Ok(Server {
-            core: Arc::new(core),
-        })
+        let core = Arc::new(core);
+        for extension in &core.extensions {
+            let host: std::sync::Weak<dyn crate::context::Host> =
+                Arc::downgrade(&core) as std::sync::Weak<Core>;
+            extension.attached(Attached { host });
+        }
+        Ok(Server { core })
+    }
+}
+
+impl Attached {
+    /// The server, while it lives (`None` once every handle on it is dropped).
+    pub fn server(&self) -> Option<Server> {
+        let host: Arc<dyn Any + Send + Sync> = self.host.upgrade()?;
+        host.downcast::<Core>().ok().map(|core| Server { core })
     }
 }
 
@@ -612,6 +657,16 @@ impl RequestContext {
             // context it was handed), whose host is its core.
             Err(_) => unreachable!("a request context's host is the serving core"),
         }
+    }
+}
+
+impl RequestContext {
+    /// Whether the request's principal holds `scopes` (besides those every request
+    /// needs), checked as an item's own scopes are, before its handler runs: the refusal
+    /// names every scope needed, with the challenge when the server has authorization.
+    /// For extensions and handlers guarding what they serve themselves.
+    pub fn authorize(&self, scopes: &[String]) -> Result<(), crate::Error> {
+        self.server().core.authorize(self.principal(), scopes)
     }
 }
 

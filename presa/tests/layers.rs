@@ -25,6 +25,7 @@ const LAYERS: &[&str] = &[
     "transport",
     "testing",
     "tasks",
+    "skills",
     // `__private`, the generated code's one entry point: it re-exports from everything.
     "macro_support",
 ];

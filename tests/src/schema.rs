@@ -27,6 +27,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 const CORE: &str = include_str!("../schema/schema-2026-07-28.json");
 const TASKS: &str = include_str!("../schema/ext-tasks-schema.json");
+const SKILLS: &str = include_str!("../schema/ext-skills-schema.json");
 const NOV_2025: &str = include_str!("../schema/schema-2025-11-25.json");
 const JUN_2025: &str = include_str!("../schema/schema-2025-06-18.json");
 
@@ -37,6 +38,9 @@ pub enum Schema {
     Core,
     /// The Tasks extension's schema (`io.modelcontextprotocol/tasks`).
     Tasks,
+    /// The Skills extension's schema (`io.modelcontextprotocol/skills`), written from
+    /// SEP-2640's text (the SEP ships none).
+    Skills,
     /// The official MCP 2025-11-25 schema (draft 2020-12, `$defs`).
     Nov2025,
     /// The official MCP 2025-06-18 schema (draft-07, `definitions`).
@@ -48,6 +52,7 @@ impl Schema {
         match self {
             Schema::Core => CORE,
             Schema::Tasks => TASKS,
+            Schema::Skills => SKILLS,
             Schema::Nov2025 => NOV_2025,
             Schema::Jun2025 => JUN_2025,
         }
@@ -75,11 +80,13 @@ impl Schema {
 fn defs(schema: Schema) -> &'static Value {
     static CORE_DEFS: OnceLock<Value> = OnceLock::new();
     static TASKS_DEFS: OnceLock<Value> = OnceLock::new();
+    static SKILLS_DEFS: OnceLock<Value> = OnceLock::new();
     static NOV_DEFS: OnceLock<Value> = OnceLock::new();
     static JUN_DEFS: OnceLock<Value> = OnceLock::new();
     let cell = match schema {
         Schema::Core => &CORE_DEFS,
         Schema::Tasks => &TASKS_DEFS,
+        Schema::Skills => &SKILLS_DEFS,
         Schema::Nov2025 => &NOV_DEFS,
         Schema::Jun2025 => &JUN_DEFS,
     };
@@ -178,6 +185,16 @@ fn tasks_result_def(method: &str) -> Option<&'static str> {
     })
 }
 
+/// The Skills schema's definition of the result of a Skills method.
+fn skills_result_def(method: &str) -> Option<&'static str> {
+    Some(match method {
+        "skills/list" => "ListSkillsResult",
+        "skills/get" => "GetSkillResult",
+        "resources/directory/read" => "ReadDirectoryResult",
+        _ => return None,
+    })
+}
+
 /// The normal (completed) result of the methods whose result may also be input-required.
 fn result_def(method: &str) -> Option<&'static str> {
     Some(match method {
@@ -202,6 +219,15 @@ pub fn check_response(method: &str, message: &Value) {
     assert_valid("JSONRPCResultResponse", message);
     if let Some(def) = tasks_result_def(method) {
         assert_valid_in(Schema::Tasks, def, result);
+        return;
+    }
+    if let Some(def) = skills_result_def(method) {
+        assert_valid_in(Schema::Skills, def, result);
+        if method == "resources/directory/read" {
+            for child in result["resources"].as_array().into_iter().flatten() {
+                assert_valid("Resource", child);
+            }
+        }
         return;
     }
     if result.get("resultType").and_then(Value::as_str) == Some("task") {
@@ -334,6 +360,9 @@ fn request_def(method: &str) -> Option<(Schema, &'static str)> {
         "tasks/get" => (Schema::Tasks, "GetTaskRequest"),
         "tasks/update" => (Schema::Tasks, "UpdateTaskRequest"),
         "tasks/cancel" => (Schema::Tasks, "CancelTaskRequest"),
+        "skills/list" => (Schema::Skills, "ListSkillsRequest"),
+        "skills/get" => (Schema::Skills, "GetSkillRequest"),
+        "resources/directory/read" => (Schema::Skills, "ReadDirectoryRequest"),
         _ => return None,
     })
 }
@@ -364,7 +393,7 @@ pub fn check_outgoing(message: &Value) {
     };
     let mut p = problems("JSONRPCRequest", message);
     p.extend(problems_in(schema, def, message));
-    if schema == Schema::Tasks {
+    if matches!(schema, Schema::Tasks | Schema::Skills) {
         p.extend(problems("RequestParams", &message["params"]));
     }
     assert!(

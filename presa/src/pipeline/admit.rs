@@ -121,9 +121,12 @@ impl Core {
             hold,
         });
         let route = match (gate.extension, gate.catalog) {
-            // A method an extension owns: the client must have declared the extension.
+            // A method an extension owns: the client must have declared the extension,
+            // unless the extension says its method needs no declaration.
             (Some(extension), _) => {
-                if !crate::extension::declared(&ctx, extension.id()) {
+                if extension.requires_declaration(&method)
+                    && !crate::extension::declared(&ctx, extension.id())
+                {
                     return Err(crate::extension::missing(extension.id()));
                 }
                 Route::Extension(extension, ctx)

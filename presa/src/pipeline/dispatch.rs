@@ -91,11 +91,13 @@ pub(super) async fn method(
 pub(super) fn offer(core: &Core, catalog: &Catalog) -> subscriptions::Offer {
     let resources = !catalog.resources.is_empty() || !catalog.templates.is_empty();
     let events = core.config.resource_notifications;
+    // An extension that changes its resources while the server runs notifies the list.
+    let changing = core.extensions.iter().any(|e| e.changes_resources());
     subscriptions::Offer {
         // Tools and prompts can be added and removed at run time, which notifies.
         tools: !catalog.tools.is_empty(),
         prompts: !catalog.prompts.is_empty(),
-        resources_list: resources && events,
+        resources_list: resources && (events || changing),
         resources_subscribe: resources && events,
     }
 }

@@ -53,7 +53,8 @@ async fn discover_result_shape() {
         res["capabilities"],
         json!({"tools": {"listChanged": true}, "prompts": {"listChanged": true},
                "resources": {"listChanged": true, "subscribe": true}, "completions": {}, "logging": {},
-               "extensions": {"io.modelcontextprotocol/tasks": {}}})
+               "extensions": {"io.modelcontextprotocol/tasks": {},
+                              "io.modelcontextprotocol/skills": {"directoryRead": true}}})
     );
     assert_eq!(res["ttlMs"], json!(0));
     assert_eq!(res["cacheScope"], json!("private"));
@@ -569,9 +570,14 @@ async fn resources_list_and_templates_list() {
         .collect();
     // The resource that needs input is listed after the plain ones (the caching scenario
     // reads the first).
+    // The fixture's skill files (the Skills extension) sort first.
     assert_eq!(
         uris,
         [
+            "skill://fixture-guide/SKILL.md",
+            "skill://fixture-guide/references/REFERENCE.md",
+            "skill://fixture-guide/scripts/list.py",
+            "skill://tools/echo-usage/SKILL.md",
             "test://static-binary",
             "test://static-text",
             "test://watched-resource",

@@ -27,6 +27,7 @@ mod mrtr_state;
 mod pipeline;
 mod pipeline_catalog;
 mod schema_check;
+mod skills;
 mod stdio;
 mod stdio_limits;
 #[cfg(unix)]
