@@ -42,7 +42,7 @@ impl TokenCache {
     }
 
     /// The kept verdict on `token`, while it holds.
-    pub(super) fn get(&self, token: &str) -> Option<Result<Arc<Principal>, Denied>> {
+    pub(super) fn get(&self, token: &[u8]) -> Option<Result<Arc<Principal>, Denied>> {
         let key = digest(token);
         let entries = self.entries.lock().ok()?;
         let entry = entries.get(&key)?;
@@ -52,7 +52,7 @@ impl TokenCache {
     /// Keeps a verdict on `token`: a valid one until the token expires or the cache's
     /// time runs out, whichever is first; an invalid one for a short while. A token that
     /// could not be checked is not kept.
-    pub(super) fn put(&self, token: &str, verdict: &Result<Verdict, Denied>) {
+    pub(super) fn put(&self, token: &[u8], verdict: &Result<Verdict, Denied>) {
         let now = Instant::now();
         let entry = match verdict {
             Ok(v) => {
@@ -101,8 +101,8 @@ impl TokenCache {
     }
 }
 
-fn digest(token: &str) -> [u8; 32] {
-    Sha256::digest(token.as_bytes()).into()
+fn digest(token: &[u8]) -> [u8; 32] {
+    Sha256::digest(token).into()
 }
 
 #[cfg(test)]
@@ -119,28 +119,28 @@ mod tests {
     #[test]
     fn verdicts_are_kept_by_digest_and_bounded() {
         let cache = TokenCache::new(4, Duration::from_secs(60));
-        cache.put("t1", &valid("ada", None));
-        cache.put("t2", &Err(Denied::Invalid));
-        cache.put("t3", &Err(Denied::Unavailable));
+        cache.put(b"t1", &valid("ada", None));
+        cache.put(b"t2", &Err(Denied::Invalid));
+        cache.put(b"t3", &Err(Denied::Unavailable));
         assert_eq!(
             cache
-                .get("t1")
+                .get(b"t1")
                 .and_then(Result::ok)
                 .map(|p| p.id().to_owned()),
             Some("ada".into())
         );
         assert_eq!(
-            cache.get("t2").map(|v| v.err()),
+            cache.get(b"t2").map(|v| v.err()),
             Some(Some(Denied::Invalid))
         );
         assert!(
-            cache.get("t3").is_none(),
+            cache.get(b"t3").is_none(),
             "an unavailable verdict is not kept"
         );
-        assert!(cache.get("t4").is_none());
+        assert!(cache.get(b"t4").is_none());
         // At the bound and past it: never more than `most` kept.
         for i in 0..10 {
-            cache.put(&format!("x{i}"), &valid("bob", None));
+            cache.put(format!("x{i}").as_bytes(), &valid("bob", None));
             assert!(cache.len() <= 4, "{}", cache.len());
         }
     }
@@ -148,13 +148,13 @@ mod tests {
     #[test]
     fn a_verdict_lasts_no_longer_than_its_token() {
         let cache = TokenCache::new(10, Duration::from_secs(60));
-        cache.put("gone", &valid("ada", Some(Duration::ZERO)));
+        cache.put(b"gone", &valid("ada", Some(Duration::ZERO)));
         assert!(
-            cache.get("gone").is_none(),
+            cache.get(b"gone").is_none(),
             "an expired token's verdict is not kept"
         );
         let cache = TokenCache::new(10, Duration::ZERO);
-        cache.put("t", &valid("ada", Some(Duration::from_secs(60))));
-        assert!(cache.get("t").is_none(), "nor one past the cache's time");
+        cache.put(b"t", &valid("ada", Some(Duration::from_secs(60))));
+        assert!(cache.get(b"t").is_none(), "nor one past the cache's time");
     }
 }

@@ -46,25 +46,40 @@ impl Denied {
     }
 }
 
-/// The token of an `Authorization: Bearer <token>` value: the scheme in any case, one or
-/// more spaces, then a `b64token` (letters, digits, `-._~+/`, then any `=`).
-pub(crate) fn bearer_token(value: &[u8]) -> Option<&str> {
+/// The credentials of an `Authorization: Bearer <credentials>` value: the scheme in any
+/// case, one or more spaces, then everything after them (not empty). Whether they are a
+/// token is [`b64token`]'s to say.
+pub(crate) fn bearer_credentials(value: &[u8]) -> Option<&[u8]> {
     let scheme = value.get(..6)?;
     if !scheme.eq_ignore_ascii_case(b"bearer") {
         return None;
     }
     let rest = value.get(6..)?;
-    let token = rest.trim_ascii_start();
-    if token.len() == rest.len() || token.is_empty() {
-        return None;
-    }
-    let body = token.iter().position(|&b| b == b'=').unwrap_or(token.len());
-    let valid = token[..body]
+    let credentials = rest.trim_ascii_start();
+    (credentials.len() < rest.len() && !credentials.is_empty()).then_some(credentials)
+}
+
+/// `credentials` as a token, when they are an RFC 6750 `b64token`: letters, digits,
+/// `-._~+/`, then any `=`.
+pub(crate) fn b64token(credentials: &[u8]) -> Option<&str> {
+    let body = credentials
         .iter()
-        .all(|&b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
-        && body > 0
-        && token[body..].iter().all(|&b| b == b'=');
-    valid.then(|| std::str::from_utf8(token).ok()).flatten()
+        .position(|&b| b == b'=')
+        .unwrap_or(credentials.len());
+    let valid = body > 0
+        && credentials[..body]
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b"-._~+/".contains(&b))
+        && credentials[body..].iter().all(|&b| b == b'=');
+    valid
+        .then(|| std::str::from_utf8(credentials).ok())
+        .flatten()
+}
+
+/// The token of an `Authorization: Bearer <token>` value.
+#[cfg(test)]
+fn bearer_token(value: &[u8]) -> Option<&str> {
+    bearer_credentials(value).and_then(b64token)
 }
 
 /// A quoted-string parameter value (RFC 9110 section 5.6.4).

@@ -436,12 +436,15 @@ impl Guard {
         if values.next().is_some() {
             return Err(Denied::Malformed);
         }
-        let token = challenge::bearer_token(value).ok_or(Denied::Malformed)?;
-        if let Some(kept) = self.cache.get(token) {
+        let credentials = challenge::bearer_credentials(value).ok_or(Denied::Malformed)?;
+        // Only credentials that passed the token syntax below ever get a verdict kept, so
+        // a kept one needs no second look at their characters.
+        if let Some(kept) = self.cache.get(credentials) {
             return kept;
         }
+        let token = challenge::b64token(credentials).ok_or(Denied::Malformed)?;
         let verdict = self.check(token).await;
-        self.cache.put(token, &verdict);
+        self.cache.put(credentials, &verdict);
         verdict.map(|v| v.principal)
     }
 
