@@ -7,6 +7,7 @@
 
 use presa::auth::{Authorization, JwtVerifier, TokenError};
 use presa::{Principal, ServerBuilder};
+use std::sync::Arc;
 
 /// The scope every request needs.
 pub const READ_SCOPE: &str = "mcp:read";
@@ -23,21 +24,24 @@ pub struct AuthSettings {
 }
 
 impl AuthSettings {
-    /// The verifier of the fixture's tokens.
-    fn verifier(&self) -> JwtVerifier {
-        JwtVerifier::new(&self.issuer)
-    }
-
-    /// Fetches the authorization server's metadata and keys, so that an unreachable or
-    /// misnamed authorization server is reported at startup.
-    pub async fn warm(&self) -> Result<(), TokenError> {
-        self.verifier().warm().await
+    /// The verifier of the fixture's tokens, with the authorization server's metadata
+    /// and keys fetched: an unreachable or misnamed authorization server is reported at
+    /// startup, and the first request finds the keys in hand.
+    pub async fn warmed_verifier(&self) -> Result<Arc<JwtVerifier>, TokenError> {
+        let verifier = Arc::new(JwtVerifier::new(&self.issuer));
+        verifier.warm().await?;
+        Ok(verifier)
     }
 }
 
-/// Makes `builder` a resource server for `settings`, with the tools of this mode.
-pub(crate) fn register(builder: ServerBuilder, settings: &AuthSettings) -> ServerBuilder {
-    let authorization = Authorization::new(settings.verifier())
+/// Makes `builder` a resource server for `settings`, checking tokens with `verifier`,
+/// with the tools of this mode.
+pub(crate) fn register(
+    builder: ServerBuilder,
+    settings: &AuthSettings,
+    verifier: Arc<JwtVerifier>,
+) -> ServerBuilder {
+    let authorization = Authorization::with_verifier(verifier)
         .authorization_server(&settings.issuer)
         .required_scopes([READ_SCOPE])
         .resource_name("presa conformance fixture");

@@ -194,12 +194,16 @@ async fn serve_http(args: &Args) -> std::io::Result<()> {
         issuer: issuer.clone(),
         canonical_uri: format!("http://{addr}/mcp"),
     });
-    if let Some(settings) = &settings {
-        settings.warm().await.map_err(|e| {
-            std::io::Error::other(format!("the authorization server {}: {e}", settings.issuer))
-        })?;
-    }
-    let server = build_with(settings.as_ref()).map_err(std::io::Error::other)?;
+    let auth = match &settings {
+        Some(settings) => Some((
+            settings,
+            settings.warmed_verifier().await.map_err(|e| {
+                std::io::Error::other(format!("the authorization server {}: {e}", settings.issuer))
+            })?,
+        )),
+        None => None,
+    };
+    let server = build_with(auth).map_err(std::io::Error::other)?;
     if args.exit_on_stdin_close {
         serve_on(server, listener, stdin_closed()?).await
     } else {

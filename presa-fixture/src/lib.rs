@@ -19,9 +19,14 @@ pub fn build() -> Result<Server, presa::BuildError> {
     build_with(None)
 }
 
-/// [`build`], and with `auth` an OAuth resource server for those settings (see
-/// [`auth`]).
-pub fn build_with(auth: Option<&auth::AuthSettings>) -> Result<Server, presa::BuildError> {
+/// [`build`], and with `auth` an OAuth resource server for those settings, checking
+/// tokens with that verifier (see [`auth`]).
+pub fn build_with(
+    auth: Option<(
+        &auth::AuthSettings,
+        std::sync::Arc<presa::auth::JwtVerifier>,
+    )>,
+) -> Result<Server, presa::BuildError> {
     let builder = Server::builder(
         Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
             .title("presa conformance fixture"),
@@ -41,7 +46,7 @@ pub fn build_with(auth: Option<&auth::AuthSettings>) -> Result<Server, presa::Bu
             .build(),
     );
     let builder = match auth {
-        Some(settings) => auth::register(builder, settings),
+        Some((settings, verifier)) => auth::register(builder, settings, verifier),
         None => builder,
     };
     builder.build()

@@ -21,6 +21,7 @@
 
 use presa::Principal;
 use presa::auth::{Authorization, IntrospectionVerifier, JwtVerifier};
+use std::sync::Arc;
 
 // ANCHOR: tools
 /// Reads the caller's notes.
@@ -59,9 +60,13 @@ async fn greet(principal: Option<Principal>) -> String {
 // ANCHOR_END: optional
 
 /// The server: tokens signed by `issuer`'s keys, for `canonical_uri`.
-fn server(issuer: &str, canonical_uri: &str) -> Result<presa::Server, presa::BuildError> {
+fn server(
+    verifier: Arc<JwtVerifier>,
+    issuer: &str,
+    canonical_uri: &str,
+) -> Result<presa::Server, presa::BuildError> {
     // ANCHOR: server
-    let authorization = Authorization::new(JwtVerifier::new(issuer))
+    let authorization = Authorization::with_verifier(verifier)
         .authorization_server(issuer)
         // What the protected resource metadata advertises as enough to start with.
         .scopes_supported(["notes:read"])
@@ -136,11 +141,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         return Ok(());
     }
     // ANCHOR: warm
-    // Fetches the issuer's metadata and keys now: a wrong issuer or an unreachable
-    // authorization server shows at startup, not on the first request.
-    JwtVerifier::new(&issuer).warm().await?;
+    let verifier = Arc::new(JwtVerifier::new(&issuer));
+    // Fetches the issuer's metadata and keys now, into the verifier the server checks
+    // tokens with: a wrong issuer or an unreachable authorization server shows at
+    // startup, and the first request finds the keys in hand.
+    verifier.warm().await?;
+    let server = server(verifier, &issuer, &canonical)?;
     // ANCHOR_END: warm
-    server(&issuer, &canonical)?.serve_http(addr).await?;
+    server.serve_http(addr).await?;
     Ok(())
 }
 
@@ -151,7 +159,9 @@ mod tests {
     use serde_json::json;
 
     fn notes() -> presa::Server {
-        server("https://auth.example.com", "https://mcp.example.com/mcp").unwrap()
+        let issuer = "https://auth.example.com";
+        let verifier = Arc::new(JwtVerifier::new(issuer));
+        server(verifier, issuer, "https://mcp.example.com/mcp").unwrap()
     }
 
     // ANCHOR: tests

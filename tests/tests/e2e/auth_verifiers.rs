@@ -565,3 +565,22 @@ async fn no_log_line_or_response_holds_a_token() {
         );
     }
 }
+
+/// A verifier warmed before serving, and shared with the server, has its keys in hand:
+/// serving a token fetches nothing more (the way the book and the fixture start).
+#[tokio::test]
+async fn a_warmed_verifier_serves_its_first_token_without_fetching() {
+    let Some(server) = start("a_warmed_verifier_serves_its_first_token_without_fetching").await
+    else {
+        return;
+    };
+    let verifier = std::sync::Arc::new(JwtVerifier::new(server.issuer()));
+    verifier.warm().await.expect("the keys are fetched");
+    let fetched = server.counts().await;
+    assert_eq!((fetched.metadata, fetched.jwks), (1, 1), "{fetched:?}");
+    let h = serve(Authorization::with_verifier(verifier), server.issuer()).await;
+    let token = server.mint(json!({"aud": RESOURCE, "sub": "ada"})).await;
+    assert_served(&call_as(&h, &token, 1, "whoami").await, "ada");
+    let after = server.counts().await;
+    assert_eq!((after.metadata, after.jwks), (1, 1), "{after:?}");
+}
