@@ -236,7 +236,7 @@ fn http_cell(a: &Args) -> Result<Value, String> {
         Some(_) if authenticated => {
             return Err(
                 "--auth starts its server itself, to give it the issuer's URL: \
-                 put a profiler's command in front of the server's instead of --addr"
+                 attach a profiler to the server it starts instead"
                     .into(),
             );
         }
