@@ -24,8 +24,9 @@
 //! sends the stateless requests). `http --auth` runs a stand-in authorization server
 //! (`bench-issuer`, beside the driver), starts the server with `--issuer URL` before
 //! `http ADDR`, and sends an access token the issuer signed on every request; it then
-//! also measures calls each with a token the server has not seen. `report --svg` also draws the chart of the table it prints; `chart`
-//! draws it again from a table printed earlier.
+//! also measures calls each with a token the server has not seen. `report --svg` also
+//! draws the chart of the table it prints; `chart` draws it again from a table printed
+//! earlier.
 
 mod auth;
 mod chart;
@@ -212,11 +213,11 @@ fn era(a: &Args) -> Result<(http::Era, &str), String> {
 ///
 /// With `--auth` the server is one that requires access tokens (bench-presa-auth): the
 /// driver runs a stand-in authorization server ([`auth::Issuer`]), gives the server
-/// `--issuer URL`, and has it sign C tokens (each with its own `sub` and `jti`); connection `i`
-/// of the warm-up and connection `i` of the window send token `i` on every request, so
-/// every token was verified during the warm-up and the window sees cached verdicts
-/// only. After the window, [`first_calls`] measures what a token the server has not seen
-/// costs.
+/// `--issuer URL`, and has it sign C tokens (each with its own `sub` and `jti`);
+/// connection `i` of the warm-up and connection `i` of the window send token `i` on every
+/// request, so every token was verified during the warm-up and the window sees cached
+/// verdicts only. After the window, [`first_calls`] measures what a token the server has
+/// not seen costs.
 fn http_cell(a: &Args) -> Result<Value, String> {
     let connections: usize = a.num("connections")?;
     let duration = a.secs("duration")?;
