@@ -2,7 +2,8 @@
 //! sending the next request as soon as the previous response is read, for a fixed
 //! duration. Every response's status and body are checked; every latency is recorded.
 //! The requests are 2026-07-28 ones, or those of a 2025-11-25 client, each connection
-//! then in a session of its own opened before the clock starts.
+//! then in a session of its own opened before the clock starts. A connection may carry
+//! an access token (`Authorization: Bearer`) on every request it sends.
 
 use crate::proto;
 use bytes::Bytes;
@@ -39,6 +40,8 @@ pub enum Era {
 pub struct Conn {
     sender: SendRequest<Full<Bytes>>,
     host: String,
+    /// The `Authorization` header every request carries, if any.
+    bearer: Option<HeaderValue>,
 }
 
 impl Conn {
@@ -58,7 +61,14 @@ impl Conn {
         Ok(Conn {
             sender,
             host: addr.to_string(),
+            bearer: None,
         })
+    }
+
+    /// Sends `bearer` as the `Authorization` header of every request from now on (none
+    /// with `None`).
+    pub fn set_bearer(&mut self, bearer: Option<HeaderValue>) {
+        self.bearer = bearer;
     }
 
     /// Sends the tools/call with this id and checks the answer: a 2026-07-28 request,
@@ -140,12 +150,16 @@ impl Conn {
         Ok(())
     }
 
-    /// A request to `/mcp` with these headers besides `Host`.
+    /// A request to `/mcp` with these headers besides `Host` (and `Authorization` when
+    /// the connection has a token).
     fn request(&self, method: Method, headers: &[(&str, &str)]) -> request::Builder {
         let mut builder = Request::builder()
             .method(method)
             .uri("/mcp")
             .header("host", &self.host);
+        if let Some(bearer) = &self.bearer {
+            builder = builder.header(hyper::header::AUTHORIZATION, bearer.clone());
+        }
         for (k, v) in headers {
             builder = builder.header(*k, *v);
         }
@@ -180,25 +194,37 @@ fn content_type(headers: &HeaderMap) -> &str {
         .unwrap_or("")
 }
 
-/// Runs `connections` connections against `addr` for `duration`. Legacy connections
-/// each open a session of their own first, before the clock starts.
+/// Runs `connections` connections against `addr` for `duration`, with `tokens` as
+/// [`connect`] takes them. Legacy connections each open a session of their own first,
+/// before the clock starts.
 pub async fn load(
     addr: SocketAddr,
     connections: usize,
     duration: Duration,
     era: Era,
+    tokens: &[HeaderValue],
 ) -> Result<Load, String> {
-    run(connect(addr, connections, era).await?, duration).await
+    run(connect(addr, connections, era, tokens).await?, duration).await
 }
 
 /// A connection ready for load, with its session if it is a legacy one.
 pub struct Ready(Conn, Option<HeaderValue>);
 
 /// Opens `connections` connections to `addr`; legacy ones each open a session.
-pub async fn connect(addr: SocketAddr, connections: usize, era: Era) -> Result<Vec<Ready>, String> {
+/// Connection `i` sends `tokens[i % tokens.len()]` on every request (no token when
+/// `tokens` is empty).
+pub async fn connect(
+    addr: SocketAddr,
+    connections: usize,
+    era: Era,
+    tokens: &[HeaderValue],
+) -> Result<Vec<Ready>, String> {
     let mut conns = Vec::with_capacity(connections);
-    for _ in 0..connections {
+    for i in 0..connections {
         let mut conn = Conn::open(addr).await?;
+        if !tokens.is_empty() {
+            conn.set_bearer(Some(tokens[i % tokens.len()].clone()));
+        }
         let session = match era {
             Era::Modern => None,
             Era::Legacy => Some(conn.initialize(0).await?),
@@ -243,9 +269,13 @@ pub async fn run(conns: Vec<Ready>, duration: Duration) -> Result<Load, String> 
 }
 
 /// Waits until something accepts connections on `addr` (polling every 100 µs; the
-/// thread blocks, as nothing else runs meanwhile), then sends one tools/call and checks
-/// its answer.
-pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> Result<(), String> {
+/// thread blocks, as nothing else runs meanwhile), then sends one tools/call (with
+/// `bearer` as its `Authorization` when given) and checks its answer.
+pub async fn wait_ready(
+    addr: SocketAddr,
+    timeout: Duration,
+    bearer: Option<HeaderValue>,
+) -> Result<(), String> {
     let deadline = Instant::now() + timeout;
     let stream = loop {
         match std::net::TcpStream::connect(addr) {
@@ -256,7 +286,9 @@ pub async fn wait_ready(addr: SocketAddr, timeout: Duration) -> Result<(), Strin
     };
     stream.set_nonblocking(true).map_err(|e| e.to_string())?;
     let stream = TcpStream::from_std(stream).map_err(|e| e.to_string())?;
-    Conn::over(stream, addr).await?.call(0, None).await
+    let mut conn = Conn::over(stream, addr).await?;
+    conn.set_bearer(bearer);
+    conn.call(0, None).await
 }
 
 /// One open `subscriptions/listen` stream, kept alive by holding its connection and body.

@@ -3,7 +3,7 @@
 //! is the script that calls it.
 //!
 //! ```text
-//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] [--server-cpu K] -- SERVER...
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] [--auth [--first-calls N]] [--server-cpu K] -- SERVER...
 //! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] --addr HOST:PORT --pid PID
 //! bench-driver stdio --name N --pipelined COUNT --sequential SECS [--server-cpu K] -- SERVER...
 //! bench-driver cold  --name N --mode http|stdio --runs COUNT [--server-cpu K] -- SERVER...
@@ -21,9 +21,14 @@
 //! caller, with taskset), and checks every response: a wrong answer ends the run with an
 //! error, never a number. `http --protocol 2025-11-25` loads the server as clients of
 //! that revision do, each connection in a session of its own (2026-07-28, the default,
-//! sends the stateless requests). `report --svg` also draws the chart of the table it
-//! prints; `chart` draws it again from a table printed earlier.
+//! sends the stateless requests). `http --auth` runs a stand-in authorization server
+//! (`bench-issuer`, beside the driver), starts the server with `--issuer URL` before
+//! `http ADDR`, and sends an access token the issuer signed on every request; it then
+//! also measures calls each with a token the server has not seen. `report --svg` also
+//! draws the chart of the table it prints; `chart` draws it again from a table printed
+//! earlier.
 
+mod auth;
 mod chart;
 mod http;
 mod procstat;
@@ -31,6 +36,7 @@ mod proto;
 mod report;
 mod stdio;
 
+use hyper::header::HeaderValue;
 use serde_json::{Value, json};
 use std::collections::HashMap;
 use std::net::{SocketAddr, TcpListener};
@@ -53,8 +59,17 @@ impl Args {
                 rest.extend(args[i + 1..].iter().cloned());
                 break;
             } else if let Some(k) = a.strip_prefix("--") {
-                flags.insert(k.to_owned(), args.get(i + 1).cloned().unwrap_or_default());
-                i += 2;
+                // A flag followed by another (or by nothing) is a switch: its value is "".
+                match args.get(i + 1).filter(|v| !v.starts_with("--")) {
+                    Some(v) => {
+                        flags.insert(k.to_owned(), v.clone());
+                        i += 2;
+                    }
+                    None => {
+                        flags.insert(k.to_owned(), String::new());
+                        i += 1;
+                    }
+                }
             } else {
                 rest.push(a.clone());
                 i += 1;
@@ -195,42 +210,84 @@ fn era(a: &Args) -> Result<(http::Era, &str), String> {
 /// of its own, then the measured window. With `--protocol 2025-11-25` each connection
 /// opens its session (`initialize`, `notifications/initialized`) before its window
 /// starts, and every call is that session's.
+///
+/// With `--auth` the server is one that requires access tokens (bench-presa-auth): the
+/// driver runs a stand-in authorization server ([`auth::Issuer`]), gives the server
+/// `--issuer URL`, and has it sign C tokens (each with its own `sub` and `jti`);
+/// connection `i` of the warm-up and connection `i` of the window send token `i` on every
+/// request, so every token was verified during the warm-up and the window sees cached
+/// verdicts only. After the window, [`first_calls`] measures what a token the server has
+/// not seen costs.
 fn http_cell(a: &Args) -> Result<Value, String> {
     let connections: usize = a.num("connections")?;
     let duration = a.secs("duration")?;
     let warmup = a.secs("warmup")?;
     let cpu = a.opt_num::<usize>("server-cpu")?;
     let (era, protocol) = era(a)?;
+    let authenticated = a.flags.contains_key("auth");
+    let first_call_count = a.opt_num::<usize>("first-calls")?.unwrap_or(200);
+    if authenticated && era != http::Era::Modern {
+        return Err("--auth: with 2026-07-28 requests only".into());
+    }
+    if authenticated && connections == 0 {
+        return Err("--auth: at least one connection".into());
+    }
     // `--addr HOST:PORT --pid PID` loads a server started elsewhere (under a profiler).
-    let (addr, child, pid) = match a.flags.get("addr") {
+    let (addr, child, pid, mut issuer) = match a.flags.get("addr") {
+        Some(_) if authenticated => {
+            return Err(
+                "--auth starts its server itself, to give it the issuer's URL: \
+                 attach a profiler to the server it starts instead"
+                    .into(),
+            );
+        }
         Some(addr) => {
             let addr: SocketAddr = addr.parse().map_err(|_| "--addr: not HOST:PORT")?;
-            (addr, None, a.num::<u32>("pid")?)
+            (addr, None, a.num::<u32>("pid")?, None)
         }
         None => {
             let addr = free_addr()?;
-            let child = Killed(spawn_http(a.server()?, addr, cpu)?);
+            let mut server = a.server()?.to_vec();
+            let issuer = if authenticated {
+                // The audience is the canonical URI the server derives from its address.
+                let issuer = auth::Issuer::start(&format!("http://{addr}/mcp"))?;
+                server.extend(["--issuer".into(), issuer.url().to_owned()]);
+                Some(issuer)
+            } else {
+                None
+            };
+            let child = Killed(spawn_http(&server, addr, cpu)?);
             let pid = child.0.id();
-            (addr, Some(child), pid)
+            (addr, Some(child), pid, issuer)
         }
+    };
+    let tokens: Vec<HeaderValue> = match &mut issuer {
+        Some(issuer) => issuer.bearers(connections)?,
+        None => Vec::new(),
     };
     let rt = runtime();
     rt.block_on(async {
-        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        http::wait_ready(addr, Duration::from_secs(20), tokens.first().cloned()).await?;
         if !warmup.is_zero() {
-            http::load(addr, connections, warmup, era).await?;
+            http::load(addr, connections, warmup, era, &tokens).await?;
         }
         // The connections (and sessions) are open before the CPU clocks are read.
-        let conns = http::connect(addr, connections, era).await?;
+        let conns = http::connect(addr, connections, era, &tokens).await?;
         let (cpu0, self0) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
         let mut load = http::run(conns, duration).await?;
         let (cpu1, self1) = (procstat::cpu_ns(pid), procstat::self_cpu_ns());
         let rss = procstat::peak_rss_kib(pid);
+        let first = match (&mut issuer, tokens.first()) {
+            (Some(issuer), Some(cached)) => {
+                Some(first_calls(addr, pid, issuer, cached, first_call_count).await?)
+            }
+            _ => None,
+        };
         drop(child);
         load.latencies_ns.sort_unstable();
         let secs = load.elapsed.as_secs_f64();
         let n = load.requests as f64;
-        Ok(json!({
+        let mut line = json!({
             "kind": "http",
             "server": a.str("name")?,
             "protocol": protocol,
@@ -244,8 +301,66 @@ fn http_cell(a: &Args) -> Result<Value, String> {
             "server_util": (cpu1 - cpu0) as f64 / 1e9 / secs,
             "load_util": (self1 - self0) as f64 / 1e9 / secs,
             "peak_rss_kib": rss,
-        }))
+        });
+        if let (Value::Object(line), Some(first)) = (&mut line, first) {
+            line.insert("auth".into(), true.into());
+            line.extend(first);
+        }
+        Ok(line)
     })
+}
+
+/// The first call with a new token, against a call with a cached one, after the load
+/// (the server idle otherwise): on one new connection, `n` sequential calls all with
+/// `cached` (a token the warm-up verified), then `n` sequential calls each with a token
+/// never sent before, all signed before the first of them so that signing is in neither
+/// the latencies nor the server's CPU readings. Each batch: the server's CPU over it ÷
+/// `n`, and its latencies (send to last body byte), every answer checked.
+async fn first_calls(
+    addr: SocketAddr,
+    pid: u32,
+    issuer: &mut auth::Issuer,
+    cached: &HeaderValue,
+    n: usize,
+) -> Result<serde_json::Map<String, Value>, String> {
+    let mut conn = http::Conn::open(addr).await?;
+    conn.set_bearer(Some(cached.clone()));
+    let mut id = 0u64;
+    // The connection's first request is in neither batch.
+    conn.call(id, None).await?;
+    let mut batch = async |conn: &mut http::Conn, fresh: Option<Vec<HeaderValue>>| {
+        let mut latencies = Vec::with_capacity(n);
+        let mut fresh = fresh.map(Vec::into_iter);
+        let cpu0 = procstat::cpu_ns(pid);
+        for _ in 0..n {
+            if let Some(token) = fresh.as_mut().and_then(Iterator::next) {
+                conn.set_bearer(Some(token));
+            }
+            id += 1;
+            let t0 = Instant::now();
+            conn.call(id, None).await?;
+            latencies.push(t0.elapsed().as_nanos() as u64);
+        }
+        let cpu = procstat::cpu_ns(pid) - cpu0;
+        latencies.sort_unstable();
+        Ok::<_, String>((cpu as f64 / 1000.0 / n.max(1) as f64, latencies))
+    };
+    let (cached_cpu, cached_ns) = batch(&mut conn, None).await?;
+    let fresh = issuer.bearers(n)?;
+    let (first_cpu, first_ns) = batch(&mut conn, Some(fresh)).await?;
+    let mut out = serde_json::Map::new();
+    for (k, v) in [
+        ("first_calls", n as f64),
+        ("first_call_cpu_us", first_cpu),
+        ("first_call_p50_us", quantile_us(&first_ns, 0.50)),
+        ("first_call_p99_us", quantile_us(&first_ns, 0.99)),
+        ("cached_call_cpu_us", cached_cpu),
+        ("cached_call_p50_us", quantile_us(&cached_ns, 0.50)),
+        ("cached_call_p99_us", quantile_us(&cached_ns, 0.99)),
+    ] {
+        out.insert(k.into(), json!(v));
+    }
+    Ok(out)
 }
 
 fn stdio_cell(a: &Args) -> Result<Value, String> {
@@ -310,7 +425,7 @@ fn cold_cell(a: &Args) -> Result<Value, String> {
                 let addr = free_addr()?;
                 let start = Instant::now();
                 let child = Killed(spawn_http(server, addr, cpu)?);
-                rt.block_on(http::wait_ready(addr, Duration::from_secs(20)))?;
+                rt.block_on(http::wait_ready(addr, Duration::from_secs(20), None))?;
                 let t = start.elapsed();
                 drop(child);
                 t
@@ -365,9 +480,9 @@ fn listen_cell(a: &Args) -> Result<Value, String> {
     let child = Killed(command.spawn().map_err(|e| format!("{}: {e}", argv[0]))?);
     let pid = child.0.id();
     runtime().block_on(async {
-        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        http::wait_ready(addr, Duration::from_secs(20), None).await?;
         // Settle the allocator and the connection paths first.
-        http::load(addr, 32, Duration::from_millis(300), http::Era::Modern).await?;
+        http::load(addr, 32, Duration::from_millis(300), http::Era::Modern, &[]).await?;
         let before = rss_kib(pid);
         let mut open = Vec::with_capacity(streams);
         for i in 0..streams {
@@ -375,7 +490,7 @@ fn listen_cell(a: &Args) -> Result<Value, String> {
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
         let after = rss_kib(pid);
-        let load = http::load(addr, 32, duration, http::Era::Modern).await?;
+        let load = http::load(addr, 32, duration, http::Era::Modern, &[]).await?;
         let still = rss_kib(pid);
         drop(open);
         drop(child);
@@ -411,7 +526,7 @@ fn sessions_cell(a: &Args) -> Result<Value, String> {
     let child = Killed(spawn_http(server, addr, cpu)?);
     let pid = child.0.id();
     runtime().block_on(async {
-        http::wait_ready(addr, Duration::from_secs(20)).await?;
+        http::wait_ready(addr, Duration::from_secs(20), None).await?;
         let mut conn = http::Conn::open(addr).await?;
         let mut id = 1u64;
         let mut next = || {
@@ -621,4 +736,39 @@ fn size(a: &Args) -> Result<Value, String> {
         "bytes": bytes,
         "stripped_bytes": stripped,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Args {
+        Args::parse(&args.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>())
+    }
+
+    /// A flag followed by another flag, by `--` or by nothing is a switch: it takes no
+    /// value, and what follows it keeps its meaning.
+    #[test]
+    fn a_flag_without_a_value_is_a_switch() {
+        let a = parse(&[
+            "--connections",
+            "32",
+            "--auth",
+            "--",
+            "server",
+            "--issuer",
+            "x",
+        ]);
+        assert_eq!(a.flags.get("auth").map(String::as_str), Some(""));
+        assert_eq!(a.num::<usize>("connections"), Ok(32));
+        assert_eq!(
+            a.server(),
+            Ok(&["server", "--issuer", "x"].map(String::from)[..])
+        );
+        let a = parse(&["--auth", "--first-calls", "20", "--warmup"]);
+        assert!(a.flags.contains_key("auth"));
+        assert_eq!(a.num::<usize>("first-calls"), Ok(20));
+        assert_eq!(a.opt_num::<f64>("warmup"), Ok(None));
+        assert!(!parse(&["--connections", "1"]).flags.contains_key("auth"));
+    }
 }

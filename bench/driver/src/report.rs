@@ -1,5 +1,6 @@
 //! The table: medians over the repeats of each cell, ratios to bare (and presa to rmcp),
-//! the issue's targets checked against those ratios, and the criterion results; and, when
+//! the issue's targets checked against those ratios, presa's legacy-session and
+//! authenticated cells beside its own c=32 cell, and the criterion results; and, when
 //! asked, the chart of that table beside it (`chart.rs`).
 
 use serde_json::Value;
@@ -42,15 +43,16 @@ impl Samples {
     /// pair by their order in the results; when the counts differ (results of runs
     /// without one of the cells), the ratio of the medians.
     fn paired_ratio(&self, cell: &str, base: &str, server: &str, metric: &str) -> Option<f64> {
-        let (a, b) = (
-            self.get(cell, server, metric)?,
-            self.get(base, server, metric)?,
-        );
+        self.paired((cell, server, metric), (base, server, metric))
+    }
+
+    /// [`Samples::paired_ratio`] of any two series, each named by (cell, server,
+    /// metric): another server's cell of the same repeat, or another metric of the same
+    /// runs.
+    fn paired(&self, of: (&str, &str, &str), to: (&str, &str, &str)) -> Option<f64> {
+        let (a, b) = (self.get(of.0, of.1, of.2)?, self.get(to.0, to.1, to.2)?);
         if a.len() != b.len() {
-            return ratio(
-                self.median(cell, server, metric),
-                self.median(base, server, metric),
-            );
+            return ratio(self.median(of.0, of.1, of.2), self.median(to.0, to.1, to.2));
         }
         median(
             a.iter()
@@ -70,6 +72,8 @@ impl Samples {
 
 fn cell_of(v: &Value) -> Option<String> {
     Some(match v["kind"].as_str()? {
+        // The authenticated cell never joins an unauthenticated one, whatever its name.
+        "http" if v["auth"] == true => format!("http auth c={}", v["connections"].as_u64()?),
         // Lines of runs before the legacy cell have no protocol: 2026-07-28.
         "http" => match v["protocol"].as_str() {
             Some(p) if p != crate::proto::MODERN_VERSION => {
@@ -395,6 +399,111 @@ fn earlier_revisions(s: &Samples, out: &mut String) {
     }
 }
 
+/// The cell of presa behind its authorization (`http --auth`), and its server's name.
+const AUTH_CELL: &str = "http auth c=32";
+const AUTH_SERVER: &str = "presa-auth";
+
+/// Server CPU per call with a cached valid token against presa's own unauthenticated
+/// CPU per call, both at c=32 in the same run.
+const AUTH_CPU: Goal = Goal::AtMost(1.15);
+
+/// A metric of the authenticated c=32 cell over the same metric of presa's own c=32
+/// cell: the median of the repeats' own ratios (the two run in every repeat, with only
+/// the legacy cell between them).
+fn auth_ratio(s: &Samples, metric: &str) -> Option<f64> {
+    s.paired(
+        (AUTH_CELL, AUTH_SERVER, metric),
+        ("http c=32", "presa", metric),
+    )
+}
+
+/// presa behind its authorization, under the table: the authenticated c=32 load beside
+/// presa's own c=32 figures of the same run, then what a call with a token the server
+/// has not seen costs against one with a cached token. Only when the cell ran.
+fn authorization(s: &Samples, out: &mut String) {
+    if s.count(AUTH_CELL, AUTH_SERVER, "rps") == 0 {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "
+Authenticated tools/call (presa only): presa behind its authorization (`oauth`, a `JwtVerifier` with its default verdict cache), every request with an RS256 access token, one per connection, each verified during the warm-up, so the window sees cached verdicts; beside presa's unauthenticated c=32 cell of the same run (in every repeat the two run with only presa's 2025-11-25 cell between them). Medians of each; the ratios are the median of the repeats' own ratios:\n"
+    );
+    let _ = writeln!(
+        out,
+        "| metric | presa, authenticated | presa | authenticated ÷ presa |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
+    for (label, metric, scale, decimals) in [
+        ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
+        ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
+        ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
+        (
+            "server CPU per HTTP call, c=32 (µs)",
+            "server_cpu_us_per_req",
+            1.0,
+            2,
+        ),
+        ("server core busy, c=32 (%)", "server_util", 100.0, 0),
+        ("load core busy, c=32 (%)", "load_util", 100.0, 0),
+        (
+            "HTTP peak RSS under c=32 load (MiB)",
+            "peak_rss_kib",
+            MIB_PER_KIB,
+            1,
+        ),
+    ] {
+        let auth = s.median(AUTH_CELL, AUTH_SERVER, metric).map(|v| v * scale);
+        let plain = s.median("http c=32", "presa", metric).map(|v| v * scale);
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            fmt(auth, decimals),
+            fmt(plain, decimals),
+            fmt(auth_ratio(s, metric), 2),
+        );
+    }
+    let m = |metric: &str| s.median(AUTH_CELL, AUTH_SERVER, metric);
+    let _ = writeln!(
+        out,
+        "
+The first call with a new token, after the window: {:.0} sequential calls on one connection (the server otherwise idle), each with a token never sent before, against as many with a cached token:\n",
+        m("first_calls").unwrap_or(0.0)
+    );
+    let _ = writeln!(
+        out,
+        "| per call | with a new token | with a cached token | new ÷ cached |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
+    for (label, first, cached) in [
+        ("server CPU (µs)", "first_call_cpu_us", "cached_call_cpu_us"),
+        (
+            "latency p50 (µs)",
+            "first_call_p50_us",
+            "cached_call_p50_us",
+        ),
+        (
+            "latency p99 (µs)",
+            "first_call_p99_us",
+            "cached_call_p99_us",
+        ),
+    ] {
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            fmt(m(first), 1),
+            fmt(m(cached), 1),
+            fmt(
+                s.paired(
+                    (AUTH_CELL, AUTH_SERVER, first),
+                    (AUTH_CELL, AUTH_SERVER, cached)
+                ),
+                2
+            ),
+        );
+    }
+}
+
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -531,6 +640,7 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
     }
 
     earlier_revisions(&s, &mut out);
+    authorization(&s, &mut out);
     stdio_split(&s, &mut out);
 
     if !micro.is_empty() {
@@ -709,6 +819,17 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
                 "HTTP throughput c=32, presa in 2025-11-25 sessions ÷ presa 2026-07-28 (same run)",
                 legacy_ratio(&s, "rps"),
                 LEGACY_THROUGHPUT,
+            )
+        );
+    }
+    if s.count(AUTH_CELL, AUTH_SERVER, "rps") > 0 {
+        let _ = writeln!(
+            out,
+            "\nTarget of authorization (issue 33):\n\n{}",
+            target(
+                "server CPU per HTTP call c=32, presa with a cached valid JWT ÷ presa without authorization (same run)",
+                auth_ratio(&s, "server_cpu_us_per_req"),
+                AUTH_CPU,
             )
         );
     }
@@ -896,6 +1017,93 @@ mod tests {
         );
         // The chart reads the main table as before.
         assert!(crate::chart::from_table(&out).is_ok());
+    }
+
+    /// An authenticated cell's JSON line, as `http --auth` prints it.
+    fn auth_line(server: &str, cpu: f64, first_cpu: f64) -> String {
+        serde_json::json!({
+            "kind": "http", "server": server, "protocol": "2026-07-28", "connections": 32,
+            "auth": true, "rps": 90.0, "p50_us": 330.0, "server_cpu_us_per_req": cpu,
+            "first_calls": 200.0, "first_call_cpu_us": first_cpu, "first_call_p50_us": 120.0,
+            "first_call_p99_us": 300.0, "cached_call_cpu_us": 40.0, "cached_call_p50_us": 50.0,
+            "cached_call_p99_us": 80.0,
+        })
+        .to_string()
+    }
+
+    /// A presa c=32 line with this CPU per call.
+    fn presa_cpu_line(cpu: f64) -> String {
+        serde_json::json!({
+            "kind": "http", "server": "presa", "protocol": "2026-07-28", "connections": 32,
+            "rps": 100.0, "p50_us": 300.0, "server_cpu_us_per_req": cpu,
+        })
+        .to_string()
+    }
+
+    /// The authenticated cell is a cell of its own (even under presa's name it never
+    /// joins presa's unauthenticated medians), gets its table beside presa's c=32 cell,
+    /// and its target is judged on the median of the repeats' own CPU ratios, printed
+    /// there; the first-call figures get theirs, new against cached.
+    #[test]
+    fn the_authenticated_cell_is_judged_against_presa_of_the_same_repeat() {
+        let repeats = |third_auth_cpu: f64| {
+            [
+                presa_cpu_line(10.0),
+                auth_line("presa-auth", 11.0, 100.0),
+                presa_cpu_line(20.0),
+                auth_line("presa-auth", 26.0, 140.0),
+                presa_cpu_line(8.0),
+                auth_line("presa-auth", third_auth_cpu, 110.0),
+                // Under presa's own name, still not presa's unauthenticated cell.
+                auth_line("presa", 1000.0, 1000.0),
+            ]
+            .join("\n")
+        };
+        // CPU medians 10 and 11; the repeats' ratios 1.1, 1.3 and 1.125.
+        let out = render(&repeats(9.0), &BTreeMap::new()).expect("a table");
+        assert_eq!(
+            line_of(&out, "| server CPU per HTTP call, c=32 (µs) |"),
+            Some("| server CPU per HTTP call, c=32 (µs) | – | 10.00 | – | – | – | – |"),
+            "{out}"
+        );
+        assert!(out.contains("| metric | presa, authenticated | presa | authenticated ÷ presa |"));
+        assert!(
+            out.contains("| server CPU per HTTP call, c=32 (µs) | 11.00 | 10.00 | 1.12 |"),
+            "{out}"
+        );
+        assert!(out.contains("| HTTP tools/call throughput, c=32 (req/s) | 90 | 100 | 0.90 |"));
+        assert!(
+            out.contains("200 sequential calls on one connection"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| server CPU (µs) | 110.0 | 40.0 | 2.75 |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| latency p50 (µs) | 120.0 | 50.0 | 2.40 |"),
+            "{out}"
+        );
+        assert!(out.contains(
+            "- server CPU per HTTP call c=32, presa with a cached valid JWT ÷ presa without authorization (same run): 1.12 (target ≤ 1.15): met"
+        ));
+        // The repeats' ratios 1.1, 1.3 and 1.25: the median misses.
+        let out = render(&repeats(10.0), &BTreeMap::new()).expect("a table");
+        assert!(
+            out.contains("(same run): 1.25 (target ≤ 1.15): MISSED"),
+            "{out}"
+        );
+        // The chart reads the main table as before.
+        assert!(crate::chart::from_table(&out).is_ok());
+    }
+
+    /// Without the authenticated cell (results of an older run) neither its tables nor
+    /// its target are printed.
+    #[test]
+    fn no_authenticated_cell_no_authorization_tables() {
+        let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
+        assert!(!out.contains("Authenticated"), "{out}");
+        assert!(!out.contains("issue 33"), "{out}");
     }
 
     /// Pairs by order; counts that differ fall back to the ratio of the medians.
