@@ -12,7 +12,7 @@
 
 use crate::common::crate_path::CratePath;
 use presa_rules::skill::{self, SkillError, SourceFile};
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::quote;
 use std::path::{Path, PathBuf};
 use syn::parse::{ParseStream, Parser};
@@ -35,7 +35,10 @@ const USAGE: &str = "help: name the folder with a string literal, relative to th
 
 fn parse(input: ParseStream) -> syn::Result<Args> {
     if input.is_empty() {
-        return Err(input.error(format!("expected the skill set's folder\n{USAGE}")));
+        return Err(syn::Error::new(
+            Span::call_site(),
+            format!("expected the skill set's folder\n{USAGE}"),
+        ));
     }
     if !input.peek(LitStr) {
         return Err(input.error(format!(
@@ -92,10 +95,16 @@ fn expand(args: &Args) -> syn::Result<TokenStream> {
                 format!("`{written}` is not a folder\n{USAGE}"),
             ));
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(syn::Error::new(
+                span,
+                format!("no folder at `{written}`\n{USAGE}"),
+            ));
+        }
         Err(e) => {
             return Err(syn::Error::new(
                 span,
-                format!("no folder at `{written}` ({e})\n{USAGE}"),
+                format!("the folder `{written}` cannot be read: {e}"),
             ));
         }
     }
