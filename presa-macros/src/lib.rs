@@ -1,4 +1,5 @@
-//! Procedural macros for presa: `#[tool]`, `#[prompt]` and `#[resource]`.
+//! Procedural macros for presa: `#[tool]`, `#[prompt]` and `#[resource]`, the
+//! `ElicitForm` derive, and (with the `skills` feature) `skills!`.
 //!
 //! Each attribute lives in its own module, in four stages: `parse` (tokens to a syntax
 //! tree with spans), `model` (what the item declares), `validate` (the rules the compiler
@@ -15,6 +16,8 @@ mod common;
 mod form;
 mod prompt;
 mod resource;
+#[cfg(feature = "skills")]
+mod skills;
 mod tool;
 
 use proc_macro::TokenStream;
@@ -43,4 +46,12 @@ pub fn resource(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_derive(ElicitForm, attributes(presa))]
 pub fn elicit_form(input: TokenStream) -> TokenStream {
     form::derive(input.into()).into()
+}
+
+/// Reads a skill set from a folder while the program compiles, checks every rule of the
+/// Skills extension, and embeds its files. See `presa::skills!` for the reference.
+#[cfg(feature = "skills")]
+#[proc_macro]
+pub fn skills(input: TokenStream) -> TokenStream {
+    skills::entry(input.into()).into()
 }

@@ -1,11 +1,13 @@
 //! Agent Skills served with the Skills extension: a folder of skills (each a folder with a
 //! `SKILL.md`), listed with `skills/list`, described with `skills/get`, read file by file
 //! with `resources/read` and browsed with `resources/directory/read`. The folder is
-//! re-read when it changes.
+//! re-read when it changes; with `--embedded`, the same set is served from the binary,
+//! where `presa::skills!` put it when the example compiled.
 //!
 //! ```sh
-//! cargo run -p presa --features skills --example skills            # stdio
-//! cargo run -p presa --features skills --example skills -- --http  # http://127.0.0.1:3000/mcp
+//! cargo run -p presa --features skills --example skills                 # stdio
+//! cargo run -p presa --features skills --example skills -- --http       # http://127.0.0.1:3000/mcp
+//! cargo run -p presa --features skills --example skills -- --embedded   # stdio, embedded set
 //! ```
 
 use presa::skills::Skills;
@@ -20,6 +22,15 @@ fn server(folder: &str) -> Result<presa::Server, presa::BuildError> {
 }
 // ANCHOR_END: server
 
+// ANCHOR: embedded
+fn embedded_server() -> Result<presa::Server, presa::BuildError> {
+    // Read and checked while the example compiles (a broken rule is a compile error at
+    // the path), relative to the folder of presa's Cargo.toml; the files are in the binary.
+    let skills = presa::skills!("examples/skill-set").directory_read(true);
+    presa::server!().extension(skills).build()
+}
+// ANCHOR_END: embedded
+
 /// The example's own skill set, beside this file.
 const FOLDER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/skill-set");
 
@@ -28,10 +39,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .init();
-    let server = server(FOLDER)?;
     match std::env::args().nth(1).as_deref() {
-        Some("--http") => server.serve_http("127.0.0.1:3000").await?,
-        _ => server.serve_stdio().await?,
+        Some("--http") => server(FOLDER)?.serve_http("127.0.0.1:3000").await?,
+        Some("--embedded") => embedded_server()?.serve_stdio().await?,
+        _ => server(FOLDER)?.serve_stdio().await?,
     }
     Ok(())
 }
@@ -112,6 +123,26 @@ mod tests {
             .map(|r| r["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["pdf-processing", "references", "templates"]);
+    }
+
+    #[tokio::test]
+    async fn the_embedded_set_is_served_as_the_folder_is() {
+        let folder = TestClient::new(&server(FOLDER).unwrap());
+        let embedded = TestClient::new(&embedded_server().unwrap());
+        for (method, params) in [
+            ("skills/list", json!({})),
+            ("resources/list", json!({})),
+            (
+                "resources/read",
+                json!({"uri": "skill://pdf-processing/references/FORMS.md"}),
+            ),
+        ] {
+            assert_eq!(
+                embedded.request(method, params.clone()).await.result(),
+                folder.request(method, params).await.result(),
+                "{method}"
+            );
+        }
     }
 
     #[test]

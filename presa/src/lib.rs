@@ -84,6 +84,21 @@ pub use presa_macros::ElicitForm;
 pub use presa_macros::prompt;
 #[doc = include_str!("../docs/resource.md")]
 pub use presa_macros::resource;
+#[cfg(feature = "skills")]
+#[doc = include_str!("../docs/skills.md")]
+pub use presa_macros::skills;
+/// `skills!` without the `skills` feature: the error says which feature to turn on,
+/// rather than that presa has no such macro.
+#[cfg(not(feature = "skills"))]
+#[doc(hidden)]
+#[macro_export]
+macro_rules! skills {
+    ($($args:tt)*) => {
+        ::core::compile_error!(
+            "`presa::skills!` needs presa's `skills` feature\nhelp: turn it on (`presa = { version = \"…\", features = [\"skills\"] }`)"
+        )
+    };
+}
 #[doc = include_str!("../docs/tool.md")]
 pub use presa_macros::tool;
 pub use registry::completion::CompletionRequest;

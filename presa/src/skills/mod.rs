@@ -35,7 +35,8 @@ pub const DEFAULT_POLL_INTERVAL: Duration = Duration::from_secs(2);
 const MAX_CURSOR_BYTES: usize = crate::registry::MAX_CURSOR_BYTES;
 
 /// One file of a skill set embedded in the program: its path relative to the set's root
-/// (`/`-separated) and its bytes. The `skills!` macro writes these; a program may too.
+/// (`/`-separated) and its bytes. The [`skills!`](crate::skills!) macro writes these; a
+/// program may too.
 #[derive(Clone, Copy, Debug)]
 pub struct EmbeddedFile {
     /// The path relative to the set's root (`pdf/references/FORMS.md`).
@@ -117,7 +118,8 @@ impl Skills {
     }
 
     /// A skill set embedded in the program, checked when the server is built (the
-    /// `skills!` macro checks it when the program is compiled, with the same rules).
+    /// [`skills!`](crate::skills!) macro checks it when the program is compiled, with the same
+    /// rules).
     pub fn from_embedded(files: &'static [EmbeddedFile]) -> Self {
         Skills::new(Source::Embedded(files), false)
     }

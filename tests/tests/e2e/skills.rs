@@ -2,8 +2,10 @@
 //! across pages, `skills/get` (and -32602 for an unknown URI), every listed file read with
 //! `resources/read` and checked against its digest and size, `resources/directory/read`,
 //! a skill edited on disk showing up with `notifications/resources/list_changed`, and a
-//! folder past a limit refused when the server is built. Requests and results are
-//! checked against the Skills schema the harness keeps (`tests/schema/ext-skills-schema.json`).
+//! folder past a limit refused when the server is built, and a set embedded with
+//! `presa::skills!` served exactly as the same folder read at run time. Requests and
+//! results are checked against the Skills schema the harness keeps
+//! (`tests/schema/ext-skills-schema.json`).
 
 use base64::Engine;
 use presa::skills::{MAX_BYTES, MAX_FILES, Skills};
@@ -496,4 +498,62 @@ async fn an_over_limit_folder_is_refused_at_build() {
         ),
         "{error}"
     );
+}
+
+/// The folder `presa::skills!` embeds below, read at run time by the other server.
+const EMBEDDED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/skills");
+
+/// A set embedded with `presa::skills!` is served exactly as the same folder read at run
+/// time (not watched, so the declarations match too): the same capabilities, skill
+/// entries page by page (digests and sizes those of the bytes on disk), resource list,
+/// reads of every file and directory listings.
+#[tokio::test]
+async fn an_embedded_set_is_served_as_its_folder_is() {
+    for kind in KINDS {
+        let embedded = server(presa::skills!("skills"), 2);
+        let read = server(Skills::from_folder(EMBEDDED).watch(false), 2);
+        let mut e = Client::start(kind, &embedded).await;
+        let mut r = Client::start(kind, &read).await;
+        let same = async |e: &mut Client, r: &mut Client, method: &str, params: Value| {
+            let from_macro = e.send(method, params.clone()).await.result().clone();
+            let from_folder = r.send(method, params.clone()).await.result().clone();
+            assert_eq!(from_macro, from_folder, "{kind:?}: {method} {params}");
+            from_macro
+        };
+        same(&mut e, &mut r, "server/discover", json!({})).await;
+        let (entries, pages) = list_all(&mut e).await;
+        assert_eq!(list_all(&mut r).await, (entries.clone(), pages), "{kind:?}");
+        assert_eq!(pages, 2, "{kind:?}: three skills, two a page");
+        let mut files = 0;
+        for entry in &entries {
+            same(&mut e, &mut r, "skills/get", json!({"uri": entry["uri"]})).await;
+            for file in entry["resources"].as_array().expect("resources") {
+                let uri = file["uri"].as_str().expect("uri");
+                let path = uri.strip_prefix("skill://").expect("a skill URI");
+                let on_disk = std::fs::read(Path::new(EMBEDDED).join(path)).expect("the file");
+                assert_eq!(file["digest"], json!(sha256(&on_disk)), "{kind:?}: {uri}");
+                assert_eq!(file["size"], json!(on_disk.len()), "{kind:?}: {uri}");
+                same(&mut e, &mut r, "resources/read", json!({"uri": uri})).await;
+                files += 1;
+            }
+        }
+        assert_eq!(
+            files, 6,
+            "{kind:?}: every file of every skill, README.md left out"
+        );
+        same(&mut e, &mut r, "resources/list", json!({})).await;
+        for dir in [
+            "skill://pdf-processing",
+            "skill://pdf-processing/templates",
+            "skill://acme",
+        ] {
+            same(
+                &mut e,
+                &mut r,
+                "resources/directory/read",
+                json!({"uri": dir}),
+            )
+            .await;
+        }
+    }
 }

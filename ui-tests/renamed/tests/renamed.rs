@@ -1,6 +1,7 @@
 //! Every attribute used through a renamed dependency, told where presa is with
 //! `crate = "presa_renamed"`, beside a local `presa` that is `std`: generated code that
-//! named `::presa` (no such crate here) or `presa` (this module) would not compile.
+//! named `::presa` (no such crate here) or `presa` (this module) would not compile. The
+//! skill set `skills!` embeds is `skills/`, beside this crate's Cargo.toml.
 
 use presa_renamed::testing::TestClient;
 use serde_json::json;
@@ -46,6 +47,7 @@ async fn items_declared_under_another_name_are_served() {
         .add::<echo>()
         .add::<greet>()
         .add::<note>()
+        .extension(presa_renamed::skills!("skills", crate = "presa_renamed"))
         .build()
         .expect("builds");
     let c = TestClient::new(&server);
@@ -69,6 +71,11 @@ async fn items_declared_under_another_name_are_served() {
     );
     let read = c.read_resource("notes://7").await;
     assert_eq!(read.result()["contents"][0]["text"], "note 7");
+    let skills = c.request("skills/list", json!({})).await;
+    assert_eq!(
+        skills.result()["skills"][0]["uri"],
+        "skill://notes/SKILL.md"
+    );
     // The local `presa` is `std`, untouched by the expansions.
     assert_eq!(presa::mem::size_of::<u8>(), 1);
 }

@@ -1,0 +1,4 @@
+/// Two skills named alike, in two folders.
+fn main() {
+    let _ = presa::skills!("skill-sets/duplicate-names");
+}

@@ -1,0 +1,4 @@
+/// An empty path.
+fn main() {
+    let _ = presa::skills!("");
+}

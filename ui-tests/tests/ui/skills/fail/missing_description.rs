@@ -1,0 +1,4 @@
+/// Frontmatter without a `description`.
+fn main() {
+    let _ = presa::skills!("skill-sets/no-description");
+}

@@ -1,0 +1,4 @@
+/// A folder that does not exist.
+fn main() {
+    let _ = presa::skills!("skill-sets/no-such-folder");
+}

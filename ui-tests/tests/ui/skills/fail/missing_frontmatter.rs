@@ -1,0 +1,4 @@
+/// A SKILL.md without frontmatter.
+fn main() {
+    let _ = presa::skills!("skill-sets/no-frontmatter");
+}

@@ -1,0 +1,4 @@
+/// No folder at all.
+fn main() {
+    let _ = presa::skills!();
+}
