@@ -359,6 +359,14 @@ impl Inner {
         }
     }
 
+    /// Serves `loaded` from now on.
+    fn set_loaded(&self, loaded: Option<Arc<Loaded>>) {
+        *self
+            .loaded
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = loaded;
+    }
+
     /// Looks at a watched folder once: on a change, reads and checks it again and, when
     /// valid, serves the new set in place of the old, with one `resources/list_changed`.
     fn poll(&self, server: &Server) {
@@ -393,14 +401,15 @@ impl Inner {
                     .iter()
                     .map(|r| r.uri().to_owned())
                     .collect();
-                if let Err(e) = server.replace_resources(&old, next.resources.clone()) {
+                let resources = next.resources.clone();
+                // The new set is in place before the catalog change announces it, so a
+                // client that asks on hearing `list_changed` is answered from the new set.
+                self.set_loaded(Some(Arc::new(next)));
+                if let Err(e) = server.replace_resources(&old, resources) {
+                    self.set_loaded(Some(current));
                     tracing::warn!(folder = %root.display(), error = %e, "skills folder changed, but its resources could not be served; the previous set stays");
                     return;
                 }
-                *self
-                    .loaded
-                    .write()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(Arc::new(next));
                 tracing::info!(folder = %root.display(), "skills folder changed: the new set is served");
             }
             Err(e) => {
