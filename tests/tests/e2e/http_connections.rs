@@ -70,11 +70,24 @@ async fn closed_after(stream: &mut TcpStream, since: Instant, wait: Duration) ->
     tokio::time::timeout(wait, closed).await.ok()
 }
 
-/// The process's soft limit on open files, when the system says.
-fn open_files_limit() -> Option<u64> {
-    let limits = std::fs::read_to_string("/proc/self/limits").ok()?;
-    let line = limits.lines().find(|l| l.starts_with("Max open files"))?;
-    line.split_whitespace().nth(3)?.parse().ok()
+/// Raises this process's soft limit on open files to its hard limit (which needs no
+/// privilege) and says whether `needed` files may then be open. A hard limit below
+/// `needed` is a property of the machine, not of presa: the caller skips and says why.
+fn open_files_allow(needed: u64) -> bool {
+    use nix::sys::resource::{Resource, getrlimit, setrlimit};
+    let Ok((soft, hard)) = getrlimit(Resource::RLIMIT_NOFILE) else {
+        return true;
+    };
+    if soft >= needed {
+        return true;
+    }
+    if hard >= needed && setrlimit(Resource::RLIMIT_NOFILE, hard, hard).is_ok() {
+        return true;
+    }
+    eprintln!(
+        "skipped: this test needs {needed} open files and the hard limit (`ulimit -Hn`) is {hard}"
+    );
+    false
 }
 
 /// 2,000 connections that send half a request's headers and nothing more are all closed
@@ -84,12 +97,8 @@ fn open_files_limit() -> Option<u64> {
 async fn half_headers_are_closed_at_the_header_read_timeout() {
     const HALF: usize = 2000;
     // Both ends of every connection live in this process.
-    if let Some(limit) = open_files_limit() {
-        assert!(
-            limit >= 2 * HALF as u64 + 512,
-            "this test needs {} open files (`ulimit -n`), the process may open {limit}",
-            2 * HALF + 512
-        );
+    if !open_files_allow(2 * HALF as u64 + 512) {
+        return;
     }
     let timeout = Duration::from_secs(2);
     let config = HttpConfig::default()
