@@ -1,5 +1,6 @@
-//! presa: a framework for Model Context Protocol servers that speak the stateless revision
-//! 2026-07-28.
+//! presa: a framework for Model Context Protocol servers. One set of handlers serves
+//! both eras of the protocol: the stateless revision 2026-07-28, and the clients that open
+//! a session with `initialize` (revisions 2025-11-25 and 2025-06-18).
 //!
 //! A server is a catalog of tools, resources, resource templates and prompts behind one
 //! protocol pipeline; the transports (stdio, Streamable HTTP) only frame bytes.
@@ -44,6 +45,7 @@
 //! | [`testing`] | an in-process client that drives the same pipeline with no socket |
 //! | `tasks` | the Tasks extension (the `tasks` feature) |
 //! | `skills` | the Skills extension (the `skills` feature) |
+//! | [`prelude`] | the items most servers need, for `use presa::prelude::*;` |
 //! | `__private` | what the macros' generated code names (not public API) |
 //!
 //! With the `fast` feature (on by default) a few steps of the request path use

@@ -10,6 +10,7 @@ use presa::auth::{Authorization, TokenError, TokenVerifier, VerifiedToken, Verif
 use presa::tasks::Tasks;
 use presa::{Principal, Server, Tool, ToolCall};
 use presa_tests::http::{Harness, Reply};
+use presa_tests::legacy::{self, Legacy};
 use presa_tests::request;
 use serde_json::{Value, json};
 use std::sync::Arc;
@@ -469,44 +470,34 @@ async fn a_request_state_is_refused_to_another_subject() {
 #[tokio::test]
 async fn a_legacy_session_is_bound_to_the_subject_that_opened_it() {
     let (h, _) = serve(|a| a).await;
-    // Sent as a legacy client sends them; their answers are legacy-shaped, which the
-    // harness's 2026-07-28 checks would refuse, so they are read here.
-    let client = reqwest::Client::new();
-    let post = |body: Value, session: Option<String>, token: Option<&'static str>| {
-        let mut req = client
-            .post(&h.url)
-            .header("Content-Type", "application/json")
-            .header("Accept", "application/json, text/event-stream")
-            .header("MCP-Protocol-Version", "2025-11-25")
-            .body(body.to_string());
-        if let Some(session) = session {
-            req = req.header("Mcp-Session-Id", session);
-        }
-        if let Some(token) = token {
-            req = req.header("Authorization", bearer(token));
-        }
-        async move { req.send().await.expect("sent") }
-    };
-    let init = presa_tests::legacy::initialize(1, "2025-11-25", json!({}));
-    let opened = post(init, None, Some("alice/")).await;
-    assert_eq!(opened.status(), 200);
-    let session = opened
-        .headers()
-        .get("mcp-session-id")
-        .and_then(|v| v.to_str().ok())
-        .expect("a session id")
-        .to_owned();
-    let list = || presa_tests::legacy::request(2, "tools/list", json!({}));
-    let status = |r: reqwest::Response| r.status().as_u16();
-    assert_eq!(
-        status(post(list(), Some(session.clone()), Some("alice/")).await),
-        200
+    let alice = bearer("alice/");
+    let bob = bearer("bob/");
+    let as_alice = [("Authorization", alice.as_str())];
+    let mut client = Legacy::new(&h, "2025-11-25");
+    let id = client.next_id();
+    let opened = client
+        .post(&legacy::initialize(id, "2025-11-25", json!({})), &as_alice)
+        .await;
+    assert_eq!(opened.status, 200, "{}", opened.body);
+    client.session = Some(
+        opened
+            .header("mcp-session-id")
+            .expect("a session id")
+            .to_owned(),
     );
-    assert_eq!(
-        status(post(list(), Some(session.clone()), Some("bob/")).await),
-        404
-    );
-    assert_eq!(status(post(list(), Some(session.clone()), None).await), 401);
+    client
+        .post(
+            &legacy::notification("notifications/initialized", json!({})),
+            &as_alice,
+        )
+        .await
+        .assert_accepted();
+    let list = legacy::request(2, "tools/list", json!({}));
+    assert_eq!(client.post(&list, &as_alice).await.status, 200);
+    let stranger = client.post(&list, &[("Authorization", bob.as_str())]).await;
+    assert_eq!(stranger.status, 404, "{}", stranger.body);
+    let anonymous = client.post(&list, &[("Authorization", "")]).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.body);
 }
 
 /// What is logged on this thread, at every level, while [`Lines::capture`]'s guard lives.

@@ -5,6 +5,7 @@ use crate::http_util::{builder, raw_answer, raw_post_unchecked, text_tool};
 use presa::{HttpConfig, Tool, ToolCall};
 use presa_tests::http::{Harness, standard_headers};
 use presa_tests::request;
+use presa_tests::schema::{check_outgoing, check_server_message};
 use presa_tests::wait::{PATIENCE, QUIET, within};
 use serde_json::{Value, json};
 use std::time::{Duration, Instant};
@@ -30,8 +31,12 @@ fn authority(h: &Harness) -> &str {
     h.base.trim_start_matches("http://")
 }
 
-/// A whole POST of `message` with the headers a correct client sends, kept alive.
+/// A whole POST of `message` with the headers a correct client sends, kept alive, to
+/// write on a connection of the test's choosing. The message is checked as a client's
+/// first: only the HTTP framing is written by hand.
+#[track_caller]
 fn raw_request(h: &Harness, message: &Value) -> String {
+    check_outgoing(message);
     let body = message.to_string();
     let mut head = format!(
         "POST /mcp HTTP/1.1\r\nHost: {}\r\nContent-Length: {}\r\n",
@@ -44,7 +49,8 @@ fn raw_request(h: &Harness, message: &Value) -> String {
     format!("{head}\r\n{body}")
 }
 
-/// Sends a whole `tools/call` of `quick` on `stream` and reads its 200.
+/// Sends a whole `tools/call` of `quick` on `stream` (checked, by [`raw_request`]) and
+/// reads its 200, checked as the answer to a `tools/call`.
 async fn call_quick_on(h: &Harness, stream: &mut TcpStream, id: i64) {
     let message = request(id, "tools/call", json!({"name": "quick"}));
     stream
@@ -52,6 +58,7 @@ async fn call_quick_on(h: &Harness, stream: &mut TcpStream, id: i64) {
         .await
         .expect("writes");
     let answer = raw_answer(stream, "200").await;
+    check_server_message("tools/call", &answer);
     assert_eq!(answer["result"]["content"][0]["text"], "quick", "{answer}");
 }
 

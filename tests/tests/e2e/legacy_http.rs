@@ -346,6 +346,62 @@ async fn both_eras_interleave_on_one_endpoint() {
     );
 }
 
+/// A legacy session pages a listing as 2026-07-28 clients do: `tools/list` with a page
+/// size of 2 over five tools gives pages of at most two, each but the last with a
+/// `nextCursor`, and following them lists every tool exactly once.
+#[tokio::test]
+async fn a_legacy_session_pages_a_listing_with_cursors() {
+    let names = ["alpha", "bravo", "charlie", "delta", "echo"];
+    let mut b = crate::http_util::builder().page_size(2);
+    for name in names {
+        b = b.tool(crate::http_util::text_tool(name, "x"));
+    }
+    let h = Harness::start(b.build().expect("builds")).await;
+    let mut c = Legacy::open(&h, "2025-11-25").await;
+    let mut listed = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = cursor
+            .as_ref()
+            .map_or(json!({}), |at| json!({"cursor": at}));
+        let r = c.call("tools/list", params).await;
+        assert_eq!(r.status, 200, "{}", r.body);
+        let result = &r.response()["result"];
+        let tools = result["tools"].as_array().expect("a tools array");
+        assert!(
+            !tools.is_empty() && tools.len() <= 2,
+            "a page of one or two: {result}"
+        );
+        assert!(
+            result.get("resultType").is_none(),
+            "legacy-shaped: {result}"
+        );
+        listed.extend(
+            tools
+                .iter()
+                .map(|t| t["name"].as_str().expect("a name").to_owned()),
+        );
+        pages += 1;
+        assert!(pages <= names.len(), "the cursors end: {listed:?}");
+        match result.get("nextCursor") {
+            None => break,
+            Some(Value::String(next)) => cursor = Some(next.clone()),
+            Some(other) => panic!("nextCursor must be a string, got {other}"),
+        }
+    }
+    assert_eq!(pages, 3, "{listed:?}");
+    let mut sorted = listed.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), listed.len(), "no tool twice: {listed:?}");
+    assert_eq!(
+        sorted,
+        names.map(str::to_owned).to_vec(),
+        "every tool: {listed:?}"
+    );
+}
+
 // ---- The session id ----
 
 /// Every legacy POST but `initialize`, and GET and DELETE, need a session id: 400
