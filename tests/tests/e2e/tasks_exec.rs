@@ -11,7 +11,9 @@ use crate::tasks::{
     assert_created, assert_sync, by_principal, declared, fixture, keys, plain_caps, task_id, text,
     tool, undeclared, with_caps,
 };
-use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, Tasks};
+use presa::tasks::{
+    MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore, Tasks,
+};
 use presa_tests::wait::{Deadline, QUIET, until};
 use serde_json::json;
 use std::collections::BTreeSet;
@@ -57,7 +59,7 @@ async fn cancel_drops_the_running_tool_future() {
             Some(TaskStatus::Cancelled),
             "{kind:?}"
         );
-        let record = lab.tasks.store().get(&id).expect("stored");
+        let record = lab.record(&id).expect("stored");
         assert!(
             record.result.is_none() && record.error.is_none(),
             "{kind:?}: {record:?}"
@@ -112,7 +114,7 @@ async fn a_task_cancelled_while_its_worker_finishes_stays_cancelled() {
                 task["status"], "cancelled",
                 "{kind:?} round {round}: {task}"
             );
-            let record = lab.tasks.store().get(&id).expect("stored");
+            let record = lab.record(&id).expect("stored");
             assert_eq!(
                 record.status,
                 TaskStatus::Cancelled,
@@ -390,9 +392,8 @@ async fn a_cancelled_task_frees_its_worker_slot() {
 }
 
 /// A [`MemoryStore`] made to behave as another store would in one respect, counting
-/// what it is asked: an `insert` that takes time (a durable store blocks for its write,
-/// the trait being synchronous), a compare-and-set that conflicts every time (a
-/// poisoned or broken store).
+/// what it is asked: an `insert` that takes time (a durable store awaits its write), a
+/// compare-and-set that conflicts every time (a broken store).
 #[derive(Default)]
 struct TestStore {
     inner: MemoryStore,
@@ -410,34 +411,36 @@ struct StoreCounts {
 }
 
 impl TaskStore for TestStore {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        std::thread::sleep(self.insert_delay);
-        self.inner.insert(record)
+    fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            tokio::time::sleep(self.insert_delay).await;
+            self.inner.insert(record).await
+        })
     }
 
-    fn get(&self, id: &str) -> Option<TaskRecord> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         self.counts.gets.fetch_add(1, SeqCst);
         self.inner.get(id)
     }
 
-    fn status(&self, id: &str) -> Option<TaskStatus> {
+    fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
         self.counts.statuses.fetch_add(1, SeqCst);
         self.inner.status(id)
     }
 
-    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> StoreFuture<'_, TaskRecord> {
         self.counts.compare_and_sets.fetch_add(1, SeqCst);
         if self.always_conflict {
-            return Err(Conflict);
+            return Box::pin(async { Err(StoreError::Conflict) });
         }
         self.inner.compare_and_set(expected, record)
     }
 
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+    fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize> {
         self.inner.count(scope, now_ms)
     }
 
-    fn remove_expired(&self, now_ms: u64) -> usize {
+    fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         self.inner.remove_expired(now_ms)
     }
 }
@@ -746,10 +749,7 @@ async fn expired_tasks_become_unknown_and_are_reaped() {
                 .await
                 .invalid_params(UNKNOWN_TASK);
         }
-        until("the reaper deletes the task", || {
-            lab.tasks.store().get(&id).is_none()
-        })
-        .await;
+        until("the reaper deletes the task", || lab.record(&id).is_none()).await;
         assert_eq!(lab.stored(), 0, "{kind:?}");
     }
 }
@@ -777,10 +777,7 @@ async fn expired_tasks_are_unknown_before_the_reaper_runs() {
             }
             deadline.tick(got.response()).await;
         }
-        assert!(
-            lab.tasks.store().get(&id).is_some(),
-            "{kind:?}: not reaped yet"
-        );
+        assert!(lab.record(&id).is_some(), "{kind:?}: not reaped yet");
         let next = w.create("quick", json!({})).await;
         w.wait_for(&next, &["completed"]).await;
     }
@@ -962,7 +959,7 @@ async fn a_partial_answer_keeps_the_task_waiting_with_its_requests_unchanged() {
             2,
             "{kind:?}: one run with both"
         );
-        let record = lab.tasks.store().get(&id).expect("stored");
+        let record = lab.record(&id).expect("stored");
         assert!(record.input_requests.is_empty(), "{kind:?}: {record:?}");
     }
 }
