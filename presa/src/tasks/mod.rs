@@ -13,9 +13,13 @@
 //! | `Required` | a task | -32021 |
 
 pub mod contract;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 mod time;
 
+#[cfg(feature = "sqlite")]
+pub use sqlite::{OpenError, SqliteStore};
 pub use store::{
     MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
 };
