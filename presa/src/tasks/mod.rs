@@ -315,7 +315,11 @@ impl Tasks {
     /// The task `id` as `ctx`'s principal may see it: unknown, expired and other scopes'
     /// tasks are all the same -32602; a store fault is the retryable -32603.
     async fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
-        let found = self.store().get(id).await.map_err(|e| fault(id, &e))?;
+        let found = self
+            .store()
+            .get(id)
+            .await
+            .map_err(|e| fault(Some(id), &e))?;
         Self::visible(found, ctx)
             .ok_or_else(|| Error::invalid_params("Unknown or inaccessible taskId"))
     }
@@ -414,7 +418,7 @@ impl Tasks {
                 "The task store did not take the change; try again",
             )),
             Ok(_) => Ok(()),
-            Err(e) => Err(fault(id, &e)),
+            Err(e) => Err(fault(Some(id), &e)),
         }
     }
 
@@ -433,7 +437,7 @@ impl Tasks {
             self.store()
                 .count(scope, now)
                 .await
-                .map_err(|e| fault("", &e))
+                .map_err(|e| fault(None, &e))
         };
         if count(None).await? >= self.inner.config.max_tasks {
             return Err(full("max_tasks"));
@@ -511,7 +515,7 @@ impl Tasks {
         self.store()
             .insert(record.clone())
             .await
-            .map_err(|e| fault(&record.id, &e))?;
+            .map_err(|e| fault(Some(&record.id), &e))?;
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
@@ -805,7 +809,7 @@ impl Tasks {
                 Some(next)
             })
             .await
-            .map_err(|e| fault(&record.id, &e))?;
+            .map_err(|e| fault(Some(&record.id), &e))?;
         if let Some(e) = too_large {
             return Err(e);
         }
@@ -850,7 +854,7 @@ impl Tasks {
                 Some(next)
             })
             .await
-            .map_err(|e| fault(&record.id, &e))?;
+            .map_err(|e| fault(Some(&record.id), &e))?;
         if stored.is_none() {
             // Not recorded: the work goes on unless the task has ended anyway.
             self.unstored(&record.id).await?;
@@ -945,7 +949,11 @@ impl Extension for Tasks {
                 // Unknown or inaccessible ids are dropped without saying which; a store
                 // fault fails the request (retryable) rather than drop a task it could
                 // not read.
-                let found = this.store().get(&id).await.map_err(|e| fault(&id, &e))?;
+                let found = this
+                    .store()
+                    .get(&id)
+                    .await
+                    .map_err(|e| fault(Some(&id), &e))?;
                 if Self::visible(found, &ctx).is_some() {
                     accepted.push(id);
                 }
@@ -998,10 +1006,14 @@ fn retryable(message: &'static str) -> Error {
     Error::new(code::INTERNAL_ERROR, message).with_data(json!({"retryable": true}))
 }
 
-/// A store fault met by a request (task `id`, or none): logged with its detail, answered
-/// with the [`retryable`] -32603.
-fn fault(id: &str, error: &StoreError) -> Error {
-    tracing::error!(task = %id, "the task store failed: {error}");
+/// A store fault met by a request (about task `id`, when one): logged with its detail,
+/// answered with the [`retryable`] -32603. A duplicate id at creation comes here too: the
+/// client's retry makes a new id.
+fn fault(id: Option<&str>, error: &StoreError) -> Error {
+    match id {
+        Some(id) => tracing::error!(task = %id, "the task store failed: {error}"),
+        None => tracing::error!("the task store failed: {error}"),
+    }
     retryable("The task store is unavailable; try again")
 }
 
