@@ -40,10 +40,10 @@ const MIGRATIONS: &[&[&str]] = &[&[
 ]];
 
 /// The schema version this build writes (and the newest it can read).
-pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
+const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
-/// The default of [`SqliteStore::open_with`]'s busy timeout.
-pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// The busy timeout of [`SqliteStore::open`].
+const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Most connections a store keeps open: reads go on in parallel, writes take turns.
 const MAX_CONNECTIONS: u32 = 8;
@@ -87,7 +87,7 @@ pub enum OpenError {
         path: PathBuf,
         /// The file's schema version.
         found: i64,
-        /// The newest version this build knows ([`SCHEMA_VERSION`]).
+        /// The newest version this build knows.
         known: i64,
     },
     /// Anything else SQLite refused.
@@ -162,7 +162,7 @@ impl OpenError {
 
 impl SqliteStore {
     /// Opens the task database at `path`, creating it (and its schema) if it does not
-    /// exist, with the [`DEFAULT_BUSY_TIMEOUT`]. Its folder must exist.
+    /// exist, with a busy timeout of 5 s. Its folder must exist.
     pub async fn open(path: impl AsRef<Path>) -> Result<SqliteStore, OpenError> {
         SqliteStore::open_with(path, DEFAULT_BUSY_TIMEOUT).await
     }
