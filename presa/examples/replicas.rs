@@ -10,7 +10,7 @@
 
 use presa::RequestContext;
 use presa::mrtr::{Elicitation, ReplayStore};
-use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStore, Tasks};
+use presa::tasks::{MemoryStore, StoreFuture, TaskRecord, TaskStatus, TaskStore, Tasks};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -64,24 +64,28 @@ impl ReplayStore for SharedReplays {
 }
 
 /// The task store every replica shares: a stand-in for a database, delegating to
-/// presa's in-memory store.
+/// presa's in-memory store. A real one awaits its client inside each future and reports
+/// a fault as `StoreError::Unavailable`; `presa::tasks::contract` checks it keeps the rules.
 #[derive(Clone, Default)]
 pub struct SharedTasks(Arc<MemoryStore>);
 
 impl TaskStore for SharedTasks {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
+    fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
         self.0.insert(record)
     }
-    fn get(&self, id: &str) -> Option<TaskRecord> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         self.0.get(id)
     }
-    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+    fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
+        self.0.status(id)
+    }
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> StoreFuture<'_, TaskRecord> {
         self.0.compare_and_set(expected, record)
     }
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+    fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize> {
         self.0.count(scope, now_ms)
     }
-    fn remove_expired(&self, now_ms: u64) -> usize {
+    fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         self.0.remove_expired(now_ms)
     }
 }

@@ -81,15 +81,16 @@ pub trait Extension: Send + Sync + 'static {
         Ok(Intercepted::Continue(call))
     }
 
-    /// Reads this extension's part of a `subscriptions/listen` filter. Returns the
+    /// Reads this extension's part of a `subscriptions/listen` filter. Resolves to the
     /// accepted topics under a key of the acknowledged filter (such as `taskIds`), or
-    /// `None` when the request asked for none.
+    /// `None` when the request asked for none. A future, so that checking a topic may
+    /// look in a store.
     fn listen_filter(
         &self,
         _notifications: &Map<String, Value>,
         _ctx: &RequestContext,
-    ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
-        Ok(None)
+    ) -> BoxFuture<Result<Option<ListenTopics>, Error>> {
+        Box::pin(async { Ok(None) })
     }
 }
 
@@ -101,12 +102,19 @@ pub struct Attached {
     pub(crate) host: Weak<dyn crate::context::Host>,
 }
 
+/// An extension's part of an acknowledged `subscriptions/listen` filter: its key (such
+/// as `taskIds`) and the topics accepted under it.
+pub type ListenTopics = (&'static str, Vec<String>);
+
 /// What an extension made of a `tools/call`.
 pub enum Intercepted {
     /// Run the tool in the request, as usual.
     Continue(ToolInvocation),
     /// Answer with this result instead (its `resultType` included).
     Result(Map<String, Value>),
+    /// Answer with the result this future resolves to (for an answer that waits on I/O,
+    /// such as a store).
+    Later(BoxFuture<Result<Map<String, Value>, Error>>),
 }
 
 /// A validated `tools/call`, ready to run.

@@ -10,6 +10,7 @@ use super::{Core, Step, headers};
 use crate::error::Error;
 use crate::extension::{Intercepted, ToolInvocation};
 use crate::mrtr::round::Closing;
+use crate::registry::BoxFuture;
 use crate::registry::tool::{ToolEntry, ToolOutput};
 use crate::shape::Shaper;
 use crate::wire::jsonrpc::RequestParams;
@@ -37,6 +38,17 @@ pub(super) fn start(
         Err(error) => return Step::Done(closing.close(&core.seals, shaper, Err(error))),
         Ok(Prepared::Answered(answer)) => {
             return Step::Done(closing.close(&core.seals, shaper, answer));
+        }
+        Ok(Prepared::Later(mut answer)) => {
+            if let Some(answer) = answer.as_mut().now_or_never() {
+                let answer = answer.and_then(|result| shaper.object(result));
+                return Step::Done(closing.close(&core.seals, shaper, answer));
+            }
+            let core = Arc::clone(core);
+            return Step::Rest(Box::pin(async move {
+                let answer = answer.await.and_then(|result| core.shaper.object(result));
+                closing.close(&core.seals, &core.shaper, answer)
+            }));
         }
         Ok(Prepared::Run(entry, arguments, ctx)) => (entry, arguments, ctx),
     };
@@ -70,6 +82,8 @@ pub(super) fn shape(
 pub(super) enum Prepared {
     /// Answered already: arguments that fail the schema, or an extension's answer.
     Answered(Result<String, Error>),
+    /// An extension's answer, once this future resolves (its first poll not yet made).
+    Later(BoxFuture<Result<Map<String, Value>, Error>>),
     /// The handler's inputs.
     Run(
         Arc<ToolEntry>,
@@ -147,6 +161,7 @@ pub(super) fn prepare(
             Intercepted::Result(result) => {
                 return Ok(Prepared::Answered(shaper.object(result)));
             }
+            Intercepted::Later(answer) => return Ok(Prepared::Later(answer)),
         }
     }
     Ok(Prepared::Run(

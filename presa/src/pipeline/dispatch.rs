@@ -73,7 +73,7 @@ pub(super) async fn method(
             let mut filter = subscriptions::parse_filter(&params, offer(core, catalog))?;
             if let Some(Value::Object(n)) = params.get("notifications") {
                 for extension in &core.extensions {
-                    if let Some((key, topics)) = extension.listen_filter(n, &ctx)? {
+                    if let Some((key, topics)) = extension.listen_filter(n, &ctx).await? {
                         filter.add_topics(key, topics);
                     }
                 }

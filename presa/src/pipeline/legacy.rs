@@ -107,6 +107,9 @@ impl Core {
             return match call::prepare(self, &shaper, params, None, ctx.clone(), tool) {
                 Err(error) => Step::Done(Err(error)),
                 Ok(call::Prepared::Answered(answer)) => Step::Done(answer),
+                Ok(call::Prepared::Later(answer)) => Step::first_poll(Box::pin(async move {
+                    answer.await.and_then(|result| shaper.object(result))
+                })),
                 Ok(call::Prepared::Run(entry, arguments, ctx)) => {
                     Step::first_poll(Box::pin(async move {
                         let run = |ctx: RequestContext| -> Rest<Result<String, Error>> {

@@ -12,16 +12,21 @@
 //! | `Optional` | a task | runs in the request |
 //! | `Required` | a task | -32021 |
 
+pub mod contract;
+#[cfg(feature = "sqlite")]
+mod sqlite;
 mod store;
 mod time;
 
+#[cfg(feature = "sqlite")]
+pub use sqlite::{OpenError, SqliteStore};
 pub use store::{
-    Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
+    MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
 };
 
 use crate::context::{Cancellation, ContextInit, Outbound, RequestContext};
 use crate::error::{Error, code};
-use crate::extension::{Extension, Intercepted, ToolInvocation, declared, missing};
+use crate::extension::{Extension, Intercepted, ListenTopics, ToolInvocation, declared, missing};
 use crate::mrtr;
 use crate::registry::BoxFuture;
 use crate::subscriptions::Event;
@@ -138,7 +143,7 @@ struct Inner {
     slots: Arc<tokio::sync::Semaphore>,
     /// Held while a task is checked against the limits and stored, so concurrent
     /// creations cannot both pass the same last slot.
-    creating: Mutex<()>,
+    creating: tokio::sync::Mutex<()>,
     reaper: AtomicBool,
 }
 
@@ -270,7 +275,7 @@ impl TasksBuilder {
                 config: self,
                 workers: Mutex::default(),
                 slots: Arc::new(tokio::sync::Semaphore::new(slots)),
-                creating: Mutex::new(()),
+                creating: tokio::sync::Mutex::new(()),
                 reaper: AtomicBool::new(false),
             }),
         }
@@ -308,55 +313,84 @@ impl Tasks {
     }
 
     /// The task `id` as `ctx`'s principal may see it: unknown, expired and other scopes'
-    /// tasks are all the same -32602. A caller without a principal sees the tasks of
-    /// callers without one.
-    fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
-        let unknown = || Error::invalid_params("Unknown or inaccessible taskId");
-        let record = self.inner.config.store.get(id).ok_or_else(unknown)?;
+    /// tasks are all the same -32602; a store fault is the retryable -32603.
+    async fn lookup(&self, id: &str, ctx: &RequestContext) -> Result<TaskRecord, Error> {
+        let found = self
+            .store()
+            .get(id)
+            .await
+            .map_err(|e| fault(Some(id), &e))?;
+        Self::visible(found, ctx)
+            .ok_or_else(|| Error::invalid_params("Unknown or inaccessible taskId"))
+    }
+
+    /// `record` if `ctx`'s principal may see it and it has not expired. A caller without
+    /// a principal sees the tasks of callers without one.
+    fn visible(record: Option<TaskRecord>, ctx: &RequestContext) -> Option<TaskRecord> {
+        let record = record?;
         let visible = match Self::scope(ctx) {
             Some(scope) => record.scope == scope,
             None => record.scope.starts_with(ANONYMOUS_SCOPE),
         };
-        if !visible || record.expired(time::now_ms()) {
-            return Err(unknown());
-        }
-        Ok(record)
+        (visible && !record.expired(time::now_ms())).then_some(record)
     }
 
     /// Applies `change` with compare-and-set until it sticks; `None` from `change` means
-    /// nothing to do, and `None` back means nothing was stored (the task is gone or
+    /// nothing to do, and `Ok(None)` back means nothing was stored (the task is gone or
     /// terminal, or the store conflicted [`UPDATE_ATTEMPTS`] times). Terminal tasks never
-    /// change. Publishes the new state.
-    fn update(
+    /// change. Publishes the new state. A store fault ends the attempt with the fault.
+    async fn update(
+        &self,
+        server: &crate::Server,
+        id: &str,
+        mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
+    ) -> Result<Option<TaskRecord>, StoreError> {
+        // A store that reports a conflict every time (a broken store) is given up on
+        // rather than retried forever on a worker thread.
+        let store = self.store();
+        for _ in 0..UPDATE_ATTEMPTS {
+            let Some(current) = store.get(id).await? else {
+                return Ok(None);
+            };
+            if current.status.is_terminal() {
+                return Ok(None);
+            }
+            let Some(mut next) = change(&current) else {
+                return Ok(None);
+            };
+            next.last_updated_at = time::now_ms();
+            match store.compare_and_set(current.revision, next).await {
+                Ok(stored) => {
+                    publish(server, &stored);
+                    return Ok(Some(stored));
+                }
+                Err(StoreError::Conflict) => continue,
+                Err(fault) => return Err(fault),
+            }
+        }
+        tracing::error!(task = %id, "the task store reported a conflict on every attempt to update the task");
+        Ok(None)
+    }
+
+    /// [`update`](Self::update) for a worker, which has no request to report a store
+    /// fault to: the fault is logged and the update tried again every
+    /// [`TasksBuilder::remote_check`] until the store answers, so an outcome the worker
+    /// holds is never dropped while the process lives.
+    async fn settle(
         &self,
         server: &crate::Server,
         id: &str,
         mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
     ) -> Option<TaskRecord> {
-        // A store that reports a conflict every time (a poisoned lock, a broken store) is
-        // given up on rather than retried forever on a worker thread.
-        for _ in 0..UPDATE_ATTEMPTS {
-            let current = self.inner.config.store.get(id)?;
-            if current.status.is_terminal() {
-                return None;
-            }
-            let mut next = change(&current)?;
-            next.last_updated_at = time::now_ms();
-            match self
-                .inner
-                .config
-                .store
-                .compare_and_set(current.revision, next)
-            {
-                Ok(stored) => {
-                    publish(server, &stored);
-                    return Some(stored);
+        loop {
+            match self.update(server, id, &mut change).await {
+                Ok(stored) => return stored,
+                Err(e) => {
+                    tracing::warn!(task = %id, "a task's update is retried: {e}");
+                    tokio::time::sleep(self.inner.config.remote_check).await;
                 }
-                Err(_) => continue,
             }
         }
-        tracing::error!(task = %id, "the task store reported a conflict on every attempt to update the task");
-        None
     }
 
     /// The bound on what a task record keeps until it expires (Tasks reference section
@@ -377,21 +411,20 @@ impl Tasks {
 
     /// After an update that stored nothing: `Ok` when the task ended (or vanished)
     /// meanwhile, so there is nothing left to change; the retryable -32603 when the
-    /// store refused every attempt ([`UPDATE_ATTEMPTS`]).
-    fn unstored(&self, id: &str) -> Result<(), Error> {
-        match self.inner.config.store.status(id) {
-            Some(status) if !status.is_terminal() => Err(Error::new(
-                code::INTERNAL_ERROR,
+    /// store refused every attempt ([`UPDATE_ATTEMPTS`]) or failed.
+    async fn unstored(&self, id: &str) -> Result<(), Error> {
+        match self.store().status(id).await {
+            Ok(Some(status)) if !status.is_terminal() => Err(retryable(
                 "The task store did not take the change; try again",
-            )
-            .with_data(json!({"retryable": true}))),
-            _ => Ok(()),
+            )),
+            Ok(_) => Ok(()),
+            Err(e) => Err(fault(Some(id), &e)),
         }
     }
 
     /// Checks a new task against the limits, in the order their errors are reported;
     /// within them, the worker slot it will run in.
-    fn capacity(&self, scope: Option<&str>) -> Result<OwnedSemaphorePermit, Error> {
+    async fn capacity(&self, scope: Option<&str>) -> Result<OwnedSemaphorePermit, Error> {
         let now = time::now_ms();
         let full = |limit: &str| {
             Error::new(code::INTERNAL_ERROR, "Task capacity exhausted")
@@ -400,12 +433,17 @@ impl Tasks {
         let slot = Arc::clone(&self.inner.slots)
             .try_acquire_owned()
             .map_err(|_| full("max_workers"))?;
-        if self.inner.config.store.count(None, now) >= self.inner.config.max_tasks {
+        let count = |scope| async move {
+            self.store()
+                .count(scope, now)
+                .await
+                .map_err(|e| fault(None, &e))
+        };
+        if count(None).await? >= self.inner.config.max_tasks {
             return Err(full("max_tasks"));
         }
         if let Some(scope) = scope
-            && self.inner.config.store.count(Some(scope), now)
-                >= self.inner.config.max_tasks_per_scope
+            && count(Some(scope)).await? >= self.inner.config.max_tasks_per_scope
         {
             return Err(full("max_tasks_per_scope"));
         }
@@ -425,16 +463,19 @@ impl Tasks {
                 };
                 tokio::time::sleep(every).await;
                 let Some(inner) = weak.upgrade() else { return };
-                let reaped = inner.config.store.remove_expired(time::now_ms());
-                if reaped > 0 {
-                    tracing::debug!(reaped, "expired tasks deleted");
+                // A fault is tried again at the next round; an expired task meanwhile is
+                // refused as unknown all the same.
+                match inner.config.store.remove_expired(time::now_ms()).await {
+                    Ok(0) => {}
+                    Ok(reaped) => tracing::debug!(reaped, "expired tasks deleted"),
+                    Err(e) => tracing::warn!("expired tasks were not deleted: {e}"),
                 }
             }
         });
     }
 
     /// Creates a task for a validated call and starts its worker.
-    fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
+    async fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
         let ctx = invocation.ctx().clone();
         let work = WorkDescriptor {
             tool: invocation.tool().name().to_owned(),
@@ -447,8 +488,8 @@ impl Tasks {
         // stored (Tasks reference section 3.2, step 5).
         self.input_within_limit(&work, &answers)?;
         let principal = Self::scope(&ctx);
-        let _creating = self.inner.creating.lock().map_err(|_| Error::internal())?;
-        let slot = self.capacity(principal.as_deref())?;
+        let _creating = self.inner.creating.lock().await;
+        let slot = self.capacity(principal.as_deref()).await?;
         let now = time::now_ms();
         // Unguessable (errata section 4); without OS randomness no task is made.
         let id = mrtr::token::random_id(24).ok_or_else(Error::internal)?;
@@ -471,14 +512,10 @@ impl Tasks {
             revision: 0,
         };
         // Stored before the response is written: a tasks/get right after sees it.
-        self.inner
-            .config
-            .store
+        self.store()
             .insert(record.clone())
-            .map_err(|e| {
-                tracing::error!("the task store refused a task: {e:?}");
-                Error::internal()
-            })?;
+            .await
+            .map_err(|e| fault(Some(&record.id), &e))?;
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
@@ -517,7 +554,19 @@ impl Tasks {
         // Held while the tool runs; given back while the task waits for input.
         let mut slot = Some(slot);
         let server = invocation.server().clone();
-        while let Some(record) = self.inner.config.store.get(&id) {
+        loop {
+            let record = match self.store().get(&id).await {
+                Ok(Some(record)) => record,
+                Ok(None) => break,
+                Err(e) => {
+                    // The task was acknowledged: it runs once the store answers again.
+                    tracing::warn!(task = %id, "a task's worker could not read it: {e}");
+                    tokio::select! {
+                        _ = worker.cancel.cancelled() => break,
+                        () = tokio::time::sleep(self.inner.config.remote_check) => continue,
+                    }
+                }
+            };
             if record.status.is_terminal() {
                 break;
             }
@@ -536,7 +585,7 @@ impl Tasks {
             };
             let inputs = ctx.inputs_outcome();
             if let Some(error) = inputs.failure {
-                self.fail(&server, &id, &error);
+                self.fail(&server, &id, &error).await;
                 break;
             }
             if inputs.demanded {
@@ -549,7 +598,7 @@ impl Tasks {
                 if !required.is_empty() {
                     // The task may only park on input kinds its creator declared.
                     let error = Error::missing_client_capability(Value::Object(required));
-                    self.fail(&server, &id, &error);
+                    self.fail(&server, &id, &error).await;
                     break;
                 }
                 let requests: Map<String, Value> = inputs
@@ -558,23 +607,25 @@ impl Tasks {
                     .map(|(k, request, _)| (k, request))
                     .collect();
                 let accepted = inputs.accepted;
-                let parked = self.update(&server, &id, |r| {
-                    let mut next = r.clone();
-                    next.answers.extend(accepted.clone());
-                    // A key answered while this round ran is never requested again: the
-                    // next round uses the answer.
-                    next.input_requests = requests
-                        .iter()
-                        .filter(|(k, _)| !next.answers.contains_key(*k))
-                        .map(|(k, v)| (k.clone(), v.clone()))
-                        .collect();
-                    (next.status, next.status_message) = if next.input_requests.is_empty() {
-                        (TaskStatus::Working, Some("Working".into()))
-                    } else {
-                        (TaskStatus::InputRequired, Some("Waiting for input".into()))
-                    };
-                    Some(next)
-                });
+                let parked = self
+                    .settle(&server, &id, |r| {
+                        let mut next = r.clone();
+                        next.answers.extend(accepted.clone());
+                        // A key answered while this round ran is never requested again: the
+                        // next round uses the answer.
+                        next.input_requests = requests
+                            .iter()
+                            .filter(|(k, _)| !next.answers.contains_key(*k))
+                            .map(|(k, v)| (k.clone(), v.clone()))
+                            .collect();
+                        (next.status, next.status_message) = if next.input_requests.is_empty() {
+                            (TaskStatus::Working, Some("Working".into()))
+                        } else {
+                            (TaskStatus::InputRequired, Some("Waiting for input".into()))
+                        };
+                        Some(next)
+                    })
+                    .await;
                 match parked {
                     None => break,
                     Some(r) if r.status == TaskStatus::Working => continue,
@@ -615,19 +666,20 @@ impl Tasks {
             };
             match outcome {
                 Ok(Ok(result)) => {
-                    self.update(&server, &id, |r| {
+                    self.settle(&server, &id, |r| {
                         let mut next = r.clone();
                         next.status = TaskStatus::Completed;
                         next.status_message = None;
                         next.input_requests = Map::new();
                         next.result = Some(Value::Object(result.clone()));
                         Some(next)
-                    });
+                    })
+                    .await;
                 }
-                Ok(Err(error)) => self.fail(&server, &id, &error),
+                Ok(Err(error)) => self.fail(&server, &id, &error).await,
                 Err(_panic) => {
                     tracing::error!(task = %id, "a task's tool panicked");
-                    self.fail(&server, &id, &Error::internal());
+                    self.fail(&server, &id, &Error::internal()).await;
                 }
             }
             break;
@@ -638,25 +690,28 @@ impl Tasks {
     }
 
     /// Completes when the stored task is cancelled by someone else (another replica
-    /// sharing the store), checked every [`TasksBuilder::remote_check`].
+    /// sharing the store) or gone, checked every [`TasksBuilder::remote_check`]. A store
+    /// fault is no change: it is logged and checked again at the next round.
     async fn cancelled_elsewhere(&self, id: &str) {
         loop {
             tokio::time::sleep(self.inner.config.remote_check).await;
-            match self.inner.config.store.status(id) {
-                Some(s) if s != TaskStatus::Cancelled => {}
-                _ => return,
+            match self.store().status(id).await {
+                Ok(Some(s)) if s != TaskStatus::Cancelled => {}
+                Ok(_) => return,
+                Err(e) => tracing::warn!(task = %id, "a task's status could not be read: {e}"),
             }
         }
     }
 
     /// Completes when the stored task's status is no longer `status` (or it is gone),
-    /// checked every [`TasksBuilder::remote_check`].
+    /// checked every [`TasksBuilder::remote_check`]; a store fault is checked again.
     async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
         loop {
             tokio::time::sleep(self.inner.config.remote_check).await;
-            match self.inner.config.store.status(id) {
-                Some(s) if s == status => {}
-                _ => return,
+            match self.store().status(id).await {
+                Ok(Some(s)) if s == status => {}
+                Ok(_) => return,
+                Err(e) => tracing::warn!(task = %id, "a task's status could not be read: {e}"),
             }
         }
     }
@@ -664,15 +719,16 @@ impl Tasks {
     /// Ends the task `failed` with `error` as the request itself would have answered it
     /// (the extension: "the `error` field MUST contain that JSON-RPC error"): its code,
     /// message and data, unchanged.
-    fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
-        self.update(server, id, |r| {
+    async fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
+        self.settle(server, id, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Failed;
             next.status_message = Some(error.message().to_owned());
             next.input_requests = Map::new();
             next.error = Some(error.to_object());
             Some(next)
-        });
+        })
+        .await;
     }
 
     fn task_id(params: &Map<String, Value>) -> Result<String, Error> {
@@ -685,16 +741,16 @@ impl Tasks {
         }
     }
 
-    fn get(
+    async fn get(
         &self,
         params: &Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<Map<String, Value>, Error> {
         let id = Self::task_id(params)?;
-        Ok(detailed(&self.lookup(&id, ctx)?))
+        Ok(detailed(&self.lookup(&id, ctx).await?))
     }
 
-    fn answer(
+    async fn answer(
         &self,
         params: &Map<String, Value>,
         ctx: &RequestContext,
@@ -714,7 +770,7 @@ impl Tasks {
         {
             return Err(Error::invalid_params("inputResponses is invalid"));
         }
-        let record = self.lookup(&id, ctx)?;
+        let record = self.lookup(&id, ctx).await?;
         // Whether the answers taken leave nothing pending: only then does the tool run
         // again. A partial answer is kept and the task stays `input_required` (the
         // extension: "until the remaining responses arrive"), so a key still pending
@@ -722,41 +778,44 @@ impl Tasks {
         // a key must never name two requests over a task's lifetime.
         let (mut took, mut complete) = (false, false);
         let mut too_large = None;
-        let stored = self.update(&ctx.server(), &record.id, |r| {
-            (took, complete) = (false, false);
-            // Only answers to pending requests are taken; others are ignored.
-            let taken: Vec<(&String, &Value)> = responses
-                .iter()
-                .filter(|(k, _)| r.input_requests.contains_key(*k))
-                .collect();
-            if taken.is_empty() {
-                return None;
-            }
-            let mut next = r.clone();
-            for (k, v) in taken {
-                next.input_requests.remove(k);
-                next.answers.insert(k.clone(), v.clone());
-            }
-            // The answers stay in the record until it expires: held to the bound its
-            // creation was (the work input and every answer, as JSON).
-            if let Err(e) = self.input_within_limit(&next.work, &next.answers) {
-                too_large = Some(e);
-                return None;
-            }
-            if next.input_requests.is_empty() {
-                next.status = TaskStatus::Working;
-                next.status_message = Some("Working".into());
-                complete = true;
-            }
-            took = true;
-            Some(next)
-        });
+        let stored = self
+            .update(&ctx.server(), &record.id, |r| {
+                (took, complete) = (false, false);
+                // Only answers to pending requests are taken; others are ignored.
+                let taken: Vec<(&String, &Value)> = responses
+                    .iter()
+                    .filter(|(k, _)| r.input_requests.contains_key(*k))
+                    .collect();
+                if taken.is_empty() {
+                    return None;
+                }
+                let mut next = r.clone();
+                for (k, v) in taken {
+                    next.input_requests.remove(k);
+                    next.answers.insert(k.clone(), v.clone());
+                }
+                // The answers stay in the record until it expires: held to the bound its
+                // creation was (the work input and every answer, as JSON).
+                if let Err(e) = self.input_within_limit(&next.work, &next.answers) {
+                    too_large = Some(e);
+                    return None;
+                }
+                if next.input_requests.is_empty() {
+                    next.status = TaskStatus::Working;
+                    next.status_message = Some("Working".into());
+                    complete = true;
+                }
+                took = true;
+                Some(next)
+            })
+            .await
+            .map_err(|e| fault(Some(&record.id), &e))?;
         if let Some(e) = too_large {
             return Err(e);
         }
         if took && stored.is_none() {
             // Taken in a try the store refused: nothing is stored, nothing to wake.
-            self.unstored(&record.id)?;
+            self.unstored(&record.id).await?;
             return Ok(Map::new());
         }
         if took && complete {
@@ -777,25 +836,28 @@ impl Tasks {
         }
     }
 
-    fn cancel(
+    async fn cancel(
         &self,
         params: &Map<String, Value>,
         ctx: &RequestContext,
     ) -> Result<Map<String, Value>, Error> {
         let id = Self::task_id(params)?;
-        let record = self.lookup(&id, ctx)?;
+        let record = self.lookup(&id, ctx).await?;
         // Record the status first, then stop the work: a worker finishing at the same
         // moment cannot overwrite a terminal status. The acknowledgement does not wait.
-        let stored = self.update(&ctx.server(), &record.id, |r| {
-            let mut next = r.clone();
-            next.status = TaskStatus::Cancelled;
-            next.status_message = Some("Cancellation requested".into());
-            next.input_requests = Map::new();
-            Some(next)
-        });
+        let stored = self
+            .update(&ctx.server(), &record.id, |r| {
+                let mut next = r.clone();
+                next.status = TaskStatus::Cancelled;
+                next.status_message = Some("Cancellation requested".into());
+                next.input_requests = Map::new();
+                Some(next)
+            })
+            .await
+            .map_err(|e| fault(Some(&record.id), &e))?;
         if stored.is_none() {
             // Not recorded: the work goes on unless the task has ended anyway.
-            self.unstored(&record.id)?;
+            self.unstored(&record.id).await?;
         }
         let worker = self
             .inner
@@ -829,13 +891,16 @@ impl Extension for Tasks {
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> BoxFuture<Result<Map<String, Value>, Error>> {
-        let result = match method {
-            "tasks/get" => self.get(&params, &ctx),
-            "tasks/update" => self.answer(&params, &ctx),
-            "tasks/cancel" => self.cancel(&params, &ctx),
-            other => Err(Error::method_not_found(other)),
-        };
-        Box::pin(async move { result })
+        let this = self.clone();
+        match method {
+            "tasks/get" => Box::pin(async move { this.get(&params, &ctx).await }),
+            "tasks/update" => Box::pin(async move { this.answer(&params, &ctx).await }),
+            "tasks/cancel" => Box::pin(async move { this.cancel(&params, &ctx).await }),
+            other => {
+                let error = Error::method_not_found(other);
+                Box::pin(async move { Err(error) })
+            }
+        }
     }
 
     fn intercept_tool_call(&self, call: ToolInvocation) -> Result<Intercepted, Error> {
@@ -860,7 +925,10 @@ impl Extension for Tasks {
             )),
             (TaskMode::Required, false) => Err(missing(ID)),
             (TaskMode::Optional | TaskMode::Required, true) => {
-                self.create(call).map(Intercepted::Result)
+                let this = self.clone();
+                Ok(Intercepted::Later(Box::pin(async move {
+                    this.create(call).await
+                })))
             }
         }
     }
@@ -869,7 +937,40 @@ impl Extension for Tasks {
         &self,
         notifications: &Map<String, Value>,
         ctx: &RequestContext,
-    ) -> Result<Option<(&'static str, Vec<String>)>, Error> {
+    ) -> BoxFuture<Result<Option<ListenTopics>, Error>> {
+        let asked = self.listen_ids(notifications, ctx);
+        let (this, ctx) = (self.clone(), ctx.clone());
+        Box::pin(async move {
+            let Some(asked) = asked? else {
+                return Ok(None);
+            };
+            let mut accepted = Vec::new();
+            for id in asked {
+                // Unknown or inaccessible ids are dropped without saying which; a store
+                // fault fails the request (retryable) rather than drop a task it could
+                // not read.
+                let found = this
+                    .store()
+                    .get(&id)
+                    .await
+                    .map_err(|e| fault(Some(&id), &e))?;
+                if Self::visible(found, &ctx).is_some() {
+                    accepted.push(id);
+                }
+            }
+            Ok(Some(("taskIds", accepted)))
+        })
+    }
+}
+
+impl Tasks {
+    /// The distinct task ids a listen filter asks for, checked for shape; `None` when it
+    /// asks for none.
+    fn listen_ids(
+        &self,
+        notifications: &Map<String, Value>,
+        ctx: &RequestContext,
+    ) -> Result<Option<Vec<String>>, Error> {
         let Some(ids) = notifications.get("taskIds") else {
             return Ok(None);
         };
@@ -891,13 +992,29 @@ impl Extension for Tasks {
                 .as_str()
                 .filter(|s| !s.is_empty() && s.len() <= MAX_TASK_ID_BYTES)
                 .ok_or_else(invalid)?;
-            // Unknown or inaccessible ids are dropped without saying which.
-            if self.lookup(id, ctx).is_ok() && !accepted.iter().any(|a| a == id) {
+            if !accepted.iter().any(|a| a == id) {
                 accepted.push(id.to_owned());
             }
         }
-        Ok(Some(("taskIds", accepted)))
+        Ok(Some(accepted))
     }
+}
+
+/// The -32603 a request gets when the task store cannot serve it now: `retryable`, so
+/// the client tries again later. Nothing of the cause is sent.
+fn retryable(message: &'static str) -> Error {
+    Error::new(code::INTERNAL_ERROR, message).with_data(json!({"retryable": true}))
+}
+
+/// A store fault met by a request (about task `id`, when one): logged with its detail,
+/// answered with the [`retryable`] -32603. A duplicate id at creation comes here too: the
+/// client's retry makes a new id.
+fn fault(id: Option<&str>, error: &StoreError) -> Error {
+    match id {
+        Some(id) => tracing::error!(task = %id, "the task store failed: {error}"),
+        None => tracing::error!("the task store failed: {error}"),
+    }
+    retryable("The task store is unavailable; try again")
 }
 
 /// A context for the worker: the creating request's capabilities and principal, none of

@@ -1,11 +1,15 @@
 //! Task records and where they are kept. The [`TaskStore`] trait is small and
 //! compare-and-set based, with records that serialize whole (no request-context values in
 //! them), so a durable store (SQLite for one machine, PostgreSQL for several replicas)
-//! can implement it without changing the trait. [`MemoryStore`] is the default.
+//! can implement it without changing the trait. Its methods are async and fallible, so a
+//! networked store never blocks the runtime and a fault is reported, not hidden.
+//! [`MemoryStore`] is the default.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 
 /// A task's status.
@@ -102,40 +106,71 @@ impl TaskRecord {
     }
 }
 
-/// Why a store refused to insert.
+/// Why a store did not do what it was asked.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// A task with this id exists.
+    /// [`TaskStore::insert`]: a task with this id exists (it is left unchanged).
     Duplicate,
-    /// The store is unavailable.
+    /// [`TaskStore::compare_and_set`]: the task changed (or vanished) since it was read,
+    /// so nothing was written. The caller reads it again and retries; this is no fault.
+    Conflict,
+    /// The store could not answer: unreachable, failing, or holding a record this build
+    /// cannot read. Requests that meet it are answered with a retryable -32603; the
+    /// detail is logged, never sent to a client.
     Unavailable(String),
 }
 
-/// A compare-and-set lost: the task changed (or vanished) since it was read.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Conflict;
+impl std::fmt::Display for StoreError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StoreError::Duplicate => f.write_str("a task with this id exists"),
+            StoreError::Conflict => f.write_str("the task changed since it was read"),
+            StoreError::Unavailable(why) => write!(f, "the task store is unavailable: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for StoreError {}
+
+/// What a [`TaskStore`] method returns: a boxed future, so the trait stays usable as
+/// `Arc<dyn TaskStore>` and a networked store awaits its I/O without blocking the
+/// runtime. Implement a method as `Box::pin(async move { … })`.
+pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
 /// Where tasks are kept.
+///
+/// Every method may fail with [`StoreError::Unavailable`]; presa answers the request that
+/// met the fault with a retryable -32603, and a worker retries on its next check. The
+/// rules each method documents are what presa relies on; [`contract`](super::contract)
+/// checks them all against any store.
 pub trait TaskStore: Send + Sync + 'static {
-    /// Stores a new task; when this returns, a `get` anywhere must see it.
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError>;
-    /// The task with this id, if any.
-    fn get(&self, id: &str) -> Option<TaskRecord>;
-    /// The status of the task with this id, if any. Every running or waiting task's
-    /// worker asks it every [`REMOTE_CHECK`](super::REMOTE_CHECK), to see changes made
-    /// through another replica. The default reads the whole record (its arguments and
-    /// answers, up to `max_input_bytes`); a store that can read the status alone should.
-    fn status(&self, id: &str) -> Option<TaskStatus> {
-        self.get(id).map(|r| r.status)
+    /// Stores a new task; once this returns `Ok`, a `get` through any handle on the
+    /// store sees it. A task with the same id is [`StoreError::Duplicate`], and is left as
+    /// it was.
+    fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()>;
+    /// The task with this id, whole, as last stored; `Ok(None)` if there is none. Expired
+    /// tasks not yet removed are returned (the caller checks [`TaskRecord::expired`]).
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>>;
+    /// The status of the task with this id, as [`get`](TaskStore::get) would give it.
+    /// Every running or waiting task's worker asks it every
+    /// [`REMOTE_CHECK`](super::REMOTE_CHECK), to see changes made through another
+    /// replica. The default reads the whole record (its arguments and answers, up to
+    /// `max_input_bytes`); a store that can read the status alone should.
+    fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
+        Box::pin(async move { Ok(self.get(id).await?.map(|r| r.status)) })
     }
-    /// Replaces the task if its revision is still `expected`; returns the stored record
-    /// (revision bumped), or [`Conflict`] when it changed meanwhile.
-    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict>;
-    /// The number of tasks not yet expired at `now_ms`, in `scope` when given.
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize;
-    /// Deletes tasks expired at `now_ms`; returns how many.
-    fn remove_expired(&self, now_ms: u64) -> usize;
+    /// Replaces the task `record.id` if its stored revision is still `expected`, storing
+    /// `record` with its revision set to `expected + 1`, and returns what was stored. A
+    /// task whose revision differs, or that does not exist, is [`StoreError::Conflict`] and
+    /// is left unchanged. Of several calls from the same revision, exactly one succeeds.
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> StoreFuture<'_, TaskRecord>;
+    /// The number of tasks not [`expired`](TaskRecord::expired) at `now_ms`, only those
+    /// whose scope is `scope` when given.
+    fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize>;
+    /// Deletes every task [`expired`](TaskRecord::expired) at `now_ms`, and no other;
+    /// returns how many it deleted.
+    fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize>;
 }
 
 /// The default [`TaskStore`]: a map in this process.
@@ -144,12 +179,17 @@ pub struct MemoryStore {
     tasks: Mutex<HashMap<String, TaskRecord>>,
 }
 
-impl TaskStore for MemoryStore {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        let mut tasks = self
-            .tasks
+impl MemoryStore {
+    fn tasks(&self) -> Result<std::sync::MutexGuard<'_, HashMap<String, TaskRecord>>, StoreError> {
+        // Poisoned only by a panic while the map was held; the map itself is whole (every
+        // change under the lock is one insert, remove or retain).
+        self.tasks
             .lock()
-            .map_err(|_| StoreError::Unavailable("poisoned".into()))?;
+            .map_err(|_| StoreError::Unavailable("the task map's lock is poisoned".into()))
+    }
+
+    fn insert_now(&self, record: TaskRecord) -> Result<(), StoreError> {
+        let mut tasks = self.tasks()?;
         if tasks.contains_key(&record.id) {
             return Err(StoreError::Duplicate);
         }
@@ -157,47 +197,65 @@ impl TaskStore for MemoryStore {
         Ok(())
     }
 
-    fn get(&self, id: &str) -> Option<TaskRecord> {
-        self.tasks.lock().ok()?.get(id).cloned()
-    }
-
-    fn status(&self, id: &str) -> Option<TaskStatus> {
-        self.tasks.lock().ok()?.get(id).map(|r| r.status)
-    }
-
-    fn compare_and_set(
+    fn compare_and_set_now(
         &self,
         expected: u64,
         mut record: TaskRecord,
-    ) -> Result<TaskRecord, Conflict> {
-        let mut tasks = self.tasks.lock().map_err(|_| Conflict)?;
+    ) -> Result<TaskRecord, StoreError> {
+        let mut tasks = self.tasks()?;
         match tasks.get(&record.id) {
             Some(current) if current.revision == expected => {
                 record.revision = expected + 1;
                 tasks.insert(record.id.clone(), record.clone());
                 Ok(record)
             }
-            _ => Err(Conflict),
+            _ => Err(StoreError::Conflict),
         }
     }
 
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
-        self.tasks
-            .lock()
-            .map(|t| {
-                t.values()
-                    .filter(|r| !r.expired(now_ms) && scope.is_none_or(|s| r.scope == s))
-                    .count()
-            })
-            .unwrap_or(0)
+    fn count_now(&self, scope: Option<&str>, now_ms: u64) -> Result<usize, StoreError> {
+        Ok(self
+            .tasks()?
+            .values()
+            .filter(|r| !r.expired(now_ms) && scope.is_none_or(|s| r.scope == s))
+            .count())
     }
 
-    fn remove_expired(&self, now_ms: u64) -> usize {
-        let Ok(mut tasks) = self.tasks.lock() else {
-            return 0;
-        };
+    fn remove_expired_now(&self, now_ms: u64) -> Result<usize, StoreError> {
+        let mut tasks = self.tasks()?;
         let before = tasks.len();
         tasks.retain(|_, r| !r.expired(now_ms));
-        before - tasks.len()
+        Ok(before - tasks.len())
+    }
+}
+
+/// Each method does its work when called and returns a future that is already done.
+impl TaskStore for MemoryStore {
+    fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
+        Box::pin(std::future::ready(self.insert_now(record)))
+    }
+
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
+        let found = self.tasks().map(|t| t.get(id).cloned());
+        Box::pin(std::future::ready(found))
+    }
+
+    fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
+        let found = self.tasks().map(|t| t.get(id).map(|r| r.status));
+        Box::pin(std::future::ready(found))
+    }
+
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> StoreFuture<'_, TaskRecord> {
+        Box::pin(std::future::ready(
+            self.compare_and_set_now(expected, record),
+        ))
+    }
+
+    fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize> {
+        Box::pin(std::future::ready(self.count_now(scope, now_ms)))
+    }
+
+    fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
+        Box::pin(std::future::ready(self.remove_expired_now(now_ms)))
     }
 }

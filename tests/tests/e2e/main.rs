@@ -41,4 +41,5 @@ mod tasks_exec;
 mod tasks_input;
 mod tasks_listen;
 mod tasks_methods;
+mod tasks_sqlite;
 mod tool_schemas;

@@ -660,12 +660,17 @@ impl Lab {
 
     /// How many tasks the store holds, expired or not.
     pub(crate) fn stored(&self) -> usize {
-        self.tasks.store().count(None, 0)
+        at_once(self.tasks.store().count(None, 0))
+    }
+
+    /// The stored record of task `id`, if any.
+    pub(crate) fn record(&self, id: &str) -> Option<presa::tasks::TaskRecord> {
+        at_once(self.tasks.store().get(id))
     }
 
     /// The stored status of task `id`.
     pub(crate) fn stored_status(&self, id: &str) -> Option<TaskStatus> {
-        self.tasks.store().get(id).map(|r| r.status)
+        self.record(id).map(|r| r.status)
     }
 
     /// Takes every permit left on the gate.
@@ -1317,7 +1322,7 @@ async fn creation_is_strongly_consistent() {
             .await;
         let id = assert_created(&got);
         assert!(
-            lab.tasks.store().get(&id).is_some(),
+            lab.record(&id).is_some(),
             "{kind:?}: stored when the response arrived"
         );
         let task = w.get(&id).await;
@@ -1385,4 +1390,14 @@ fn iso_ms_reads_utc_millisecond_timestamps() {
     assert_eq!(iso_ms("2026-11-29T08:05:01Z"), None);
     assert_eq!(iso_ms("2026-11-29T08:05:01.123+00:00"), None);
     assert_eq!(iso_ms("2026-11-29 08:05:01.123Z"), None);
+}
+
+/// What a lab's store answers: its stores are in memory, so their futures are done at
+/// their first poll, which lets the lab's helpers be called from synchronous checks.
+fn at_once<T>(answer: presa::tasks::StoreFuture<'_, T>) -> T {
+    use futures_util::FutureExt;
+    answer
+        .now_or_never()
+        .expect("an in-memory store answers at once")
+        .expect("an in-memory store does not fail")
 }

@@ -11,12 +11,14 @@ use crate::tasks::{
     assert_created, assert_sync, by_principal, declared, fixture, keys, plain_caps, task_id, text,
     tool, undeclared, with_caps,
 };
-use presa::tasks::{Conflict, MemoryStore, StoreError, TaskRecord, TaskStatus, TaskStore, Tasks};
+use presa::tasks::{
+    MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore, Tasks,
+};
 use presa_tests::wait::{Deadline, QUIET, until};
 use serde_json::json;
 use std::collections::BTreeSet;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::time::{Duration, Instant};
 
 // ---- cancellation (4.4, errata T-1) ----
@@ -57,7 +59,7 @@ async fn cancel_drops_the_running_tool_future() {
             Some(TaskStatus::Cancelled),
             "{kind:?}"
         );
-        let record = lab.tasks.store().get(&id).expect("stored");
+        let record = lab.record(&id).expect("stored");
         assert!(
             record.result.is_none() && record.error.is_none(),
             "{kind:?}: {record:?}"
@@ -112,7 +114,7 @@ async fn a_task_cancelled_while_its_worker_finishes_stays_cancelled() {
                 task["status"], "cancelled",
                 "{kind:?} round {round}: {task}"
             );
-            let record = lab.tasks.store().get(&id).expect("stored");
+            let record = lab.record(&id).expect("stored");
             assert_eq!(
                 record.status,
                 TaskStatus::Cancelled,
@@ -390,15 +392,26 @@ async fn a_cancelled_task_frees_its_worker_slot() {
 }
 
 /// A [`MemoryStore`] made to behave as another store would in one respect, counting
-/// what it is asked: an `insert` that takes time (a durable store blocks for its write,
-/// the trait being synchronous), a compare-and-set that conflicts every time (a
-/// poisoned or broken store).
+/// what it is asked: an `insert` that takes time (a durable store awaits its write), a
+/// compare-and-set that conflicts every time (a broken store), a store that is down
+/// while `down` is set (every call a fault).
 #[derive(Default)]
 struct TestStore {
     inner: MemoryStore,
     insert_delay: Duration,
     always_conflict: bool,
+    down: Arc<AtomicBool>,
     counts: Arc<StoreCounts>,
+}
+
+impl TestStore {
+    /// A fault, while the store is down.
+    fn fault(&self) -> Option<StoreError> {
+        self.down.load(SeqCst).then(|| {
+            self.counts.faults.fetch_add(1, SeqCst);
+            StoreError::Unavailable("the test store is down".into())
+        })
+    }
 }
 
 /// What a [`TestStore`] was asked.
@@ -407,39 +420,110 @@ struct StoreCounts {
     gets: AtomicUsize,
     statuses: AtomicUsize,
     compare_and_sets: AtomicUsize,
+    faults: AtomicUsize,
 }
 
 impl TaskStore for TestStore {
-    fn insert(&self, record: TaskRecord) -> Result<(), StoreError> {
-        std::thread::sleep(self.insert_delay);
-        self.inner.insert(record)
+    fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
+        Box::pin(async move {
+            if let Some(fault) = self.fault() {
+                return Err(fault);
+            }
+            tokio::time::sleep(self.insert_delay).await;
+            self.inner.insert(record).await
+        })
     }
 
-    fn get(&self, id: &str) -> Option<TaskRecord> {
+    fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         self.counts.gets.fetch_add(1, SeqCst);
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
         self.inner.get(id)
     }
 
-    fn status(&self, id: &str) -> Option<TaskStatus> {
+    fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
         self.counts.statuses.fetch_add(1, SeqCst);
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
         self.inner.status(id)
     }
 
-    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> Result<TaskRecord, Conflict> {
+    fn compare_and_set(&self, expected: u64, record: TaskRecord) -> StoreFuture<'_, TaskRecord> {
         self.counts.compare_and_sets.fetch_add(1, SeqCst);
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
         if self.always_conflict {
-            return Err(Conflict);
+            return Box::pin(async { Err(StoreError::Conflict) });
         }
         self.inner.compare_and_set(expected, record)
     }
 
-    fn count(&self, scope: Option<&str>, now_ms: u64) -> usize {
+    fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize> {
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
         self.inner.count(scope, now_ms)
     }
 
-    fn remove_expired(&self, now_ms: u64) -> usize {
+    fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
         self.inner.remove_expired(now_ms)
     }
+}
+
+/// While the store is down, every request that needs it is a retryable -32603 (creating,
+/// reading, answering or cancelling a task) and nothing panics; a worker whose tool
+/// finished meanwhile keeps its result and records it once the store is back, so the
+/// acknowledged task completes.
+#[tokio::test]
+async fn a_store_fault_is_retryable_and_loses_no_acknowledged_task() {
+    let down = Arc::new(AtomicBool::new(false));
+    let counts = Arc::new(StoreCounts::default());
+    let lab = Lab::new(
+        Tasks::builder()
+            .remote_check(Duration::from_millis(20))
+            .reap_every(Duration::from_millis(20))
+            .store(TestStore {
+                down: Arc::clone(&down),
+                counts: Arc::clone(&counts),
+                ..TestStore::default()
+            }),
+    );
+    let mut w = Client::start(Kind::Http, &lab.server).await;
+    let id = w.create("gate", json!({})).await;
+    down.store(true, SeqCst);
+    lab.gate.add_permits(1);
+    until("the tool finishes while the store is down", || {
+        lab.probe.finished.load(SeqCst) >= 1
+    })
+    .await;
+    let before = counts.faults.load(SeqCst);
+    until("the worker meets the fault again", || {
+        counts.faults.load(SeqCst) >= before + 3
+    })
+    .await;
+    for (method, params) in [
+        ("tasks/get", task_id(&id)),
+        ("tasks/cancel", task_id(&id)),
+        ("tasks/update", json!({"taskId": id, "inputResponses": {}})),
+        ("tools/call", tool("quick", json!({}))),
+    ] {
+        let got = w.send(method, declared(params)).await;
+        let error = got.error(-32603, 500);
+        assert_eq!(error["data"]["retryable"], true, "{method}: {error}");
+        assert_eq!(
+            error["message"], "The task store is unavailable; try again",
+            "{method}: no detail of the fault is sent"
+        );
+    }
+    down.store(false, SeqCst);
+    let task = w.wait_for(&id, &["completed"]).await;
+    assert_eq!(task["result"]["content"][0]["text"], "released", "{task}");
 }
 
 /// A lab whose store takes 5 ms per insert.
@@ -746,10 +830,7 @@ async fn expired_tasks_become_unknown_and_are_reaped() {
                 .await
                 .invalid_params(UNKNOWN_TASK);
         }
-        until("the reaper deletes the task", || {
-            lab.tasks.store().get(&id).is_none()
-        })
-        .await;
+        until("the reaper deletes the task", || lab.record(&id).is_none()).await;
         assert_eq!(lab.stored(), 0, "{kind:?}");
     }
 }
@@ -777,10 +858,7 @@ async fn expired_tasks_are_unknown_before_the_reaper_runs() {
             }
             deadline.tick(got.response()).await;
         }
-        assert!(
-            lab.tasks.store().get(&id).is_some(),
-            "{kind:?}: not reaped yet"
-        );
+        assert!(lab.record(&id).is_some(), "{kind:?}: not reaped yet");
         let next = w.create("quick", json!({})).await;
         w.wait_for(&next, &["completed"]).await;
     }
@@ -962,7 +1040,7 @@ async fn a_partial_answer_keeps_the_task_waiting_with_its_requests_unchanged() {
             2,
             "{kind:?}: one run with both"
         );
-        let record = lab.tasks.store().get(&id).expect("stored");
+        let record = lab.record(&id).expect("stored");
         assert!(record.input_requests.is_empty(), "{kind:?}: {record:?}");
     }
 }

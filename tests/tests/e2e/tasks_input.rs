@@ -19,7 +19,7 @@ async fn task_input_is_size_checked_at_creation() {
         let lab = Lab::new(Tasks::builder());
         let mut w = Client::start(kind, &lab.server).await;
         let id = w.create("quick", args.clone()).await;
-        let record = lab.tasks.store().get(&id).expect("stored");
+        let record = lab.record(&id).expect("stored");
         let size = serde_json::to_vec(&record.work).expect("JSON").len()
             + serde_json::to_vec(&record.answers).expect("JSON").len();
 
@@ -56,7 +56,7 @@ async fn answers_given_by_tasks_update_are_size_checked() {
         let sized = Lab::new(Tasks::builder());
         let mut w = Client::start(kind, &sized.server).await;
         let id = w.create("ask", json!({})).await;
-        let record = sized.tasks.store().get(&id).expect("stored");
+        let record = sized.record(&id).expect("stored");
         let size = serde_json::to_vec(&record.work).expect("JSON").len()
             + serde_json::to_vec(&record.answers).expect("JSON").len();
         let limit = size + 200;
@@ -80,7 +80,7 @@ async fn answers_given_by_tasks_update_are_size_checked() {
             format!("Task input is larger than {limit} bytes"),
             "{kind:?}: {e}"
         );
-        let stored = lab.tasks.store().get(&id).expect("stored");
+        let stored = lab.record(&id).expect("stored");
         assert!(stored.answers.is_empty(), "{kind:?}: nothing taken");
         assert_eq!(
             w.get(&id).await["status"],
