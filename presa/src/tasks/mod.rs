@@ -13,11 +13,15 @@
 //! | `Required` | a task | -32021 |
 
 pub mod contract;
+#[cfg(feature = "postgres")]
+mod postgres;
 #[cfg(feature = "sqlite")]
 mod sqlite;
 mod store;
 mod time;
 
+#[cfg(feature = "postgres")]
+pub use postgres::{ConnectError, PgStore, PgStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{OpenError, SqliteStore};
 pub use store::{
