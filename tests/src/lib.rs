@@ -4,14 +4,16 @@
 //! sessions of the earlier revisions) and real stdio (the fixture binary as a child
 //! process, or an in-process pipe; `legacy_stdio` for sessions of the earlier
 //! revisions), the one client that runs a rule over both, the one SSE reader, waits
-//! on conditions, and a real OAuth 2.1 authorization server for the authorization tests
-//! (`authz`).
+//! on conditions, a real OAuth 2.1 authorization server for the authorization tests
+//! (`authz`), and a throwaway PostgreSQL server for the PostgreSQL task store
+//! (`postgres`).
 
 pub mod authz;
 pub mod client;
 pub mod http;
 pub mod legacy;
 pub mod legacy_stdio;
+pub mod postgres;
 pub mod schema;
 pub mod sse;
 pub mod stdio;

@@ -41,5 +41,6 @@ mod tasks_exec;
 mod tasks_input;
 mod tasks_listen;
 mod tasks_methods;
+mod tasks_postgres;
 mod tasks_sqlite;
 mod tool_schemas;

@@ -1,0 +1,336 @@
+//! Tasks kept in PostgreSQL (`presa::tasks::PgStore`), on a throwaway server each test
+//! starts (`presa_tests::postgres`; skipped, saying so, where PostgreSQL is not
+//! installed): the store's contract, its migrations (once, at once, and a newer schema
+//! refused), its bounded waits, two servers sharing one database as replicas do, and a
+//! database outage met by requests over HTTP.
+
+use crate::tasks::{Client, Kind, Lab, Tasking, declared, task_id, tool};
+use presa::tasks::{ConnectError, PgStore, StoreError, TaskStore, Tasks, contract};
+use presa_tests::postgres::Postgres;
+use presa_tests::wait::Deadline;
+use serde_json::{Value, json};
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::time::{Duration, Instant};
+
+/// How late past a bound an answer may come (scheduling on a loaded machine) and still
+/// count as bounded.
+const MARGIN: Duration = Duration::from_millis(1500);
+
+/// Each check of the contract on an empty store of its own: a fresh schema each.
+#[tokio::test]
+async fn the_postgres_store_keeps_the_contract() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let n = AtomicUsize::new(0);
+    contract::run_all(|| {
+        let builder =
+            PgStore::builder(pg.url()).schema(format!("contract_{}", n.fetch_add(1, SeqCst)));
+        async move { builder.connect().await.expect("connects") }
+    })
+    .await;
+}
+
+/// `(component, version)` of every row of `schema.presa_migrations`.
+async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
+    let mut conn = pg.connection().await;
+    sqlx::query_as(&format!(
+        "SELECT component, version FROM {schema}.presa_migrations ORDER BY component"
+    ))
+    .fetch_all(&mut conn)
+    .await
+    .expect("the migrations read")
+}
+
+/// Two stores connecting at once to a new database both succeed, and the schema is made
+/// once; connecting again migrates nothing and finds the tasks; a version newer than this
+/// build's is refused with an error saying so, and the database is left as it was.
+#[tokio::test]
+async fn migrations_run_once_and_a_newer_schema_is_refused() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let url = pg.url();
+    let (a, b) = tokio::join!(
+        PgStore::builder(&url).schema("racing").connect(),
+        PgStore::builder(&url).schema("racing").connect(),
+    );
+    let (a, b) = (
+        a.expect("the first connects"),
+        b.expect("the second connects"),
+    );
+    assert_eq!(migrations(&pg, "racing").await, [("tasks".to_owned(), 1)]);
+    // A task through one is seen through the other.
+    contract::insert_then_get(&a).await;
+    assert_eq!(b.count(None, 0).await, Ok(1));
+    a.close().await;
+    b.close().await;
+
+    // Again: the tables are there (the first migration would fail making them twice).
+    let again = PgStore::builder(&url)
+        .schema("racing")
+        .connect()
+        .await
+        .expect("connects again");
+    assert_eq!(again.count(None, 0).await, Ok(1), "the task is kept");
+    assert_eq!(migrations(&pg, "racing").await, [("tasks".to_owned(), 1)]);
+    again.close().await;
+
+    // A newer presa migrated the database: this build refuses it and changes nothing.
+    let mut conn = pg.connection().await;
+    sqlx::query("UPDATE racing.presa_migrations SET version = 2")
+        .execute(&mut conn)
+        .await
+        .expect("the version raised");
+    let error = PgStore::builder(&url)
+        .schema("racing")
+        .connect()
+        .await
+        .expect_err("refused");
+    assert!(
+        matches!(error, ConnectError::NewerSchema { found: 2, known: 1 }),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "the task database has schema version 2, newer than this build's 1: it was migrated \
+         by a newer presa"
+    );
+    assert_eq!(migrations(&pg, "racing").await, [("tasks".to_owned(), 2)]);
+    let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM racing.presa_tasks")
+        .fetch_one(&mut conn)
+        .await
+        .expect("counted");
+    assert_eq!(kept, 1, "the tasks are left alone");
+
+    // Without a schema the tables go to the connection's search path (`public`).
+    let plain = PgStore::connect(&url).await.expect("connects");
+    assert_eq!(plain.count(None, 0).await, Ok(0));
+    assert_eq!(migrations(&pg, "public").await, [("tasks".to_owned(), 1)]);
+}
+
+/// `get` through `store`, with how long it took.
+async fn timed_get(store: &PgStore) -> (Result<bool, StoreError>, Duration) {
+    let started = Instant::now();
+    let got = store.get("nothing").await.map(|r| r.is_none());
+    (got, started.elapsed())
+}
+
+/// A statement waiting on a lock is cancelled at the statement timeout, not before; a
+/// call finding the pool's connections all busy is refused at the acquire timeout, not
+/// before; both are `Unavailable`, and the store answers again once the lock is gone.
+#[tokio::test]
+async fn every_wait_on_the_database_is_bounded() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let statement = Duration::from_millis(1200);
+    let acquire = Duration::from_millis(400);
+    let store = PgStore::builder(pg.url())
+        .schema("bounds")
+        .max_connections(1)
+        .statement_timeout(statement)
+        .acquire_timeout(acquire)
+        .connect()
+        .await
+        .expect("connects");
+    assert_eq!(store.get("nothing").await, Ok(None));
+
+    // Under the bound: a lock held for less than the statement timeout is waited out.
+    let mut holder = pg.connection().await;
+    let lock = "LOCK TABLE bounds.presa_tasks IN ACCESS EXCLUSIVE MODE";
+    sqlx::query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .expect("begun");
+    sqlx::query(lock)
+        .execute(&mut holder)
+        .await
+        .expect("locked");
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move { timed_get(&store).await }
+    });
+    tokio::time::sleep(statement / 3).await;
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("released");
+    let (got, took) = waiting.await.expect("the call ends");
+    assert_eq!(got, Ok(true), "answered once the lock was released");
+    assert!(took >= statement / 3, "it waited for the lock: {took:?}");
+
+    // At and past the bounds: the lock is held until both calls have given up.
+    sqlx::query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .expect("begun");
+    sqlx::query(lock)
+        .execute(&mut holder)
+        .await
+        .expect("locked");
+    let first = tokio::spawn({
+        let store = store.clone();
+        async move { timed_get(&store).await }
+    });
+    // The first call holds the pool's one connection, waiting on the lock.
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (second, second_took) = timed_get(&store).await;
+    let (first, first_took) = first.await.expect("the call ends");
+    match &second {
+        Err(StoreError::Unavailable(why)) => {
+            assert!(why.contains("no connection within 400ms"), "{why}");
+        }
+        other => panic!("the second call: {other:?}"),
+    }
+    assert!(
+        second_took >= acquire && second_took < acquire + MARGIN,
+        "refused at the acquire timeout: {second_took:?}"
+    );
+    match &first {
+        Err(StoreError::Unavailable(why)) => {
+            assert!(why.contains("statement timeout"), "{why}");
+        }
+        other => panic!("the first call: {other:?}"),
+    }
+    assert!(
+        first_took >= statement && first_took < statement + MARGIN,
+        "cancelled at the statement timeout: {first_took:?}"
+    );
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("released");
+    assert_eq!(
+        store.get("nothing").await,
+        Ok(None),
+        "the store answers again"
+    );
+}
+
+/// Two servers, each with its own pool on one database, as two replicas behind a load
+/// balancer: a task created through the first is read, and cancelled, through the second;
+/// its work runs in the first only, and the first's worker drops the work when it reads
+/// the cancellation made through the second.
+#[tokio::test]
+async fn two_servers_on_one_database_answer_for_each_others_tasks() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let replica = || async {
+        let store = PgStore::connect(&pg.url()).await.expect("connects");
+        Lab::new(
+            Tasks::builder()
+                .remote_check(Duration::from_millis(20))
+                .store(store),
+        )
+    };
+    let (a, b) = (replica().await, replica().await);
+    let mut wa = Client::start(Kind::Http, &a.server).await;
+    let mut wb = Client::start(Kind::Http, &b.server).await;
+
+    let id = wa.create("gate", json!({})).await;
+    assert_eq!(wb.get(&id).await["status"], "working", "B reads A's task");
+    a.gate.add_permits(1);
+    let done = wb.wait_for(&id, &["completed"]).await;
+    assert_eq!(done["result"]["content"][0]["text"], "released", "{done}");
+    assert_eq!(wa.get(&id).await, done, "both answer alike");
+
+    let other = wa.create("gate", json!({})).await;
+    a.wait_count(&a.probe.started, 2, "A's runs").await;
+    wb.cancel(&other).await;
+    // The worker drops the tool's future (its guard with it) without letting it finish.
+    a.wait_count(&a.probe.dropped, 2, "A's runs dropped").await;
+    assert_eq!(
+        a.probe.finished.load(SeqCst),
+        1,
+        "the cancelled run never finished"
+    );
+    assert_eq!(wa.get(&other).await["status"], "cancelled");
+    assert_eq!(b.probe.started.load(SeqCst), 0, "no work ran in B");
+}
+
+/// `method` with `params` through `w`, answered within `within` (a hang fails the test);
+/// the response, with how long it took.
+async fn timed_send(
+    w: &mut Client,
+    method: &str,
+    params: Value,
+    within: Duration,
+) -> (Value, Duration) {
+    let started = Instant::now();
+    let got = tokio::time::timeout(within, w.send(method, declared(params)))
+        .await
+        .unwrap_or_else(|_| panic!("{method}: no answer within {within:?}"));
+    (got.response().clone(), started.elapsed())
+}
+
+/// PostgreSQL stopped under a running server: reading and creating tasks are a retryable
+/// -32603 that comes at the acquire timeout (not a hang), and nothing panics; started
+/// again on the same data and port, the same requests succeed within 5 s, and the task
+/// acknowledged before the outage is answered as it was.
+#[tokio::test]
+async fn a_database_outage_is_retryable_and_loses_no_acknowledged_task() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let acquire = Duration::from_millis(800);
+    let store = PgStore::builder(pg.url())
+        .acquire_timeout(acquire)
+        .statement_timeout(Duration::from_secs(2))
+        .connect()
+        .await
+        .expect("connects");
+    let lab = Lab::new(
+        Tasks::builder()
+            .remote_check(Duration::from_millis(20))
+            .reap_every(Duration::from_millis(50))
+            .store(store),
+    );
+    let mut w = Client::start(Kind::Http, &lab.server).await;
+    let id = w.create("quick", json!({"n": 3})).await;
+    let done = w.wait_for(&id, &["completed"]).await;
+
+    pg.stop().await;
+    for (method, params) in [
+        ("tasks/get", task_id(&id)),
+        ("tools/call", tool("quick", json!({"n": 4}))),
+    ] {
+        let (response, took) = timed_send(&mut w, method, params, acquire + MARGIN * 2).await;
+        assert_eq!(response["error"]["code"], -32603, "{method}: {response}");
+        assert_eq!(
+            response["error"]["data"]["retryable"], true,
+            "{method}: {response}"
+        );
+        assert_eq!(
+            response["error"]["message"], "The task store is unavailable; try again",
+            "{method}: no detail of the fault is sent"
+        );
+        assert!(
+            took >= acquire && took < acquire + MARGIN,
+            "{method}: refused at the acquire timeout: {took:?}"
+        );
+    }
+
+    pg.start_again().await.expect("PostgreSQL starts again");
+    let back = Instant::now();
+    let deadline = Deadline::new("the store answers again");
+    loop {
+        let (response, _) =
+            timed_send(&mut w, "tasks/get", task_id(&id), acquire + MARGIN * 2).await;
+        if let Some(task) = response.get("result") {
+            assert_eq!(*task, done, "the task is answered as it was completed");
+            break;
+        }
+        assert_eq!(response["error"]["data"]["retryable"], true, "{response}");
+        deadline.tick(&response).await;
+    }
+    assert!(
+        back.elapsed() < Duration::from_secs(5),
+        "back within 5 s: {:?}",
+        back.elapsed()
+    );
+    let again = w.create("quick", json!({"n": 5})).await;
+    let task = w.wait_for(&again, &["completed"]).await;
+    assert_eq!(task["result"]["content"][0]["text"], "quick 5", "{task}");
+}
