@@ -284,6 +284,11 @@ fn find_programs() -> Result<PathBuf, String> {
         .collect();
     debian.sort_by(|a, b| b.0.cmp(&a.0));
     candidates.extend(debian.into_iter().map(|(_, bin)| bin));
+    first_with_programs(candidates)
+}
+
+/// The first of `candidates` holding all of [`PROGRAMS`], or why none does.
+fn first_with_programs(candidates: Vec<PathBuf>) -> Result<PathBuf, String> {
     candidates
         .into_iter()
         .find(|dir| PROGRAMS.iter().all(|p| is_file(&dir.join(p))))
@@ -305,4 +310,29 @@ fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free loopback port")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Where the programs are missing, or only some of them, the reason names them all;
+    /// the first folder holding all three is taken.
+    #[test]
+    fn the_programs_are_found_all_in_one_folder_or_the_tests_skip() {
+        let none = tempfile::tempdir().expect("a folder");
+        let some = tempfile::tempdir().expect("a folder");
+        let all = tempfile::tempdir().expect("a folder");
+        std::fs::write(some.path().join("initdb"), b"").expect("written");
+        for p in PROGRAMS {
+            std::fs::write(all.path().join(p), b"").expect("written");
+        }
+        let why = first_with_programs(vec![none.path().into(), some.path().into()])
+            .expect_err("none holds them all");
+        assert!(why.contains("initdb, pg_ctl, postgres not found"), "{why}");
+        assert_eq!(
+            first_with_programs(vec![some.path().into(), all.path().into()]),
+            Ok(all.path().to_owned())
+        );
+    }
 }

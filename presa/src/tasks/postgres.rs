@@ -16,20 +16,24 @@
 //! knows is refused, and left as it is.
 //!
 //! Every wait is bounded: taking a connection from the pool (opening one included) by
-//! the acquire timeout, and every statement by the server's `statement_timeout`, set on
-//! each connection as it opens. A store call that meets either, or any other fault of the
-//! driver, is [`StoreError::Unavailable`]; only a unique violation at insert is
-//! [`StoreError::Duplicate`].
+//! the acquire timeout, every statement by the server's `statement_timeout`, set on each
+//! connection as it opens, and the wait for its answer by that timeout and one second
+//! more, for a server that cannot keep its own bound (stopped, or behind a network that
+//! drops packets; the connection is then closed). A store call that meets any of them,
+//! or any other fault of the driver, is [`StoreError::Unavailable`]; only a unique
+//! violation at insert is [`StoreError::Duplicate`].
 //!
 //! The connection is plain: this build of the driver has no TLS, so a URL asking for it
 //! (`sslmode=require` or stricter) is refused at connect time. Reach the database on the
 //! same host or over a private network.
 
 use super::store::{StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
-use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use sqlx::{Connection, Row};
 use std::str::FromStr;
 use std::time::Duration;
+use tokio::time::timeout;
 
 /// The schema, one entry per version: applying entry `n` takes a database from version
 /// `n` to `n + 1`. Entries are never changed once released; a change is a new entry.
@@ -67,6 +71,11 @@ const DEFAULT_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(5);
 const DEFAULT_STATEMENT_TIMEOUT: Duration = Duration::from_secs(5);
 /// The longest statement timeout PostgreSQL takes, in milliseconds: its int, 2^31 − 1.
 const MAX_STATEMENT_TIMEOUT_MS: u64 = i32::MAX as u64;
+/// How much longer than the statement timeout a statement's answer is awaited before the
+/// server is taken for silent (stopped, or cut off by a network that drops packets): the
+/// statement timeout is the server's own bound, this one holds when the server cannot
+/// keep it.
+const GRACE: Duration = Duration::from_secs(1);
 /// The longest schema name PostgreSQL keeps whole (`NAMEDATALEN` − 1 bytes).
 const MAX_SCHEMA_BYTES: usize = 63;
 
@@ -75,6 +84,8 @@ const MAX_SCHEMA_BYTES: usize = 63;
 pub struct PgStore {
     pool: PgPool,
     acquire_timeout: Duration,
+    /// How long a statement's answer is awaited: the statement timeout and [`GRACE`].
+    answer_within: Duration,
 }
 
 /// Shows the settings, never the URL (it may hold a password).
@@ -83,6 +94,7 @@ impl std::fmt::Debug for PgStore {
         f.debug_struct("PgStore")
             .field("connections", &self.pool.size())
             .field("acquire_timeout", &self.acquire_timeout)
+            .field("answer_within", &self.answer_within)
             .finish_non_exhaustive()
     }
 }
@@ -264,6 +276,7 @@ impl PgStoreBuilder {
         Ok(PgStore {
             pool,
             acquire_timeout: self.acquire_timeout,
+            answer_within: Duration::from_millis(self.statement_timeout_ms()) + GRACE,
         })
     }
 }
@@ -314,6 +327,28 @@ impl PgStore {
             )),
             _ => StoreError::Unavailable(format!("PostgreSQL: {e}")),
         }
+    }
+
+    /// A connection of the pool, within the acquire timeout.
+    async fn connection(&self) -> Result<PoolConnection<Postgres>, StoreError> {
+        self.pool.acquire().await.map_err(|e| self.unavailable(&e))
+    }
+
+    /// The answer of a statement run on `conn` under `tokio::time::timeout(answer_within)`:
+    /// past it the server is silent, and the connection, which may yet receive the
+    /// answer, is closed rather than given back to the pool.
+    fn answered<T>(
+        &self,
+        conn: &mut PoolConnection<Postgres>,
+        answer: Result<Result<T, sqlx::Error>, tokio::time::error::Elapsed>,
+    ) -> Result<Result<T, sqlx::Error>, StoreError> {
+        answer.map_err(|_| {
+            conn.close_on_drop();
+            StoreError::Unavailable(format!(
+                "PostgreSQL: no answer within {:?}",
+                self.answer_within
+            ))
+        })
     }
 }
 
@@ -437,11 +472,14 @@ fn status_named(name: &str) -> Result<TaskStatus, StoreError> {
     .ok_or_else(|| StoreError::Unavailable(format!("unknown task status {name:?} in the database")))
 }
 
+/// Each call takes a connection within the acquire timeout and awaits its statement's
+/// answer at most the statement timeout and [`GRACE`].
 impl TaskStore for PgStore {
     fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move {
             let c = Columns::of(&record)?;
-            let inserted = sqlx::query(
+            let mut conn = self.connection().await?;
+            let query = sqlx::query(
                 "INSERT INTO presa_tasks
                  (id, scope, status, created_at, expires_at, revision, record)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -452,10 +490,9 @@ impl TaskStore for PgStore {
             .bind(c.created_at)
             .bind(c.expires_at)
             .bind(c.revision)
-            .bind(c.json)
-            .execute(&self.pool)
-            .await;
-            match inserted {
+            .bind(c.json);
+            let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
+            match self.answered(&mut conn, answer)? {
                 Ok(_) => Ok(()),
                 Err(e)
                     if e.as_database_error()
@@ -470,10 +507,11 @@ impl TaskStore for PgStore {
 
     fn get<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskRecord>> {
         Box::pin(async move {
-            let row = sqlx::query("SELECT record FROM presa_tasks WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&self.pool)
-                .await
+            let mut conn = self.connection().await?;
+            let query = sqlx::query("SELECT record FROM presa_tasks WHERE id = $1").bind(id);
+            let answer = timeout(self.answer_within, query.fetch_optional(&mut *conn)).await;
+            let row = self
+                .answered(&mut conn, answer)?
                 .map_err(|e| self.unavailable(&e))?;
             let Some(row) = row else { return Ok(None) };
             let json: String = row.try_get(0).map_err(|e| self.unavailable(&e))?;
@@ -485,12 +523,14 @@ impl TaskStore for PgStore {
 
     fn status<'a>(&'a self, id: &'a str) -> StoreFuture<'a, Option<TaskStatus>> {
         Box::pin(async move {
-            let status: Option<String> =
-                sqlx::query_scalar("SELECT status FROM presa_tasks WHERE id = $1")
-                    .bind(id)
-                    .fetch_optional(&self.pool)
-                    .await
-                    .map_err(|e| self.unavailable(&e))?;
+            let mut conn = self.connection().await?;
+            let query =
+                sqlx::query_scalar::<_, String>("SELECT status FROM presa_tasks WHERE id = $1")
+                    .bind(id);
+            let answer = timeout(self.answer_within, query.fetch_optional(&mut *conn)).await;
+            let status = self
+                .answered(&mut conn, answer)?
+                .map_err(|e| self.unavailable(&e))?;
             status.as_deref().map(status_named).transpose()
         })
     }
@@ -509,7 +549,8 @@ impl TaskStore for PgStore {
             };
             record.revision = next;
             let c = Columns::of(&record)?;
-            let updated = sqlx::query(
+            let mut conn = self.connection().await?;
+            let query = sqlx::query(
                 "UPDATE presa_tasks SET scope = $1, status = $2, created_at = $3,
                  expires_at = $4, revision = $5, record = $6
                  WHERE id = $7 AND revision = $8",
@@ -521,10 +562,11 @@ impl TaskStore for PgStore {
             .bind(c.revision)
             .bind(c.json)
             .bind(&record.id)
-            .bind(expected_column)
-            .execute(&self.pool)
-            .await
-            .map_err(|e| self.unavailable(&e))?;
+            .bind(expected_column);
+            let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
+            let updated = self
+                .answered(&mut conn, answer)?
+                .map_err(|e| self.unavailable(&e))?;
             if updated.rows_affected() == 1 {
                 Ok(record)
             } else {
@@ -536,38 +578,36 @@ impl TaskStore for PgStore {
     fn count<'a>(&'a self, scope: Option<&'a str>, now_ms: u64) -> StoreFuture<'a, usize> {
         Box::pin(async move {
             let now = instant(now_ms);
-            let counted: i64 = match scope {
-                Some(scope) => {
-                    sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM presa_tasks
-                         WHERE scope = $1 AND (expires_at IS NULL OR expires_at >= $2)",
-                    )
-                    .bind(scope)
-                    .bind(now)
-                    .fetch_one(&self.pool)
-                    .await
-                }
-                None => {
-                    sqlx::query_scalar(
-                        "SELECT COUNT(*) FROM presa_tasks
-                         WHERE expires_at IS NULL OR expires_at >= $1",
-                    )
-                    .bind(now)
-                    .fetch_one(&self.pool)
-                    .await
-                }
-            }
-            .map_err(|e| self.unavailable(&e))?;
+            let query = match scope {
+                Some(scope) => sqlx::query_scalar::<_, i64>(
+                    "SELECT COUNT(*) FROM presa_tasks
+                     WHERE scope = $1 AND (expires_at IS NULL OR expires_at >= $2)",
+                )
+                .bind(scope)
+                .bind(now),
+                None => sqlx::query_scalar::<_, i64>(
+                    "SELECT COUNT(*) FROM presa_tasks
+                     WHERE expires_at IS NULL OR expires_at >= $1",
+                )
+                .bind(now),
+            };
+            let mut conn = self.connection().await?;
+            let answer = timeout(self.answer_within, query.fetch_one(&mut *conn)).await;
+            let counted = self
+                .answered(&mut conn, answer)?
+                .map_err(|e| self.unavailable(&e))?;
             Ok(usize::try_from(counted).unwrap_or(0))
         })
     }
 
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         Box::pin(async move {
-            let removed = sqlx::query("DELETE FROM presa_tasks WHERE expires_at < $1")
-                .bind(instant(now_ms))
-                .execute(&self.pool)
-                .await
+            let mut conn = self.connection().await?;
+            let query =
+                sqlx::query("DELETE FROM presa_tasks WHERE expires_at < $1").bind(instant(now_ms));
+            let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
+            let removed = self
+                .answered(&mut conn, answer)?
                 .map_err(|e| self.unavailable(&e))?;
             Ok(usize::try_from(removed.rows_affected()).unwrap_or(usize::MAX))
         })

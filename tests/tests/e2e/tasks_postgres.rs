@@ -208,6 +208,79 @@ async fn every_wait_on_the_database_is_bounded() {
     );
 }
 
+/// A server that cannot keep its own statement timeout (its process stopped, as a frozen
+/// host or a network dropping packets would leave it) is given up one second after that
+/// timeout, not before and not much after, and its connection is closed: once the
+/// process runs again, the store answers on a new connection.
+#[tokio::test]
+async fn a_silent_server_is_given_up_a_second_past_the_statement_timeout() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let statement = Duration::from_millis(600);
+    let grace = Duration::from_secs(1);
+    let store = PgStore::builder(pg.url())
+        .schema("silent")
+        .max_connections(1)
+        .statement_timeout(statement)
+        .connect()
+        .await
+        .expect("connects");
+    let mut holder = pg.connection().await;
+    sqlx::query("BEGIN")
+        .execute(&mut holder)
+        .await
+        .expect("begun");
+    sqlx::query("LOCK TABLE silent.presa_tasks IN ACCESS EXCLUSIVE MODE")
+        .execute(&mut holder)
+        .await
+        .expect("locked");
+    let waiting = tokio::spawn({
+        let store = store.clone();
+        async move { timed_get(&store).await }
+    });
+    // The store's one connection waits on the lock; its server process is stopped there,
+    // and the lock let go, so only a running process could answer.
+    let backend = presa_tests::wait::Deadline::new("the store's statement waits on the lock");
+    let pid: i32 = loop {
+        let found: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = 'presa' \
+             AND wait_event_type = 'Lock'",
+        )
+        .fetch_optional(&mut holder)
+        .await
+        .expect("read");
+        if let Some(pid) = found {
+            break pid;
+        }
+        backend.tick("not yet").await;
+    };
+    kill(Pid::from_raw(pid), Signal::SIGSTOP).expect("stopped");
+    sqlx::query("ROLLBACK")
+        .execute(&mut holder)
+        .await
+        .expect("released");
+    let (got, took) = waiting.await.expect("the call ends");
+    kill(Pid::from_raw(pid), Signal::SIGCONT).expect("continued");
+    match &got {
+        Err(StoreError::Unavailable(why)) => {
+            assert!(why.contains("no answer within 1.6s"), "{why}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        took >= statement + grace && took < statement + grace + MARGIN,
+        "given up a second past the statement timeout: {took:?}"
+    );
+    assert_eq!(
+        store.get("nothing").await,
+        Ok(None),
+        "answered on a new connection"
+    );
+}
+
 /// Two servers, each with its own pool on one database, as two replicas behind a load
 /// balancer: a task created through the first is read, and cancelled, through the second;
 /// its work runs in the first only, and the first's worker drops the work when it reads
