@@ -282,7 +282,7 @@ fn find_programs() -> Result<PathBuf, String> {
             Some((version, entry.path().join("bin")))
         })
         .collect();
-    debian.sort_by(|a, b| b.0.cmp(&a.0));
+    debian.sort_by_key(|(version, _)| std::cmp::Reverse(*version));
     candidates.extend(debian.into_iter().map(|(_, bin)| bin));
     first_with_programs(candidates)
 }
