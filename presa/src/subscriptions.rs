@@ -320,6 +320,33 @@ impl Hub {
 
     /// Ends every stream open now gracefully (server shutdown); later streams are not
     /// affected.
+    /// Whether an open stream follows topic `id` under `key`.
+    pub(crate) fn wants_topic(&self, key: &str, id: &str) -> bool {
+        self.listeners.lock().is_ok_and(|listeners| {
+            listeners.values().any(|l| {
+                l.filter
+                    .lock()
+                    .is_ok_and(|f| f.topics.get(key).is_some_and(|t| t.contains(id)))
+            })
+        })
+    }
+
+    /// Every topic id open streams follow under `key` (each stream follows a bounded
+    /// number).
+    pub(crate) fn topic_ids(&self, key: &str) -> Vec<String> {
+        let mut ids = BTreeSet::new();
+        if let Ok(listeners) = self.listeners.lock() {
+            for l in listeners.values() {
+                if let Ok(f) = l.filter.lock()
+                    && let Some(t) = f.topics.get(key)
+                {
+                    ids.extend(t.iter().cloned());
+                }
+            }
+        }
+        ids.into_iter().collect()
+    }
+
     pub(crate) fn close(&self) {
         if let Ok(mut token) = self.closed.lock() {
             token.cancel();

@@ -6,6 +6,12 @@
 //! for tools whose [`TaskMode`] asks for it, mirrors `taskId` into `Mcp-Name`, and adds a
 //! `taskIds` filter to `subscriptions/listen` (delivering `notifications/tasks`).
 //!
+//! Changes made through another replica sharing the store (a cancellation, an answer, a
+//! new status) are seen by looking at the store: at once when the store pushes them
+//! ([`TaskStore::changes`]; a worker wakes on its task's change, and listeners on this
+//! replica are sent the new status), and every [`TasksBuilder::remote_check`] in any
+//! case, as the only way for a store without push and as a safety net for one with it.
+//!
 //! | mode | client declared Tasks | client did not |
 //! | --- | --- | --- |
 //! | `Sync` (default) | runs in the request | runs in the request |
@@ -25,7 +31,8 @@ pub use postgres::{ConnectError, PgStore, PgStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{OpenError, SqliteStore};
 pub use store::{
-    MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore, WorkDescriptor,
+    Change, ChangeFeed, Changes, MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus,
+    TaskStore, WorkDescriptor,
 };
 
 use crate::context::{Cancellation, ContextInit, Outbound, RequestContext};
@@ -53,9 +60,17 @@ const UPDATE_ATTEMPTS: usize = 1000;
 pub const ID: &str = "io.modelcontextprotocol/tasks";
 /// Longest task id accepted, in bytes.
 pub const MAX_TASK_ID_BYTES: usize = 256;
-/// The default of [`TasksBuilder::remote_check`]: how often a worker looks at the store
-/// for changes made through another replica.
+/// The default of [`TasksBuilder::remote_check`] for a store without a change feed: how
+/// often a worker looks at the store for changes made through another replica.
 pub const REMOTE_CHECK: Duration = Duration::from_millis(500);
+/// The default of [`TasksBuilder::remote_check`] for a store with a change feed
+/// ([`TaskStore::changes`]): changes are pushed, and the poll is a safety net for one
+/// whose notification was lost.
+pub const REMOTE_CHECK_WITH_CHANGES: Duration = Duration::from_secs(5);
+/// Most tasks whose last published revision is remembered, so a change this replica
+/// published is not published again when its notification comes back; past it the
+/// memory is cleared (a duplicate notification may follow, never a lost one).
+const MAX_PUBLISHED: usize = 4096;
 /// The default of [`TasksBuilder::max_result_bytes`].
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
@@ -149,6 +164,15 @@ struct Inner {
     /// creations cannot both pass the same last slot.
     creating: tokio::sync::Mutex<()>,
     reaper: AtomicBool,
+    /// The store's change feed, when it has one.
+    changes: Option<ChangeFeed>,
+    /// How often the store is looked at, whatever its feed says.
+    remote_check: Duration,
+    /// Whether the task that publishes changes made elsewhere to this replica's
+    /// listeners runs.
+    relay: AtomicBool,
+    /// The last revision published here of each task listened to (with a change feed).
+    published: Mutex<HashMap<String, u64>>,
 }
 
 #[derive(Clone)]
@@ -169,7 +193,7 @@ pub struct TasksBuilder {
     max_tasks_per_scope: usize,
     max_input_bytes: usize,
     max_result_bytes: usize,
-    remote_check: Duration,
+    remote_check: Option<Duration>,
     reap_every: Duration,
 }
 
@@ -184,7 +208,7 @@ impl Default for TasksBuilder {
             max_tasks_per_scope: 1_000,
             max_input_bytes: DEFAULT_MAX_INPUT_BYTES,
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
-            remote_check: REMOTE_CHECK,
+            remote_check: None,
             reap_every: Duration::from_secs(60),
         }
     }
@@ -253,9 +277,13 @@ impl TasksBuilder {
     }
 
     /// How often a running or parked task looks at the store for a cancellation or an
-    /// answer given through another replica sharing it (default 500 ms, at least 10 ms).
+    /// answer given through another replica sharing it, and a worker whose store failed
+    /// tries it again (at least 10 ms). The default is [`REMOTE_CHECK`] (500 ms) for a
+    /// store without a change feed, and [`REMOTE_CHECK_WITH_CHANGES`] (5 s) for one with
+    /// it, whose changes wake the worker at once: then this is only the safety net for a
+    /// lost notification. A value set here holds either way.
     pub fn remote_check(mut self, every: Duration) -> Self {
-        self.remote_check = every.max(Duration::from_millis(10));
+        self.remote_check = Some(every.max(Duration::from_millis(10)));
         self
     }
 
@@ -274,8 +302,18 @@ impl TasksBuilder {
     /// The extension.
     pub fn build(self) -> Tasks {
         let slots = self.max_workers.min(tokio::sync::Semaphore::MAX_PERMITS);
+        let changes = self.store.changes();
+        let remote_check = self.remote_check.unwrap_or(if changes.is_some() {
+            REMOTE_CHECK_WITH_CHANGES
+        } else {
+            REMOTE_CHECK
+        });
         Tasks {
             inner: Arc::new(Inner {
+                changes,
+                remote_check,
+                relay: AtomicBool::new(false),
+                published: Mutex::default(),
                 config: self,
                 workers: Mutex::default(),
                 slots: Arc::new(tokio::sync::Semaphore::new(slots)),
@@ -365,7 +403,7 @@ impl Tasks {
             next.last_updated_at = time::now_ms();
             match store.compare_and_set(current.revision, next).await {
                 Ok(stored) => {
-                    publish(server, &stored);
+                    self.publish(server, &stored);
                     return Ok(Some(stored));
                 }
                 Err(StoreError::Conflict) => continue,
@@ -391,7 +429,7 @@ impl Tasks {
                 Ok(stored) => return stored,
                 Err(e) => {
                     tracing::warn!(task = %id, "a task's update is retried: {e}");
-                    tokio::time::sleep(self.inner.config.remote_check).await;
+                    tokio::time::sleep(self.inner.remote_check).await;
                 }
             }
         }
@@ -528,7 +566,7 @@ impl Tasks {
             w.insert(record.id.clone(), worker.clone());
         }
         self.start_reaper();
-        publish(&invocation.server(), &record);
+        self.publish(&invocation.server(), &record);
         // The worker keeps none of the request's transport: its context is detached now,
         // so the request's outbound (a stdio writer, an HTTP body) is released when the
         // response is written. It shares the worker's cancellation, as each round's does.
@@ -567,7 +605,7 @@ impl Tasks {
                     tracing::warn!(task = %id, "a task's worker could not read it: {e}");
                     tokio::select! {
                         _ = worker.cancel.cancelled() => break,
-                        () = tokio::time::sleep(self.inner.config.remote_check) => continue,
+                        () = tokio::time::sleep(self.inner.remote_check) => continue,
                     }
                 }
             };
@@ -694,30 +732,142 @@ impl Tasks {
     }
 
     /// Completes when the stored task is cancelled by someone else (another replica
-    /// sharing the store) or gone, checked every [`TasksBuilder::remote_check`]. A store
-    /// fault is no change: it is logged and checked again at the next round.
+    /// sharing the store) or gone. A store fault is no change: it is logged and checked
+    /// again at the next look ([`next_look`](Self::next_look)).
     async fn cancelled_elsewhere(&self, id: &str) {
+        self.until_status(id, |s| s == TaskStatus::Cancelled).await;
+    }
+
+    /// Completes when the stored task's status is no longer `status` (or it is gone); a
+    /// store fault is checked again at the next look.
+    async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
+        self.until_status(id, |s| s != status).await;
+    }
+
+    /// Completes when the stored task is gone or its status meets `done`, looking at the
+    /// store at each [`next_look`](Self::next_look). With a change feed it also looks
+    /// once at the start, after subscribing: a change made since the caller's last read
+    /// was notified before the subscription, and is seen all the same.
+    async fn until_status(&self, id: &str, done: impl Fn(TaskStatus) -> bool) {
+        let mut changes = self.inner.changes.as_ref().map(ChangeFeed::subscribe);
+        let mut look_now = changes.is_some();
         loop {
-            tokio::time::sleep(self.inner.config.remote_check).await;
+            if !look_now {
+                self.next_look(id, &mut changes).await;
+            }
+            look_now = false;
             match self.store().status(id).await {
-                Ok(Some(s)) if s != TaskStatus::Cancelled => {}
+                Ok(Some(s)) if !done(s) => {}
                 Ok(_) => return,
                 Err(e) => tracing::warn!(task = %id, "a task's status could not be read: {e}"),
             }
         }
     }
 
-    /// Completes when the stored task's status is no longer `status` (or it is gone),
-    /// checked every [`TasksBuilder::remote_check`]; a store fault is checked again.
-    async fn changed_elsewhere(&self, id: &str, status: TaskStatus) {
+    /// Waits until the store should be looked at for task `id`: the
+    /// [`TasksBuilder::remote_check`] has passed, or the feed (when subscribed) says the
+    /// task changed or changes may have been missed. A closed feed is dropped, leaving the
+    /// poll.
+    async fn next_look(&self, id: &str, changes: &mut Option<Changes>) {
+        let poll = tokio::time::sleep(self.inner.remote_check);
+        let Some(feed) = changes else {
+            return poll.await;
+        };
+        tokio::pin!(poll);
         loop {
-            tokio::time::sleep(self.inner.config.remote_check).await;
-            match self.store().status(id).await {
-                Ok(Some(s)) if s == status => {}
-                Ok(_) => return,
-                Err(e) => tracing::warn!(task = %id, "a task's status could not be read: {e}"),
+            tokio::select! {
+                () = &mut poll => return,
+                change = feed.recv() => match change {
+                    Ok(Change::Task(changed)) if changed != id => {}
+                    // This task, a resync, or a lag (changes were dropped).
+                    Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => return,
+                    Err(tokio::sync::broadcast::error::RecvError::Closed) => {
+                        *changes = None;
+                        return poll.await;
+                    }
+                },
             }
         }
+    }
+
+    /// Publishes `r` to this replica's listeners, remembering its revision (with a change
+    /// feed, for a task listened to) so the notification of its own change is not
+    /// published again by the relay.
+    fn publish(&self, server: &crate::Server, r: &TaskRecord) {
+        if self.inner.changes.is_some() && server.core.hub.wants_topic("taskIds", &r.id) {
+            self.remember(server, r);
+        }
+        publish(server, r);
+    }
+
+    /// Records `r`'s revision as published; `false` when that revision (or a later one)
+    /// was already. The memory is bounded by [`MAX_PUBLISHED`]: past it, tasks nobody
+    /// listens to any more are forgotten, and if that is not enough, all are.
+    fn remember(&self, server: &crate::Server, r: &TaskRecord) -> bool {
+        let Ok(mut published) = self.inner.published.lock() else {
+            return true;
+        };
+        if published.get(&r.id).is_some_and(|&seen| seen >= r.revision) {
+            return false;
+        }
+        if published.len() >= MAX_PUBLISHED && !published.contains_key(&r.id) {
+            published.retain(|id, _| server.core.hub.wants_topic("taskIds", id));
+            if published.len() >= MAX_PUBLISHED {
+                published.clear();
+            }
+        }
+        published.insert(r.id.clone(), r.revision);
+        true
+    }
+
+    /// Starts (once) the relay: with a change feed, every change notified for a task
+    /// this replica's listeners follow is read and published to them, unless this replica
+    /// published that revision itself. A resync (or a lag) reads every task listened to.
+    /// It holds the server weakly and ends with it.
+    fn start_relay(&self, server: &crate::Server) {
+        let Some(feed) = &self.inner.changes else {
+            return;
+        };
+        if self.inner.relay.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let mut changes = feed.subscribe();
+        let (tasks, core) = (Arc::downgrade(&self.inner), Arc::downgrade(&server.core));
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let ids = match changes.recv().await {
+                    Ok(Change::Task(id)) => vec![id],
+                    Ok(_) | Err(RecvError::Lagged(_)) => Vec::new(),
+                    Err(RecvError::Closed) => return,
+                };
+                let (Some(inner), Some(core)) = (tasks.upgrade(), core.upgrade()) else {
+                    return;
+                };
+                let (this, server) = (Tasks { inner }, crate::Server { core });
+                let ids = if ids.is_empty() {
+                    server.core.hub.topic_ids("taskIds")
+                } else {
+                    ids
+                };
+                for id in ids {
+                    if !server.core.hub.wants_topic("taskIds", &id) {
+                        continue;
+                    }
+                    match this.store().get(&id).await {
+                        Ok(Some(record)) => {
+                            if this.remember(&server, &record) {
+                                publish(&server, &record);
+                            }
+                        }
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(task = %id, "a changed task could not be read: {e}");
+                        }
+                    }
+                }
+            }
+        });
     }
 
     /// Ends the task `failed` with `error` as the request itself would have answered it
@@ -961,6 +1111,9 @@ impl Extension for Tasks {
                 if Self::visible(found, &ctx).is_some() {
                     accepted.push(id);
                 }
+            }
+            if !accepted.is_empty() {
+                this.start_relay(&ctx.server());
             }
             Ok(Some(("taskIds", accepted)))
         })

@@ -23,15 +23,21 @@
 //! or any other fault of the driver, is [`StoreError::Unavailable`]; only a unique
 //! violation at insert is [`StoreError::Duplicate`].
 //!
+//! The store pushes changes ([`TaskStore::changes`]): every insert and compare-and-set
+//! notifies a channel named after the schema, in the same statement, and one listener
+//! per store fans the notifications out in the process (see `feed`).
+//!
 //! The connection is plain: this build of the driver has no TLS, so a URL asking for it
 //! (`sslmode=require` or stricter) is refused at connect time. Reach the database on the
 //! same host or over a private network.
 
-use super::store::{StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
+use super::store::{ChangeFeed, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
+use feed::Feed;
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions, Postgres};
 use sqlx::{Connection, Row};
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::timeout;
 
@@ -86,6 +92,8 @@ pub struct PgStore {
     acquire_timeout: Duration,
     /// How long a statement's answer is awaited: the statement timeout and [`GRACE`].
     answer_within: Duration,
+    /// The change feed: its channel, and its listener once subscribed.
+    feed: Arc<Feed>,
 }
 
 /// Shows the settings, never the URL (it may hold a password).
@@ -262,6 +270,13 @@ impl PgStoreBuilder {
             settings.push(("search_path", schema.clone()));
         }
         options = options.options(settings);
+        let answer_within = Duration::from_millis(self.statement_timeout_ms()) + GRACE;
+        let feed = Feed::new(
+            options.clone(),
+            feed::channel(self.schema.as_deref()),
+            self.acquire_timeout,
+            answer_within,
+        );
         let waited = self.acquire_timeout;
         let pool = PgPoolOptions::new()
             .max_connections(self.max_connections)
@@ -276,7 +291,8 @@ impl PgStoreBuilder {
         Ok(PgStore {
             pool,
             acquire_timeout: self.acquire_timeout,
-            answer_within: Duration::from_millis(self.statement_timeout_ms()) + GRACE,
+            answer_within,
+            feed,
         })
     }
 }
@@ -315,6 +331,7 @@ impl PgStore {
     /// Closes every connection, waiting for the calls under way to finish. The store (and
     /// its clones) fail every call afterwards.
     pub async fn close(&self) {
+        self.feed.close().await;
         self.pool.close().await;
     }
 
@@ -479,10 +496,14 @@ impl TaskStore for PgStore {
         Box::pin(async move {
             let c = Columns::of(&record)?;
             let mut conn = self.connection().await?;
+            // The notification is sent when, and only if, the insert commits.
             let query = sqlx::query(
-                "INSERT INTO presa_tasks
-                 (id, scope, status, created_at, expires_at, revision, record)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                "WITH inserted AS (
+                     INSERT INTO presa_tasks
+                     (id, scope, status, created_at, expires_at, revision, record)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+                 )
+                 SELECT pg_notify($8, id) FROM inserted",
             )
             .bind(&record.id)
             .bind(c.scope)
@@ -490,7 +511,8 @@ impl TaskStore for PgStore {
             .bind(c.created_at)
             .bind(c.expires_at)
             .bind(c.revision)
-            .bind(c.json);
+            .bind(c.json)
+            .bind(self.feed.channel());
             let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
             match self.answered(&mut conn, answer)? {
                 Ok(_) => Ok(()),
@@ -550,10 +572,14 @@ impl TaskStore for PgStore {
             record.revision = next;
             let c = Columns::of(&record)?;
             let mut conn = self.connection().await?;
+            // One row back (and one notification, at commit) when the update won.
             let query = sqlx::query(
-                "UPDATE presa_tasks SET scope = $1, status = $2, created_at = $3,
-                 expires_at = $4, revision = $5, record = $6
-                 WHERE id = $7 AND revision = $8",
+                "WITH updated AS (
+                     UPDATE presa_tasks SET scope = $1, status = $2, created_at = $3,
+                     expires_at = $4, revision = $5, record = $6
+                     WHERE id = $7 AND revision = $8 RETURNING id
+                 )
+                 SELECT pg_notify($9, id) FROM updated",
             )
             .bind(c.scope)
             .bind(c.status)
@@ -562,7 +588,8 @@ impl TaskStore for PgStore {
             .bind(c.revision)
             .bind(c.json)
             .bind(&record.id)
-            .bind(expected_column);
+            .bind(expected_column)
+            .bind(self.feed.channel());
             let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
             let updated = self
                 .answered(&mut conn, answer)?
@@ -612,7 +639,12 @@ impl TaskStore for PgStore {
             Ok(usize::try_from(removed.rows_affected()).unwrap_or(usize::MAX))
         })
     }
+
+    fn changes(&self) -> Option<ChangeFeed> {
+        Some(self.feed.change_feed())
+    }
 }
 
+mod feed;
 #[cfg(test)]
 mod tests;

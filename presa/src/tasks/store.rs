@@ -4,13 +4,19 @@
 //! can implement it without changing the trait. Its methods are async and fallible, so a
 //! networked store never blocks the runtime and a fault is reported, not hidden.
 //! [`MemoryStore`] is the default.
+//!
+//! A store may also offer a [`ChangeFeed`]: word, pushed to every subscriber in the
+//! process, that a task changed, so workers and listeners see a change made through
+//! another replica at once rather than at their next poll. A store without one (the
+//! default) is polled, as before.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
+use tokio::sync::broadcast;
 
 /// A task's status.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -138,6 +144,52 @@ impl std::error::Error for StoreError {}
 /// runtime. Implement a method as `Box::pin(async move { … })`.
 pub type StoreFuture<'a, T> = Pin<Box<dyn Future<Output = Result<T, StoreError>> + Send + 'a>>;
 
+/// What a [`ChangeFeed`] says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Change {
+    /// The task with this id was stored or replaced (by any handle on the store, in any
+    /// process), after the change was committed.
+    Task(String),
+    /// Changes may have been missed (the feed's connection dropped and was made again):
+    /// a subscriber reads again every task it cares about.
+    Resync,
+}
+
+/// A subscription to a [`ChangeFeed`]. A subscriber that falls behind gets
+/// [`broadcast::error::RecvError::Lagged`] and treats it as [`Change::Resync`]; one whose
+/// feed is gone gets [`broadcast::error::RecvError::Closed`] and falls back to polling.
+pub type Changes = broadcast::Receiver<Change>;
+
+/// The change feed of a store that pushes changes ([`TaskStore::changes`]). Cheap to
+/// clone; nothing is started until the first [`subscribe`](ChangeFeed::subscribe).
+#[derive(Clone)]
+pub struct ChangeFeed {
+    subscribe: Arc<dyn Fn() -> Changes + Send + Sync>,
+}
+
+impl ChangeFeed {
+    /// A feed whose subscriptions `subscribe` makes. It is called from within a Tokio
+    /// runtime, so it may start a background task the first time.
+    pub fn new(subscribe: impl Fn() -> Changes + Send + Sync + 'static) -> ChangeFeed {
+        ChangeFeed {
+            subscribe: Arc::new(subscribe),
+        }
+    }
+
+    /// A new subscription: every change from now on. Call it before reading the store,
+    /// so a change made between the read and the wait is not missed.
+    pub fn subscribe(&self) -> Changes {
+        (self.subscribe)()
+    }
+}
+
+impl std::fmt::Debug for ChangeFeed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChangeFeed").finish_non_exhaustive()
+    }
+}
+
 /// Where tasks are kept.
 ///
 /// Every method may fail with [`StoreError::Unavailable`]; presa answers the request that
@@ -171,6 +223,14 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Deletes every task [`expired`](TaskRecord::expired) at `now_ms`, and no other;
     /// returns how many it deleted.
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize>;
+    /// The store's change feed, when it pushes changes: presa then wakes a worker or
+    /// publishes to listeners when a task changes, and polls only as a safety net (every
+    /// [`TasksBuilder::remote_check`](super::TasksBuilder::remote_check)). The default,
+    /// `None`, means the store is polled. Called once, when the extension is built: it
+    /// must not block or start work.
+    fn changes(&self) -> Option<ChangeFeed> {
+        None
+    }
 }
 
 /// The default [`TaskStore`]: a map in this process.

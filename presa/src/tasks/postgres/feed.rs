@@ -1,0 +1,205 @@
+//! The change feed of a [`PgStore`](super::PgStore): PostgreSQL's `LISTEN`/`NOTIFY`.
+//!
+//! Every insert and compare-and-set sends `pg_notify(channel, id)` in its own statement,
+//! so the notification is delivered when, and only if, the change commits. One listener
+//! per store (on a pool of its own, one connection, so it never takes a connection the
+//! store's calls need) receives them and fans them out in the process through a
+//! broadcast channel. It starts when the first subscriber subscribes.
+//!
+//! A dropped listener connection is made again, with a backoff that doubles from
+//! [`FIRST_BACKOFF`] to [`MAX_BACKOFF`] while the server refuses; once it listens again it
+//! sends [`Change::Resync`], so subscribers read the store once and nothing changed during
+//! the gap is lost. The first `LISTEN` is followed by a resync too, for changes made
+//! between a subscription and the listener's start. The listener ends when the store
+//! is closed or every handle on it is dropped.
+
+use crate::tasks::store::{Change, ChangeFeed, Changes};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+use tokio::sync::broadcast;
+use tokio::time::timeout;
+
+/// How many changes a subscriber may fall behind before it is told it lagged (and reads
+/// everything again).
+const CAPACITY: usize = 1024;
+/// The first wait before the listener connection is tried again.
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// The longest wait between tries of the listener connection.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+/// The `application_name` of the listener's connection, so an operator can tell it from
+/// the store's own (`presa`).
+pub(crate) const LISTEN_APPLICATION: &str = "presa-listen";
+/// The longest channel name PostgreSQL takes (`NAMEDATALEN` − 1 bytes).
+const MAX_CHANNEL_BYTES: usize = 63;
+
+/// The notification channel of the store whose tables are in `schema` (or in the
+/// connection's default schema): two deployments on one database, in different
+/// schemas, never hear each other. A name too long for PostgreSQL is replaced by a
+/// stable hash of it.
+pub(super) fn channel(schema: Option<&str>) -> String {
+    let Some(schema) = schema else {
+        return "presa_tasks".into();
+    };
+    let plain = format!("presa_tasks_{schema}");
+    if plain.len() <= MAX_CHANNEL_BYTES {
+        return plain;
+    }
+    // FNV-1a: stable across builds and processes, unlike std's hasher.
+    let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("presa_tasks_{hash:016x}")
+}
+
+/// A store's feed: the broadcast its subscribers share and the listener's pool.
+pub(super) struct Feed {
+    channel: String,
+    pool: PgPool,
+    sender: broadcast::Sender<Change>,
+    started: AtomicBool,
+    answer_within: Duration,
+}
+
+impl Feed {
+    /// A feed on the database `options` reach (no connection is opened yet).
+    pub(super) fn new(
+        options: PgConnectOptions,
+        channel: String,
+        acquire_timeout: Duration,
+        answer_within: Duration,
+    ) -> Arc<Feed> {
+        let pool = PgPoolOptions::new()
+            .max_connections(1)
+            .acquire_timeout(acquire_timeout)
+            .connect_lazy_with(options.application_name(LISTEN_APPLICATION));
+        Arc::new(Feed {
+            channel,
+            pool,
+            sender: broadcast::channel(CAPACITY).0,
+            started: AtomicBool::new(false),
+            answer_within,
+        })
+    }
+
+    /// The channel the store's statements notify.
+    pub(super) fn channel(&self) -> &str {
+        &self.channel
+    }
+
+    /// The feed as the store offers it: holds the feed weakly, so a dropped store's
+    /// subscribers are told it is closed.
+    pub(super) fn change_feed(self: &Arc<Feed>) -> ChangeFeed {
+        let feed = Arc::downgrade(self);
+        ChangeFeed::new(move || match feed.upgrade() {
+            Some(feed) => feed.subscribe(),
+            None => broadcast::channel(1).1,
+        })
+    }
+
+    fn subscribe(self: &Arc<Feed>) -> Changes {
+        let changes = self.sender.subscribe();
+        if !self.started.swap(true, Ordering::SeqCst) && !self.pool.is_closed() {
+            tokio::spawn(listen(Arc::downgrade(self)));
+        }
+        changes
+    }
+
+    /// Ends the listener (its connection is closed) and every subscription.
+    pub(super) async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+/// Dropping the last handle on the store ends the listener.
+impl Drop for Feed {
+    fn drop(&mut self) {
+        // Marks the pool closed at once, which wakes the listener with `PoolClosed`;
+        // the connection is closed as the listener drops it.
+        drop(self.pool.close());
+    }
+}
+
+/// Sends `change` to the subscribers; `false` when the feed is gone.
+fn send(feed: &Weak<Feed>, change: Change) -> bool {
+    match feed.upgrade() {
+        Some(feed) => {
+            // No subscriber now is no error: the next one reads the store first.
+            let _ = feed.sender.send(change);
+            true
+        }
+        None => false,
+    }
+}
+
+/// A listener on `channel`, within the acquire timeout and the statement's answer bound.
+async fn open(pool: &PgPool, channel: &str, answer_within: Duration) -> Result<PgListener, String> {
+    let mut listener = PgListener::connect_with(pool)
+        .await
+        .map_err(|e| e.to_string())?;
+    match timeout(answer_within, listener.listen(channel)).await {
+        Ok(Ok(())) => Ok(listener),
+        Ok(Err(e)) => Err(e.to_string()),
+        Err(_) => Err(format!("no answer to LISTEN within {answer_within:?}")),
+    }
+}
+
+/// The listener task: listens, fans notifications out, and on a dropped connection
+/// listens again (with backoff) and sends [`Change::Resync`].
+async fn listen(feed: Weak<Feed>) {
+    let Some((pool, channel, answer_within)) = feed
+        .upgrade()
+        .map(|f| (f.pool.clone(), f.channel.clone(), f.answer_within))
+    else {
+        return;
+    };
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        if pool.is_closed() || feed.strong_count() == 0 {
+            return;
+        }
+        let mut listener = match open(&pool, &channel, answer_within).await {
+            Ok(listener) => listener,
+            Err(e) => {
+                if pool.is_closed() {
+                    return;
+                }
+                tracing::warn!(
+                    "the task change feed could not listen, tried again in {backoff:?}: {e}"
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        backoff = FIRST_BACKOFF;
+        // Listening from here on: what changed before is read again.
+        if !send(&feed, Change::Resync) {
+            return;
+        }
+        loop {
+            match listener.try_recv().await {
+                Ok(Some(notification)) => {
+                    if !send(&feed, Change::Task(notification.payload().to_owned())) {
+                        return;
+                    }
+                }
+                // The connection dropped (and was made again, without our `LISTEN`
+                // being known to have held): start over on a fresh listener.
+                Ok(None) => break,
+                Err(e) => {
+                    if pool.is_closed() {
+                        return;
+                    }
+                    tracing::warn!("the task change feed's connection failed: {e}");
+                    // A server that fails each new connection at once is not tried in
+                    // a tight loop.
+                    tokio::time::sleep(FIRST_BACKOFF).await;
+                    break;
+                }
+            }
+        }
+        drop(listener);
+    }
+}
