@@ -790,12 +790,16 @@ impl Tasks {
         }
     }
 
-    /// Publishes `r` to this replica's listeners, remembering its revision (with a change
-    /// feed, for a task listened to) so the notification of its own change is not
-    /// published again by the relay.
+    /// Publishes `r` to this replica's listeners. With a change feed, for a task listened
+    /// to, its revision is remembered, so the relay does not publish it again when its
+    /// notification comes back; and if the relay has already published it (or a later
+    /// one), it is not published again here.
     fn publish(&self, server: &crate::Server, r: &TaskRecord) {
-        if self.inner.changes.is_some() && server.core.hub.wants_topic("taskIds", &r.id) {
-            self.remember(server, r);
+        if self.inner.changes.is_some()
+            && server.core.hub.wants_topic("taskIds", &r.id)
+            && !self.remember(server, r)
+        {
+            return;
         }
         publish(server, r);
     }

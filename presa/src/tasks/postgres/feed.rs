@@ -203,3 +203,25 @@ async fn listen(feed: Weak<Feed>) {
         drop(listener);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{MAX_CHANNEL_BYTES, channel};
+
+    /// Each schema has its own channel; a name that would pass PostgreSQL's 63 bytes is
+    /// a hash of the schema, the same every time, and different for another schema.
+    #[test]
+    fn channels_are_per_schema_and_within_postgres_bound() {
+        assert_eq!(channel(None), "presa_tasks");
+        assert_eq!(channel(Some("a")), "presa_tasks_a");
+        let at = "s".repeat(MAX_CHANNEL_BYTES - "presa_tasks_".len());
+        assert_eq!(channel(Some(&at)), format!("presa_tasks_{at}"));
+        assert_eq!(channel(Some(&at)).len(), MAX_CHANNEL_BYTES);
+        let past = format!("{at}s");
+        let hashed = channel(Some(&past));
+        assert!(hashed.starts_with("presa_tasks_"), "{hashed}");
+        assert!(hashed.len() <= MAX_CHANNEL_BYTES, "{hashed}");
+        assert_eq!(hashed, channel(Some(&past)), "stable");
+        assert_ne!(hashed, channel(Some(&format!("{at}t"))), "per schema");
+    }
+}
