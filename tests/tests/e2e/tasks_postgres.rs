@@ -4,7 +4,7 @@
 //! refused), its bounded waits, two servers sharing one database as replicas do, and a
 //! database outage met by requests over HTTP.
 
-use crate::tasks::{Client, Kind, Lab, Tasking, declared, task_id, tool};
+use crate::tasks::{Client, Kind, Lab, Tasking, bare, declared, task_id, tool};
 use presa::tasks::{ConnectError, PgStore, StoreError, TaskStore, Tasks, contract};
 use presa_tests::postgres::Postgres;
 use presa_tests::wait::Deadline;
@@ -406,4 +406,164 @@ async fn a_database_outage_is_retryable_and_loses_no_acknowledged_task() {
     let again = w.create("quick", json!({"n": 5})).await;
     let task = w.wait_for(&again, &["completed"]).await;
     assert_eq!(task["result"]["content"][0]["text"], "quick 5", "{task}");
+}
+
+/// How long a change pushed through LISTEN/NOTIFY may take to reach the other replica,
+/// scheduling on a loaded machine included: far below the 30 s poll the push tests set.
+const PUSHED_WITHIN: Duration = Duration::from_secs(2);
+
+/// Two replicas, each with its own store on one database, polling only every 30 s: what
+/// they see of each other within [`PUSHED_WITHIN`] was pushed.
+async fn pushing_replicas(pg: &Postgres) -> (Lab, Lab) {
+    let replica = || async {
+        let store = PgStore::connect(&pg.url()).await.expect("connects");
+        Lab::new(
+            Tasks::builder()
+                .remote_check(Duration::from_secs(30))
+                .store(store),
+        )
+    };
+    (replica().await, replica().await)
+}
+
+/// Waits until `counter` of A's probe reaches `n` within [`PUSHED_WITHIN`] of `from`.
+async fn within_push(lab: &Lab, counter: &AtomicUsize, n: usize, from: Instant, what: &str) {
+    tokio::time::timeout(PUSHED_WITHIN, lab.wait_count(counter, n, what))
+        .await
+        .unwrap_or_else(|_| panic!("{what}: not within {PUSHED_WITHIN:?}"));
+    assert!(
+        from.elapsed() < PUSHED_WITHIN,
+        "{what}: {:?}",
+        from.elapsed()
+    );
+}
+
+/// A cancellation through B reaches A's running worker at once, though both poll only
+/// every 30 s: the change is pushed (NOTIFY at commit, A's listener wakes the worker).
+#[tokio::test]
+async fn a_cancel_through_another_replica_is_pushed_to_the_worker() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let (a, b) = pushing_replicas(&pg).await;
+    let mut wa = Client::start(Kind::Http, &a.server).await;
+    let mut wb = Client::start(Kind::Http, &b.server).await;
+    for n in 1..=2 {
+        let id = wa.create("gate", json!({})).await;
+        a.wait_count(&a.probe.started, n, "A's runs").await;
+        let cancelled = Instant::now();
+        wb.cancel(&id).await;
+        within_push(&a, &a.probe.dropped, n, cancelled, "A drops the run").await;
+        assert_eq!(a.probe.finished.load(SeqCst), 0, "no run finished");
+        assert_eq!(wa.get(&id).await["status"], "cancelled");
+    }
+}
+
+/// The pids of the change feeds' listener connections.
+async fn listeners(pg: &Postgres) -> Vec<i32> {
+    let mut conn = pg.connection().await;
+    sqlx::query_scalar(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = 'presa-listen' ORDER BY pid",
+    )
+    .fetch_all(&mut conn)
+    .await
+    .expect("pg_stat_activity is read")
+}
+
+/// Waits until the listener connections are exactly `n`, none of them in `gone`.
+async fn listening(pg: &Postgres, n: usize, gone: &[i32]) -> Vec<i32> {
+    let deadline = Deadline::new("the listeners connect");
+    loop {
+        let pids = listeners(pg).await;
+        if pids.len() == n && pids.iter().all(|p| !gone.contains(p)) {
+            return pids;
+        }
+        deadline.tick(format!("{pids:?}")).await;
+    }
+}
+
+/// The listener connection killed by the server: a cancellation made right after, while
+/// it reconnects, still reaches A's worker within a bound (A listens again and reads its
+/// task once), and changes made once it listens again are pushed as before.
+#[tokio::test]
+async fn a_dropped_listener_connection_reconnects_and_misses_nothing() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let (a, b) = pushing_replicas(&pg).await;
+    let mut wa = Client::start(Kind::Http, &a.server).await;
+    let mut wb = Client::start(Kind::Http, &b.server).await;
+
+    let first = wa.create("gate", json!({})).await;
+    a.wait_count(&a.probe.started, 1, "A's runs").await;
+    // Only A has subscribed (its worker): one listener.
+    let before = listening(&pg, 1, &[]).await;
+    let mut conn = pg.connection().await;
+    sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'presa-listen'")
+        .execute(&mut conn)
+        .await
+        .expect("the listener is killed");
+    let cancelled = Instant::now();
+    wb.cancel(&first).await;
+    within_push(&a, &a.probe.dropped, 1, cancelled, "A drops the run").await;
+
+    listening(&pg, 1, &before).await;
+    let second = wa.create("gate", json!({})).await;
+    a.wait_count(&a.probe.started, 2, "A's runs").await;
+    let cancelled = Instant::now();
+    wb.cancel(&second).await;
+    within_push(&a, &a.probe.dropped, 2, cancelled, "A drops the second run").await;
+    assert_eq!(a.probe.finished.load(SeqCst), 0, "no run finished");
+}
+
+/// A stream listening on A to a task whose status changes through B hears the change at
+/// once (A's relay reads the task on B's notification); a change A makes itself is heard
+/// once, not again when its own notification comes back.
+#[tokio::test]
+async fn a_listener_hears_changes_made_through_another_replica() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let (a, b) = pushing_replicas(&pg).await;
+    let mut wa = Client::start(Kind::Http, &a.server).await;
+    let mut wb = Client::start(Kind::Http, &b.server).await;
+
+    let remote = wa.create("gate", json!({})).await;
+    let local = wa.create("gate", json!({})).await;
+    a.wait_count(&a.probe.started, 2, "A's runs").await;
+    let listen = |id: &String| declared(json!({"notifications": {"taskIds": [id]}}));
+    let l = wa
+        .listen_tasks(listen(&remote))
+        .await
+        .unwrap_or_else(|e| panic!("the listen is accepted: {e:?}"));
+    let cancelled = Instant::now();
+    wb.cancel(&remote).await;
+    let events = tokio::time::timeout(
+        PUSHED_WITHIN,
+        wa.task_events_until(&l, &remote, "cancelled"),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("no cancelled notification within {PUSHED_WITHIN:?}"));
+    assert!(
+        cancelled.elapsed() < PUSHED_WITHIN,
+        "{:?}",
+        cancelled.elapsed()
+    );
+    assert_eq!(
+        bare(&events.last().expect("an event")["params"]),
+        bare(&wa.get(&remote).await),
+        "the notification is the task as stored"
+    );
+
+    let l = wa
+        .listen_tasks(listen(&local))
+        .await
+        .unwrap_or_else(|e| panic!("the listen is accepted: {e:?}"));
+    a.gate.add_permits(1);
+    wa.task_events_until(&l, &local, "completed").await;
+    // The completion's own notification comes back to A's relay, which has published
+    // that revision already.
+    if let Some(again) = wa.event(&l, Duration::from_millis(1000)).await {
+        panic!("nothing more is sent: {again}");
+    }
 }
