@@ -1,8 +1,9 @@
 //! Tasks kept in PostgreSQL (`presa::tasks::PgStore`), on a throwaway server each test
 //! starts (`presa_tests::postgres`; skipped, saying so, where PostgreSQL is not
 //! installed): the store's contract, its migrations (once, at once, and a newer schema
-//! refused), its bounded waits, two servers sharing one database as replicas do, and a
-//! database outage met by requests over HTTP.
+//! refused), its bounded waits, two servers sharing one database as replicas do, changes
+//! pushed between them through LISTEN/NOTIFY (to workers and to listen streams, across a
+//! killed listener connection), and a database outage met by requests over HTTP.
 
 use crate::tasks::{Client, Kind, Lab, Tasking, bare, declared, task_id, tool};
 use presa::tasks::{ConnectError, PgStore, StoreError, TaskStore, Tasks, contract};
