@@ -416,6 +416,7 @@ async fn migrate(
         .await
         .map_err(failed)?;
     }
+    replay::migrate(&mut tx, failed).await?;
     tx.commit().await.map_err(failed)
 }
 
@@ -614,5 +615,6 @@ impl TaskStore for PgStore {
     }
 }
 
+mod replay;
 #[cfg(test)]
 mod tests;
