@@ -478,11 +478,13 @@ pub trait ReplayStore: Send + Sync + 'static {
 /// id in 64 (a state's id is random base64url, so its first character is one of 64 at
 /// random), so pruning is a bounded share of the work, and, at [`PRUNE_BATCH`] records
 /// each time, outpaces the one record each use adds.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) fn prunes_after(id: &str) -> bool {
     id.starts_with('A')
 }
 
 /// The most expired records a durable replay store drops in one pruning.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
 pub(crate) const PRUNE_BATCH: i64 = 256;
 
 /// The default [`ReplayStore`]: a map in this process, pruned as entries expire.
