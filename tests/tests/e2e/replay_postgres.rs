@@ -196,3 +196,47 @@ async fn a_replay_record_outage_is_retryable_and_spends_nothing() {
     b.call(id, "tools/call", again).await.invalid_state();
     assert_eq!(probe.runs(), 2);
 }
+
+/// Expired rows of `presa_replay`.
+async fn expired_rows(pg: &Postgres) -> i64 {
+    let mut conn = pg.connection().await;
+    sqlx::query_scalar("SELECT count(*) FROM presa_replay WHERE expires_at < $1")
+        .bind(i64::try_from(now()).unwrap_or(i64::MAX))
+        .fetch_one(&mut conn)
+        .await
+        .expect("counted")
+}
+
+/// Expired records are dropped after a use whose id starts with `A` (one in 64 of a
+/// state's random ids), 256 at most each time; live ones are kept.
+#[tokio::test]
+async fn expired_replay_records_are_pruned_a_batch_at_a_time() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let store = PgStore::connect(&pg.url()).await.expect("connects");
+    let mut conn = pg.connection().await;
+    sqlx::query(
+        "INSERT INTO presa_replay (id, expires_at) SELECT 'old' || n, 1 FROM generate_series(1, 300) n",
+    )
+    .execute(&mut conn)
+    .await
+    .expect("expired rows");
+    let live = now() + 60;
+    assert_eq!(store.first_use("b-live", live).await, Ok(true));
+    assert_eq!(expired_rows(&pg).await, 300, "no pruning after `b…`");
+    assert_eq!(store.first_use("A-live", live).await, Ok(true));
+    assert_eq!(expired_rows(&pg).await, 300 - 256, "one batch, no more");
+    assert_eq!(store.first_use("A-two", live).await, Ok(true));
+    assert_eq!(expired_rows(&pg).await, 0);
+    assert_eq!(
+        store.first_use("A-live", live).await,
+        Ok(false),
+        "live kept"
+    );
+    assert_eq!(
+        store.first_use("b-live", live).await,
+        Ok(false),
+        "live kept"
+    );
+}
