@@ -9,7 +9,7 @@
 //! ```
 
 use presa::RequestContext;
-use presa::mrtr::{Elicitation, ReplayStore};
+use presa::mrtr::{Elicitation, ReplayError, ReplayFuture, ReplayStore};
 use presa::tasks::{MemoryStore, StoreFuture, TaskRecord, TaskStatus, TaskStore, Tasks};
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -46,20 +46,28 @@ async fn reindex() -> String {
 
 // ANCHOR: stores
 /// The replay store every replica shares. This one is a map in memory, standing in for
-/// Redis (`SET id 1 NX EXAT expires_at`) or a database table with a unique key.
+/// Redis (`SET id 1 NX EXAT expires_at`) or a database table with a unique key (presa's
+/// `PgStore`, feature `postgres`, is one: `.replay_store(pg.clone())`). A real one awaits
+/// its client inside the future and reports a fault as a `ReplayError`;
+/// `presa::mrtr::contract` checks it keeps the rules.
 #[derive(Clone, Default)]
 pub struct SharedReplays(Arc<Mutex<HashMap<String, u64>>>);
 
 impl ReplayStore for SharedReplays {
-    fn first_use(&self, id: &str, expires_at: u64) -> bool {
+    fn first_use<'a>(&'a self, id: &'a str, expires_at: u64) -> ReplayFuture<'a> {
         let now = SystemTime::now()
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
-        let Ok(mut seen) = self.0.lock() else {
-            return false; // when in doubt, refuse: the client starts the call again
-        };
-        seen.retain(|_, exp| *exp >= now);
-        seen.insert(id.to_owned(), expires_at).is_none()
+        // A poisoned map cannot be trusted: the fault makes the retry retryable.
+        let first = self
+            .0
+            .lock()
+            .map_err(|_| ReplayError::new("the shared map is poisoned"))
+            .map(|mut seen| {
+                seen.retain(|_, exp| *exp >= now);
+                seen.insert(id.to_owned(), expires_at).is_none()
+            });
+        Box::pin(std::future::ready(first))
     }
 }
 

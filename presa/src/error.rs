@@ -94,6 +94,13 @@ impl Error {
         Error::new(code::INTERNAL_ERROR, message).with_status(503)
     }
 
+    /// -32603 for a request that met a fault of a store it needs (tasks, the replay
+    /// record): `data.retryable`, so the client tries again later. Nothing of the cause is
+    /// sent.
+    pub(crate) fn retryable(message: impl Into<Cow<'static, str>>) -> Self {
+        Error::new(code::INTERNAL_ERROR, message).with_data(serde_json::json!({"retryable": true}))
+    }
+
     /// The same error sent with HTTP `status` and the `WWW-Authenticate` challenge
     /// `challenge` (an authorization refusal).
     pub(crate) fn with_challenge(mut self, status: u16, challenge: String) -> Self {

@@ -415,7 +415,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Sets where single-use request states are remembered (in memory by default).
+    /// Sets where single-use request states are remembered (in memory by default). With
+    /// several replicas, give each the same shared store (`.replay_store(pg.clone())`
+    /// with a `PgStore`), so a state spent on one replica is refused on all.
     pub fn replay_store(mut self, store: impl crate::mrtr::ReplayStore) -> Self {
         self.replay = Some(Arc::new(store));
         self

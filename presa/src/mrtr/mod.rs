@@ -5,6 +5,7 @@
 //!
 //! Only `tools/call`, `resources/read` and `prompts/get` may answer `input_required`.
 
+pub mod contract;
 pub mod inputs;
 pub(crate) mod round;
 pub mod token;
@@ -13,4 +14,4 @@ pub use inputs::{
     Ask, ElicitForm, Elicitation, FormEnum, FormField, InputRequired, Root, SamplingMessage,
     SamplingRequest, SamplingResponse, UrlElicitation,
 };
-pub use token::{Keyring, MemoryReplayStore, ReplayStore, StateKey};
+pub use token::{Keyring, MemoryReplayStore, ReplayError, ReplayFuture, ReplayStore, StateKey};

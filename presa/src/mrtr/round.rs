@@ -10,6 +10,8 @@ use crate::error::{Error, code};
 use crate::shape::Shaper;
 use crate::wire::jsonrpc::RequestParams;
 use serde_json::{Map, Value};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -32,12 +34,21 @@ pub(crate) struct Round {
     pub(crate) carried: Option<Value>,
     /// Whether the request is a retry (carries `inputResponses` or `requestState`).
     pub(crate) retry: bool,
+    /// The spending of a single-use state, which the caller awaits before the handler
+    /// runs (none for a request without one: most requests never wait here).
+    pub(crate) spend: Option<Spend>,
 }
+
+/// The check that a single-use state is used for the first time, recording its use: the
+/// round's error when the state was spent before (the same -32602 as any bad state) or
+/// the replay store failed (a retryable -32603, the state never taken as unused).
+pub(crate) type Spend = Pin<Box<dyn Future<Output = Result<(), Error>> + Send>>;
 
 impl Seals {
     /// Opens the round of a request of `method`: checks the shapes of `inputResponses`
     /// and `requestState`, verifies the state (bound to the method, the params and the
-    /// principal), and gathers the answers.
+    /// principal), and gathers the answers. A single-use state is not yet checked against
+    /// the replay record: the round's [`Spend`] does that, for the caller to await.
     pub(crate) fn open(
         &self,
         method: &str,
@@ -54,8 +65,8 @@ impl Seals {
         if let Some(Value::String(state)) = state {
             let bind = token::binding(method, params, principal);
             let payload = self.keys.open(state, &self.audience, &bind)?;
-            if payload.once && !self.replay.first_use(&payload.jti, payload.exp) {
-                return Err(token::invalid());
+            if payload.once {
+                round.spend = Some(self.spend(payload.jti, payload.exp));
             }
             round.answers = Some(payload.answers);
             round.carried = payload.data;
@@ -71,6 +82,23 @@ impl Seals {
             }
         }
         Ok(round)
+    }
+
+    /// The spending of the single-use state `id`, valid until `expires_at`.
+    fn spend(&self, id: String, expires_at: u64) -> Spend {
+        let replay = Arc::clone(&self.replay);
+        Box::pin(async move {
+            match replay.first_use(&id, expires_at).await {
+                Ok(true) => Ok(()),
+                Ok(false) => Err(token::invalid()),
+                Err(fault) => {
+                    tracing::error!("a single-use request state could not be checked: {fault}");
+                    Err(Error::retryable(
+                        "The record of spent request state is unavailable; try again",
+                    ))
+                }
+            }
+        })
     }
 
     /// The `input_required` result: the capability check of section 10.2 first (-32021

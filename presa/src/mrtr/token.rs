@@ -21,6 +21,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Mutex;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
@@ -225,7 +227,7 @@ fn read_data<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D:
     )
 }
 
-fn now() -> u64 {
+pub(crate) fn now() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_secs())
@@ -426,14 +428,64 @@ impl Keyring {
     }
 }
 
-/// Remembers the ids of single-use tokens until they expire, so a second use is refused.
-/// In memory by default; implement it over a shared store when replicas serve the same
-/// clients.
-pub trait ReplayStore: Send + Sync + 'static {
-    /// Records `id` as used until `expires_at` (Unix seconds). Returns false when it was
-    /// already recorded.
-    fn first_use(&self, id: &str, expires_at: u64) -> bool;
+/// Why a [`ReplayStore`] could not say whether a state was used before: unreachable,
+/// failing, timed out. The request is answered with a retryable -32603 (the state is
+/// never taken as unused); the reason is logged, never sent to the client.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReplayError(String);
+
+impl ReplayError {
+    /// A fault, with what went wrong (for the log).
+    pub fn new(reason: impl Into<String>) -> Self {
+        ReplayError(reason.into())
+    }
+
+    /// What went wrong.
+    pub fn reason(&self) -> &str {
+        &self.0
+    }
 }
+
+impl std::fmt::Display for ReplayError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the replay store is unavailable: {}", self.0)
+    }
+}
+
+impl std::error::Error for ReplayError {}
+
+/// What [`ReplayStore::first_use`] returns: a boxed future, so the trait stays usable as
+/// `Arc<dyn ReplayStore>` and a networked store awaits its I/O without blocking the
+/// runtime. Implement it as `Box::pin(async move { … })`, or `Box::pin(std::future::ready(…))`
+/// for an answer at hand.
+pub type ReplayFuture<'a> = Pin<Box<dyn Future<Output = Result<bool, ReplayError>> + Send + 'a>>;
+
+/// Remembers the ids of single-use tokens until they expire, so a second use is refused.
+/// In memory by default; share one store among replicas serving the same clients (presa's
+/// `SqliteStore` and `PgStore` are replay stores too), so a state spent on one is refused
+/// on all. It is asked only for states a handler made single-use.
+///
+/// [`contract`](super::contract) checks the rules below against any store.
+pub trait ReplayStore: Send + Sync + 'static {
+    /// Records `id` as used until `expires_at` (Unix seconds). `Ok(true)` when it was not
+    /// recorded, or its record had expired (`expires_at` before now): the caller is its
+    /// first user. `Ok(false)` when a live record exists. Of several calls with one id at
+    /// once, at most one is `Ok(true)`. A fault is `Err`, never `Ok(true)`.
+    fn first_use<'a>(&'a self, id: &'a str, expires_at: u64) -> ReplayFuture<'a>;
+}
+
+/// Whether a durable replay store prunes expired records after recording `id`: for one
+/// id in 64 (a state's id is random base64url, so its first character is one of 64 at
+/// random), so pruning is a bounded share of the work, and, at [`PRUNE_BATCH`] records
+/// each time, outpaces the one record each use adds.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) fn prunes_after(id: &str) -> bool {
+    id.starts_with('A')
+}
+
+/// The most expired records a durable replay store drops in one pruning.
+#[cfg(any(feature = "sqlite", feature = "postgres"))]
+pub(crate) const PRUNE_BATCH: i64 = 256;
 
 /// The default [`ReplayStore`]: a map in this process, pruned as entries expire.
 ///
@@ -453,11 +505,15 @@ struct Seen {
     prune_at: usize,
 }
 
-impl ReplayStore for MemoryReplayStore {
-    fn first_use(&self, id: &str, expires_at: u64) -> bool {
-        let Ok(mut guard) = self.seen.lock() else {
-            return false;
-        };
+impl MemoryReplayStore {
+    /// The answer of [`ReplayStore::first_use`], at once.
+    fn record(&self, id: &str, expires_at: u64) -> Result<bool, ReplayError> {
+        // A poisoned lock means a panic while the map was changed: no answer can be
+        // trusted, so the request is refused as retryable rather than accepted.
+        let mut guard = self
+            .seen
+            .lock()
+            .map_err(|_| ReplayError::new("the in-memory record is poisoned"))?;
         let Seen {
             ids: seen,
             prune_at,
@@ -468,16 +524,27 @@ impl ReplayStore for MemoryReplayStore {
             *prune_at = seen.len() * 2;
         }
         if seen.get(id).is_some_and(|exp| *exp >= t) {
-            return false;
+            return Ok(false);
         }
         seen.insert(id.to_owned(), expires_at);
-        true
+        Ok(true)
+    }
+}
+
+impl ReplayStore for MemoryReplayStore {
+    fn first_use<'a>(&'a self, id: &'a str, expires_at: u64) -> ReplayFuture<'a> {
+        Box::pin(std::future::ready(self.record(id, expires_at)))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Whether the in-memory store takes `id` as a first use.
+    fn used(store: &MemoryReplayStore, id: &str, expires_at: u64) -> bool {
+        store.record(id, expires_at) == Ok(true)
+    }
 
     fn ring(id: &str, byte: u8) -> Keyring {
         Keyring::new(vec![StateKey::new(id, vec![byte; 32]).unwrap()]).unwrap()
@@ -501,16 +568,16 @@ mod tests {
     fn replay_store_refuses_reuse_and_drops_expired_ids() {
         let store = MemoryReplayStore::default();
         let later = now() + 60;
-        assert!(store.first_use("a", later));
-        assert!(!store.first_use("a", later), "a second use is refused");
-        assert!(store.first_use("old", 1));
-        assert!(store.first_use("old", 1), "an expired id is not remembered");
+        assert!(used(&store, "a", later));
+        assert!(!used(&store, "a", later), "a second use is refused");
+        assert!(used(&store, "old", 1));
+        assert!(used(&store, "old", 1), "an expired id is not remembered");
         for i in 0..5000 {
-            assert!(store.first_use(&format!("gone{i}"), 1));
+            assert!(used(&store, &format!("gone{i}"), 1));
         }
         let kept = store.seen.lock().map(|s| s.ids.len()).unwrap_or(usize::MAX);
         assert!(kept < 2100, "expired ids are pruned: {kept} kept");
-        assert!(!store.first_use("a", later), "live ids survive pruning");
+        assert!(!used(&store, "a", later), "live ids survive pruning");
     }
 
     /// Whatever TTL is asked, a state expires within `MAX_TTL`.
@@ -689,7 +756,7 @@ mod tests {
     #[test]
     fn single_use() {
         let store = MemoryReplayStore::default();
-        assert!(store.first_use("x", now() + 10));
-        assert!(!store.first_use("x", now() + 10));
+        assert!(used(&store, "x", now() + 10));
+        assert!(!used(&store, "x", now() + 10));
     }
 }

@@ -6,7 +6,7 @@ use super::{Core, Transport, headers};
 use crate::context::{ContextInit, Outbound, RequestContext};
 use crate::error::Error;
 use crate::extension::Extension;
-use crate::mrtr::round::{Closing, Round};
+use crate::mrtr::round::{Closing, Round, Spend};
 use crate::mrtr::token::BindingText;
 use crate::registry::Catalog;
 use crate::registry::tool::ToolEntry;
@@ -22,6 +22,9 @@ pub(super) struct Admitted {
     pub(super) method: Cow<'static, str>,
     pub(super) params: RequestParams,
     pub(super) route: Route,
+    /// The spending of a single-use request state, awaited before anything of the route
+    /// runs; none when the request brings no such state.
+    pub(super) spend: Option<Spend>,
 }
 
 /// Who answers an admitted request.
@@ -145,6 +148,7 @@ impl Core {
             method,
             params,
             route,
+            spend: round.spend,
         })
     }
 

@@ -402,10 +402,36 @@ impl Core {
             method,
             params,
             route,
+            spend,
         } = match self.admit(request, &transport, outbound, principal) {
             Ok(admitted) => admitted,
             Err(error) => return Step::Done(Err(error)),
         };
+        let Some(spend) = spend else {
+            return self.route(method, params, route, &transport, buffer);
+        };
+        // A single-use state is spent (in a store that may be remote) before anything of
+        // the route runs: refused or unknowable, the handler never sees it.
+        let core = Arc::clone(self);
+        Step::first_poll(Box::pin(async move {
+            spend.await?;
+            match core.route(method, params, route, &transport, buffer) {
+                Step::Done(result) => result,
+                Step::Rest(rest) => rest.await,
+            }
+        }))
+    }
+
+    /// An admitted request's work, started: a `tools/call` in place ([`call::start`]);
+    /// any other method as a future, polled once.
+    fn route(
+        self: &Arc<Self>,
+        method: std::borrow::Cow<'static, str>,
+        params: crate::wire::jsonrpc::RequestParams,
+        route: admit::Route,
+        transport: &Transport,
+        buffer: String,
+    ) -> Step {
         match route {
             admit::Route::Call { closing, tool } => {
                 call::start(self, params, transport.headers(), tool, closing, buffer)

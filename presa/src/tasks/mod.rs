@@ -1164,7 +1164,7 @@ impl Tasks {
 /// The -32603 a request gets when the task store cannot serve it now: `retryable`, so
 /// the client tries again later. Nothing of the cause is sent.
 fn retryable(message: &'static str) -> Error {
-    Error::new(code::INTERNAL_ERROR, message).with_data(json!({"retryable": true}))
+    Error::retryable(message)
 }
 
 /// A store fault met by a request (about task `id`, when one): logged with its detail,

@@ -433,6 +433,7 @@ async fn migrate(
         .await
         .map_err(failed)?;
     }
+    replay::migrate(&mut tx, failed).await?;
     tx.commit().await.map_err(failed)
 }
 
@@ -646,5 +647,6 @@ impl TaskStore for PgStore {
 }
 
 mod feed;
+mod replay;
 #[cfg(test)]
 mod tests;

@@ -23,8 +23,9 @@ use std::time::Duration;
 
 /// The schema, one entry per version: applying entry `n` takes a file from version `n`
 /// to `n + 1`. Entries are never changed once released; a change is a new entry.
-const MIGRATIONS: &[&[&str]] = &[&[
-    "CREATE TABLE tasks (
+const MIGRATIONS: &[&[&str]] = &[
+    &[
+        "CREATE TABLE tasks (
         id TEXT PRIMARY KEY NOT NULL,
         scope TEXT NOT NULL,
         status TEXT NOT NULL,
@@ -35,9 +36,11 @@ const MIGRATIONS: &[&[&str]] = &[&[
         -- The whole TaskRecord, as JSON.
         record TEXT NOT NULL
     )",
-    "CREATE INDEX tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL",
-    "CREATE INDEX tasks_by_scope ON tasks (scope, expires_at)",
-]];
+        "CREATE INDEX tasks_by_expiry ON tasks (expires_at) WHERE expires_at IS NOT NULL",
+        "CREATE INDEX tasks_by_scope ON tasks (scope, expires_at)",
+    ],
+    replay::MIGRATION,
+];
 
 /// The schema version this build writes (and the newest it can read).
 const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
@@ -449,5 +452,6 @@ impl TaskStore for SqliteStore {
     }
 }
 
+mod replay;
 #[cfg(test)]
 mod tests;

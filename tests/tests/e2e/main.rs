@@ -26,6 +26,7 @@ mod mrtr;
 mod mrtr_state;
 mod pipeline;
 mod pipeline_catalog;
+mod replay_postgres;
 mod schema_check;
 mod skills;
 mod stdio;

@@ -8,7 +8,7 @@ use crate::mrtr::{
     Client, Got, Kind, NAME, Probe, accept, builder, call_params, form_caps, greet_tool,
     input_required, key, keyring, retry, server,
 };
-use presa::mrtr::ReplayStore;
+use presa::mrtr::{ReplayError, ReplayFuture, ReplayStore};
 use presa::{Error, Implementation, Prompt, PromptGet, PromptMessage, Server};
 use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
@@ -427,9 +427,10 @@ struct CountingStore {
 }
 
 impl ReplayStore for CountingStore {
-    fn first_use(&self, id: &str, _expires_at: u64) -> bool {
+    fn first_use<'a>(&'a self, id: &'a str, _expires_at: u64) -> ReplayFuture<'a> {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        self.seen.lock().expect("lock").insert(id.to_owned())
+        let first = self.seen.lock().expect("lock").insert(id.to_owned());
+        Box::pin(std::future::ready(Ok(first)))
     }
 }
 
@@ -484,6 +485,64 @@ async fn a_single_use_state_works_once() {
             asked.load(Ordering::SeqCst) >= 2,
             "{kind:?}: the store was consulted"
         );
+    }
+}
+
+/// A replay store whose answer comes only at a later poll: a first use, or a fault.
+struct LateStore {
+    fails: bool,
+}
+
+impl ReplayStore for LateStore {
+    fn first_use<'a>(&'a self, id: &'a str, _expires_at: u64) -> ReplayFuture<'a> {
+        let fails = self.fails;
+        let first = !id.is_empty();
+        Box::pin(async move {
+            tokio::task::yield_now().await;
+            if fails {
+                Err(ReplayError::new("the test store is down"))
+            } else {
+                Ok(first)
+            }
+        })
+    }
+}
+
+/// A replay store that answers later is awaited before the handler runs; one that fails
+/// gives the retryable -32603 and the handler does not run (the state is never taken as
+/// unused).
+#[tokio::test]
+async fn a_single_use_state_waits_for_its_store_and_a_fault_is_retryable() {
+    for kind in KINDS {
+        for fails in [false, true] {
+            let probe = Arc::new(Probe::default());
+            let server = builder()
+                .replay_store(LateStore { fails })
+                .tool(crate::mrtr::probed("once", &probe, |_, call| async move {
+                    call.ctx.single_use_state();
+                    call.ctx
+                        .elicit::<crate::mrtr::Name>("user_name", "Name?")
+                        .get()?;
+                    crate::mrtr::ok("done")
+                }))
+                .build()
+                .expect("builds");
+            let mut c = Client::start(kind, &server).await;
+            let params = call_params("once", json!({}), form_caps());
+            let token = input_required(&c.call(1, "tools/call", params.clone()).await).state;
+            assert_eq!(probe.runs(), 1);
+            let got = c
+                .call(2, "tools/call", retry(&params, alice(), Some(&token)))
+                .await;
+            if fails {
+                let e = got.error(-32603, 500);
+                assert_eq!(e["data"]["retryable"], json!(true), "{kind:?}: {e}");
+                assert_eq!(probe.runs(), 1, "{kind:?}: the handler did not run");
+            } else {
+                assert_eq!(got.text(), "done", "{kind:?}");
+                assert_eq!(probe.runs(), 2);
+            }
+        }
     }
 }
 
