@@ -318,9 +318,8 @@ impl Hub {
         }
     }
 
-    /// Ends every stream open now gracefully (server shutdown); later streams are not
-    /// affected.
     /// Whether an open stream follows topic `id` under `key`.
+    #[cfg(feature = "tasks")]
     pub(crate) fn wants_topic(&self, key: &str, id: &str) -> bool {
         self.listeners.lock().is_ok_and(|listeners| {
             listeners.values().any(|l| {
@@ -333,6 +332,7 @@ impl Hub {
 
     /// Every topic id open streams follow under `key` (each stream follows a bounded
     /// number).
+    #[cfg(feature = "tasks")]
     pub(crate) fn topic_ids(&self, key: &str) -> Vec<String> {
         let mut ids = BTreeSet::new();
         if let Ok(listeners) = self.listeners.lock() {
@@ -347,6 +347,8 @@ impl Hub {
         ids.into_iter().collect()
     }
 
+    /// Ends every stream open now gracefully (server shutdown); later streams are not
+    /// affected.
     pub(crate) fn close(&self) {
         if let Ok(mut token) = self.closed.lock() {
             token.cancel();
