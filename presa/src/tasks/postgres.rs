@@ -491,7 +491,7 @@ fn status_named(name: &str) -> Result<TaskStatus, StoreError> {
 }
 
 /// Each call takes a connection within the acquire timeout and awaits its statement's
-/// answer at most the statement timeout and [`GRACE`].
+/// answer at most the statement timeout and one second more.
 impl TaskStore for PgStore {
     fn insert(&self, record: TaskRecord) -> StoreFuture<'_, ()> {
         Box::pin(async move {
