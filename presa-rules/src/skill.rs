@@ -23,7 +23,7 @@
 //! | `Metadata` | `metadata`, when present, maps strings to strings |
 //! | `ReservedPrefix` | no `metadata` key starts with `io.modelcontextprotocol/` (reserved for MCP extensions) |
 //! | `TooManyFiles` | a skill holds at most 512 files, `SKILL.md` and nested skills' files included |
-//! | `TooLarge` | a skill's files add up to at most 16 MiB (16,777,216 bytes) |
+//! | `TooLarge` | a skill's files add up to at most [`MAX_BYTES`], the extension's limit |
 //! | `DuplicateName` | no two skills of the set share a name |
 //!
 //! On the wire a file of skill path `p` at path `f` within it is the resource
@@ -50,7 +50,7 @@ pub const SKILL_MIME: &str = "text/markdown";
 pub const DIRECTORY_MIME: &str = "inode/directory";
 /// Most files one skill holds, `SKILL.md` included.
 pub const MAX_FILES: usize = 512;
-/// Most bytes one skill's files add up to (16 MiB).
+/// Most bytes one skill's files add up to: the extension's limit per skill.
 pub const MAX_BYTES: u64 = 16 * 1024 * 1024;
 /// Most characters of a skill's `name`.
 pub const MAX_NAME_CHARS: usize = 64;

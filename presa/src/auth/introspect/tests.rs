@@ -247,8 +247,9 @@ async fn introspections_in_flight_are_bounded() {
             tokio::spawn(async move { verifier.verify(TOKEN).await })
         })
         .collect();
-    // Two arrive (at the bound); nothing more does while they are held (a negative can
-    // only be awaited with a bound: 200 ms).
+    // Two arrive (at the bound); nothing more does while they are held. A negative can
+    // only be watched for a while: a third introspection would go out at once, so a
+    // window many times a loopback exchange shows it.
     arrived.acquire_many(2).await.expect("open").forget();
     tokio::time::sleep(Duration::from_millis(200)).await;
     assert_eq!(stub.hits(), 2, "a third introspection went out");
@@ -388,8 +389,9 @@ fn the_secret_is_not_shown() {
 
 #[tokio::test]
 async fn the_search_for_the_endpoint_has_a_deadline() {
-    // Each metadata place answers 404 slowly (250 ms, under the 400 ms deadline of one
-    // exchange): the search as a whole ends at 400 ms, and its failure stands.
+    // Each metadata place answers 404 after more than half the deadline of one exchange:
+    // two in turn would pass it, so the search as a whole must end at the deadline, and
+    // its failure stands.
     let stub = Stub::start(|_: Seen| async {
         tokio::time::sleep(Duration::from_millis(250)).await;
         (404, "application/json", b"{}".to_vec())

@@ -896,9 +896,9 @@ fn a_jwks_is_kept_up_to_its_bound() {
 
 #[tokio::test]
 async fn one_deadline_covers_finding_and_fetching_the_keys() {
-    // Each metadata place answers 404 slowly (250 ms, under the 400 ms deadline of one
-    // exchange): three of them would take 750 ms, but the search and the fetch share
-    // one deadline of 400 ms.
+    // Each metadata place answers 404 after more than half the deadline of one exchange:
+    // three in turn would pass it several times over, but the search and the fetch
+    // share one deadline.
     let stub = Stub::start(|_: Seen| async {
         tokio::time::sleep(Duration::from_millis(250)).await;
         (404, "application/json", b"{}".to_vec())
