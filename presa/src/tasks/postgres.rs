@@ -31,6 +31,7 @@
 //! (`sslmode=require` or stricter) is refused at connect time. Reach the database on the
 //! same host or over a private network.
 
+use super::rows::{Columns, instant, status_named};
 use super::store::{ChangeFeed, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
 use feed::Feed;
 use sqlx::pool::PoolConnection;
@@ -435,59 +436,6 @@ async fn migrate(
     }
     replay::migrate(&mut tx, failed).await?;
     tx.commit().await.map_err(failed)
-}
-
-/// A time or revision as PostgreSQL's bigint (i64) holds it.
-fn integer(value: u64, what: &str) -> Result<i64, StoreError> {
-    i64::try_from(value)
-        .map_err(|_| StoreError::Unavailable(format!("{what} {value} is past PostgreSQL's bigint")))
-}
-
-/// An instant compared with `expires_at`: past i64::MAX is i64::MAX (an expiry never
-/// stored is later than that).
-fn instant(now_ms: u64) -> i64 {
-    i64::try_from(now_ms).unwrap_or(i64::MAX)
-}
-
-/// The row's columns of `record`.
-struct Columns {
-    scope: String,
-    status: &'static str,
-    created_at: i64,
-    expires_at: Option<i64>,
-    revision: i64,
-    json: String,
-}
-
-impl Columns {
-    fn of(record: &TaskRecord) -> Result<Columns, StoreError> {
-        let json = serde_json::to_string(record)
-            .map_err(|e| StoreError::Unavailable(format!("a task record as JSON: {e}")))?;
-        Ok(Columns {
-            scope: record.scope.clone(),
-            status: record.status.as_str(),
-            created_at: integer(record.created_at, "created_at")?,
-            // `TaskRecord::expired`: past created_at + ttl_ms, saturating.
-            expires_at: record
-                .ttl_ms
-                .map(|ttl| instant(record.created_at.saturating_add(ttl))),
-            revision: integer(record.revision, "revision")?,
-            json,
-        })
-    }
-}
-
-fn status_named(name: &str) -> Result<TaskStatus, StoreError> {
-    [
-        TaskStatus::Working,
-        TaskStatus::InputRequired,
-        TaskStatus::Completed,
-        TaskStatus::Failed,
-        TaskStatus::Cancelled,
-    ]
-    .into_iter()
-    .find(|s| s.as_str() == name)
-    .ok_or_else(|| StoreError::Unavailable(format!("unknown task status {name:?} in the database")))
 }
 
 /// Each call takes a connection within the acquire timeout and awaits its statement's

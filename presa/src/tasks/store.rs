@@ -43,6 +43,20 @@ impl TaskStatus {
         )
     }
 
+    /// The status with this wire name (the inverse of [`as_str`](Self::as_str)), for a
+    /// store that keeps the status in a column of its own.
+    pub fn from_wire(name: &str) -> Option<TaskStatus> {
+        [
+            TaskStatus::Working,
+            TaskStatus::InputRequired,
+            TaskStatus::Completed,
+            TaskStatus::Failed,
+            TaskStatus::Cancelled,
+        ]
+        .into_iter()
+        .find(|s| s.as_str() == name)
+    }
+
     /// The wire name.
     pub fn as_str(self) -> &'static str {
         match self {
