@@ -60,7 +60,9 @@ const MIGRATIONS: &[&[&str]] = &[&[
     "CREATE INDEX presa_tasks_by_scope ON presa_tasks (scope, expires_at)",
 ]];
 
-/// The schema version this build writes (and the newest it can read).
+/// The schema version this build writes (and the newest it can read): one per entry of
+/// [`MIGRATIONS`], as `migrate_component` counts them.
+#[cfg(test)]
 const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// This store's row in `presa_migrations`.
@@ -370,7 +372,7 @@ impl PgStore {
     }
 }
 
-/// Brings the schema to [`SCHEMA_VERSION`], in one transaction under the advisory lock.
+/// Brings every component's tables up to date, in one transaction under the advisory lock.
 async fn migrate(
     pool: &PgPool,
     schema: Option<&str>,
@@ -400,42 +402,53 @@ async fn migrate(
     .execute(&mut *tx)
     .await
     .map_err(failed)?;
+    migrate_component(&mut tx, COMPONENT, MIGRATIONS, &failed).await?;
+    migrate_component(&mut tx, replay::COMPONENT, replay::MIGRATIONS, &failed).await?;
+    tx.commit().await.map_err(failed)
+}
+
+/// Brings one component's tables up to date inside the connect's migration transaction
+/// (which holds the advisory lock and has made `presa_migrations`): entry `n` of
+/// `migrations` takes the component from version `n` to `n + 1`, and a version past the
+/// last entry is refused (the transaction is then rolled back, changing nothing).
+async fn migrate_component(
+    tx: &mut sqlx::Transaction<'_, Postgres>,
+    component: &str,
+    migrations: &[&[&str]],
+    failed: &impl Fn(sqlx::Error) -> ConnectError,
+) -> Result<(), ConnectError> {
+    let known = i64::try_from(migrations.len()).unwrap_or(i64::MAX);
     let found: Option<i64> =
         sqlx::query_scalar("SELECT version FROM presa_migrations WHERE component = $1")
-            .bind(COMPONENT)
-            .fetch_optional(&mut *tx)
+            .bind(component)
+            .fetch_optional(&mut **tx)
             .await
             .map_err(failed)?;
     let found = found.unwrap_or(0);
-    if found > SCHEMA_VERSION {
-        // Dropping the transaction rolls it back.
-        return Err(ConnectError::NewerSchema {
-            found,
-            known: SCHEMA_VERSION,
-        });
+    if found > known {
+        return Err(ConnectError::NewerSchema { found, known });
     }
     let applied = usize::try_from(found).unwrap_or(0);
-    for step in MIGRATIONS.iter().skip(applied) {
+    for step in migrations.iter().skip(applied) {
         for statement in *step {
             sqlx::query(statement)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await
                 .map_err(failed)?;
         }
     }
-    if found < SCHEMA_VERSION {
+    if found < known {
         sqlx::query(
             "INSERT INTO presa_migrations (component, version) VALUES ($1, $2)
              ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
         )
-        .bind(COMPONENT)
-        .bind(SCHEMA_VERSION)
-        .execute(&mut *tx)
+        .bind(component)
+        .bind(known)
+        .execute(&mut **tx)
         .await
         .map_err(failed)?;
     }
-    replay::migrate(&mut tx, failed).await?;
-    tx.commit().await.map_err(failed)
+    Ok(())
 }
 
 /// Each call takes a connection within the acquire timeout and awaits its statement's

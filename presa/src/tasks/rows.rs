@@ -12,8 +12,8 @@ pub(super) fn integer(value: u64, what: &str) -> Result<i64, StoreError> {
     })
 }
 
-/// An instant compared with `expires_at`: past `i64::MAX` is `i64::MAX` (an expiry never
-/// stored is later than that).
+/// A time (an instant compared with `expires_at`, or an expiry) as a 64-bit column holds
+/// it: past `i64::MAX` is `i64::MAX` (no stored time is later than that).
 pub(super) fn instant(now_ms: u64) -> i64 {
     i64::try_from(now_ms).unwrap_or(i64::MAX)
 }

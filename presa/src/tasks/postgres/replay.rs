@@ -10,12 +10,12 @@
 //! dropped a bounded batch at a time, after one use in 64. Every wait is bounded as the
 //! tasks' statements are; a fault is a [`ReplayError`], never a first use.
 
-use super::{ConnectError, PgStore, timeout};
+use super::super::rows::instant;
+use super::{PgStore, timeout};
 use crate::mrtr::token::{self, PRUNE_BATCH, ReplayError, ReplayFuture, ReplayStore};
-use sqlx::postgres::Postgres;
 
 /// The schema of the replay record, one entry per version, as the tasks' `MIGRATIONS`.
-const MIGRATIONS: &[&[&str]] = &[&[
+pub(super) const MIGRATIONS: &[&[&str]] = &[&[
     "CREATE TABLE presa_replay (
         id text PRIMARY KEY,
         -- Unix seconds; the record holds until then.
@@ -24,72 +24,22 @@ const MIGRATIONS: &[&[&str]] = &[&[
     "CREATE INDEX presa_replay_by_expiry ON presa_replay (expires_at)",
 ]];
 
-/// The replay record's schema version this build writes (and the newest it can read).
-pub(super) const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
-
 /// The replay record's row in `presa_migrations`.
 pub(super) const COMPONENT: &str = "replay";
-
-/// Brings the replay record to [`SCHEMA_VERSION`] inside the connect's migration
-/// transaction (which holds the advisory lock and has made `presa_migrations`).
-pub(super) async fn migrate(
-    tx: &mut sqlx::Transaction<'_, Postgres>,
-    failed: impl Fn(sqlx::Error) -> ConnectError,
-) -> Result<(), ConnectError> {
-    let found: Option<i64> =
-        sqlx::query_scalar("SELECT version FROM presa_migrations WHERE component = $1")
-            .bind(COMPONENT)
-            .fetch_optional(&mut **tx)
-            .await
-            .map_err(&failed)?;
-    let found = found.unwrap_or(0);
-    if found > SCHEMA_VERSION {
-        return Err(ConnectError::NewerSchema {
-            found,
-            known: SCHEMA_VERSION,
-        });
-    }
-    let applied = usize::try_from(found).unwrap_or(0);
-    for step in MIGRATIONS.iter().skip(applied) {
-        for statement in *step {
-            sqlx::query(statement)
-                .execute(&mut **tx)
-                .await
-                .map_err(&failed)?;
-        }
-    }
-    if found < SCHEMA_VERSION {
-        sqlx::query(
-            "INSERT INTO presa_migrations (component, version) VALUES ($1, $2)
-             ON CONFLICT (component) DO UPDATE SET version = EXCLUDED.version",
-        )
-        .bind(COMPONENT)
-        .bind(SCHEMA_VERSION)
-        .execute(&mut **tx)
-        .await
-        .map_err(&failed)?;
-    }
-    Ok(())
-}
-
-/// A time as PostgreSQL's bigint holds it: past i64::MAX is i64::MAX.
-fn seconds(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
 
 impl ReplayStore for PgStore {
     fn first_use<'a>(&'a self, id: &'a str, expires_at: u64) -> ReplayFuture<'a> {
         Box::pin(async move {
             let fault = |e: super::StoreError| ReplayError::new(e.to_string());
             let mut conn = self.connection().await.map_err(fault)?;
-            let now = seconds(token::now());
+            let now = instant(token::now());
             let query = sqlx::query(
                 "INSERT INTO presa_replay (id, expires_at) VALUES ($1, $2)
                  ON CONFLICT (id) DO UPDATE SET expires_at = excluded.expires_at
                  WHERE presa_replay.expires_at < $3",
             )
             .bind(id)
-            .bind(seconds(expires_at))
+            .bind(instant(expires_at))
             .bind(now);
             let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
             let written = self
