@@ -96,6 +96,9 @@ impl TaskStore for SharedTasks {
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         self.0.remove_expired(now_ms)
     }
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+        self.0.claimable(now_ms, limit)
+    }
 }
 // ANCHOR_END: stores
 

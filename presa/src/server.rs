@@ -678,3 +678,34 @@ impl ToolInvocation {
         self.ctx().server()
     }
 }
+
+#[cfg(feature = "tasks")]
+impl Server {
+    /// A call of the tool `name` with `arguments`, as the pipeline hands one to an
+    /// extension, for work run away from any request (a task run again on this replica
+    /// from its stored work); `ctx` is made with [`host`](Self::host). `None` when this
+    /// server has no tool of that name.
+    pub(crate) fn invocation(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, serde_json::Value>,
+        ctx: RequestContext,
+    ) -> Option<ToolInvocation> {
+        let entry = Arc::clone(self.core.catalog().tools.get(name)?);
+        let mut params = serde_json::Map::new();
+        params.insert("name".into(), name.into());
+        params.insert("arguments".into(), arguments.clone().into());
+        Some(ToolInvocation {
+            entry,
+            arguments,
+            params,
+            ctx,
+            shaper: self.core.shaper.clone(),
+        })
+    }
+
+    /// What a context made away from any request is served by.
+    pub(crate) fn host(&self) -> Arc<dyn crate::context::Host> {
+        Arc::clone(&self.core) as Arc<dyn crate::context::Host>
+    }
+}

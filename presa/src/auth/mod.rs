@@ -46,11 +46,17 @@ use std::time::Duration;
 /// Request state is bound to it, tasks are scoped to it, and subscription streams are
 /// counted against it. Handlers read it with [`RequestContext::principal`](crate::RequestContext::principal)
 /// or take it as an argument (`principal: Principal`, or `Option<Principal>`).
-#[derive(Clone, Debug, PartialEq)]
+///
+/// It serializes whole (a task's stored work keeps it, so a run on another replica acts
+/// for the same caller).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Principal {
     id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     client_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     scopes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Map::is_empty")]
     claims: Map<String, Value>,
 }
 

@@ -59,6 +59,16 @@ struct Inner {
     host: Arc<dyn Host>,
     /// Notifications held until the outcome is known (see [`ContextInit::hold`]).
     held: Option<Mutex<Vec<String>>>,
+    /// Which run of detached work this is (a task's), when it is one.
+    run: Option<Run>,
+}
+
+/// Which run of detached work (a task's) a context serves: the key every run of the work
+/// shares, and the run's number.
+#[derive(Clone, Debug)]
+pub(crate) struct Run {
+    pub(crate) idempotency_key: String,
+    pub(crate) attempt: u64,
 }
 
 /// Everything a request context starts from.
@@ -80,6 +90,8 @@ pub(crate) struct ContextInit {
     /// Hold notifications until the outcome is known, so that an outcome needing an HTTP
     /// status (-32021) can still have one (errata W-11).
     pub(crate) hold: bool,
+    /// Which run of detached work this is; `None` for a request's own context.
+    pub(crate) run: Option<Run>,
 }
 
 /// The multi round-trip state of one request.
@@ -207,6 +219,7 @@ impl RequestContext {
                 principal: init.principal,
                 host: init.host,
                 held: init.hold.then(|| Mutex::new(Vec::new())),
+                run: init.run,
             }),
         }
     }
@@ -247,6 +260,7 @@ impl RequestContext {
             answers: Some(answers),
             carried,
             hold: i.held.is_some(),
+            run: i.run.clone(),
         });
         if let Ok(mut l) = next.inner.limits.lock() {
             *l = limits;
@@ -334,10 +348,22 @@ impl RequestContext {
         self.inner.principal.as_deref().map(Principal::id)
     }
 
-    /// The principal, shared (for a context made from this one, as a task's worker is).
-    #[cfg(feature = "tasks")]
-    pub(crate) fn principal_shared(&self) -> Option<Arc<Principal>> {
-        self.inner.principal.clone()
+    /// A key that stays the same across every run of this call, for a tool whose
+    /// effects leave the process (a payment, an email, a row in another system) to make
+    /// them once: pass it to that system as its idempotency key. Set for a task's runs:
+    /// a task runs at least once, and runs again, on another replica, when the one
+    /// running it stops renewing its lease (it died, or lost the store); every run reads
+    /// the same key. `None` for a call answered within its request, which runs once.
+    pub fn idempotency_key(&self) -> Option<&str> {
+        self.inner.run.as_ref().map(|r| r.idempotency_key.as_str())
+    }
+
+    /// Which run of this call this is: 1 for the first, one more for each time a task is
+    /// run again after its replica stopped renewing its lease (see
+    /// [`idempotency_key`](Self::idempotency_key)). 1 for a call answered within its
+    /// request.
+    pub fn attempt(&self) -> u64 {
+        self.inner.run.as_ref().map_or(1, |r| r.attempt)
     }
 
     /// The JSON-RPC id of the request.

@@ -122,6 +122,7 @@ impl Core {
             answers: round.answers,
             carried: round.carried,
             hold,
+            run: None,
         });
         let route = match (gate.extension, gate.catalog) {
             // A method an extension owns: the client must have declared the extension,

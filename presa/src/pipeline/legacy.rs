@@ -95,6 +95,7 @@ impl Core {
             answers: None,
             carried: None,
             hold: false,
+            run: None,
         });
         let core = Arc::clone(self);
         let shaper = self.legacy_shaper.clone();

@@ -14,7 +14,7 @@
 //! a failed test), and leaves behind the tasks it made. Times are fixed Unix milliseconds,
 //! not the clock, so a store must take `now_ms` from its caller, as the trait says.
 
-use super::store::{StoreError, TaskRecord, TaskStatus, TaskStore, WorkDescriptor};
+use super::store::{Lease, StoreError, TaskRecord, TaskStatus, TaskStore, WorkDescriptor};
 use super::{DEFAULT_MAX_INPUT_BYTES, DEFAULT_MAX_RESULT_BYTES};
 use serde_json::{Map, Value, json};
 use std::future::Future;
@@ -47,6 +47,9 @@ where
     records_round_trip_whole(&make().await).await;
     large_records_round_trip(&make().await).await;
     no_ttl_never_expires(&make().await).await;
+    claimable_is_exactly_the_unheld_working_tasks(&make().await).await;
+    claimable_is_bounded_and_oldest_lease_first(&make().await).await;
+    leases_follow_compare_and_set(&make().await).await;
 }
 
 /// A working task, created at [`CREATED`], kept `ttl_ms`.
@@ -69,9 +72,26 @@ pub(crate) fn record(id: &str, scope: &str, ttl_ms: Option<u64>) -> TaskRecord {
             arguments: object(json!({"depth": 3})),
             client_capabilities: object(json!({"extensions": {super::ID: {}}})),
             protocol_version: crate::wire::meta::PROTOCOL_VERSION.into(),
+            principal: None,
+            idempotency_key: format!("key-{id}"),
         },
         revision: 0,
+        lease: None,
     }
+}
+
+/// [`record`], held by `owner`'s lease of `generation` until `expires_at`.
+fn leased(id: &str, owner: &str, generation: u64, expires_at: u64) -> TaskRecord {
+    let mut r = record(id, "s", Some(TTL));
+    r.lease = Some(Lease::new(owner, generation, expires_at));
+    r
+}
+
+/// The ids of `records`, sorted.
+fn ids(records: &[TaskRecord]) -> Vec<String> {
+    let mut ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+    ids.sort();
+    ids
 }
 
 fn object(value: Value) -> Map<String, Value> {
@@ -387,6 +407,13 @@ pub async fn records_round_trip_whole(store: &dyn TaskStore) {
         Some(json!({"code": -32603, "message": "Internal error", "data": {"retryable": true}}));
     r.work.arguments =
         object(json!({"text": "naïve café ☕ 𝄞", "nested": {"list": [1, "two", null, true]}}));
+    r.work.principal = Some(
+        crate::auth::Principal::new("zoë")
+            .with_client_id("client-✓")
+            .with_scopes(["tasks:run", "read"])
+            .with_claims(object(json!({"tenant": "αβ", "level": 3}))),
+    );
+    r.lease = Some(Lease::new("replica-ü", 7, CREATED + 30_000));
     insert(store, rule, &r).await;
     assert_eq!(
         get(store, rule, &r.id).await.as_ref(),
@@ -397,6 +424,7 @@ pub async fn records_round_trip_whole(store: &dyn TaskStore) {
     next.status = TaskStatus::Failed;
     next.answers
         .insert("later".into(), json!({"action": "decline"}));
+    next.lease = None;
     let stored = answered(rule, store.compare_and_set(0, next.clone()).await);
     next.revision = 1;
     assert_eq!(
@@ -460,6 +488,102 @@ pub async fn no_ttl_never_expires(store: &dyn TaskStore) {
     );
 }
 
+/// `claimable` finds the `working` tasks whose lease has run out (strictly before `now`)
+/// or that have none, and no task that is held, waiting for input, ended or expired.
+pub async fn claimable_is_exactly_the_unheld_working_tasks(store: &dyn TaskStore) {
+    let rule = "claimable is exactly the unheld working tasks";
+    let now = CREATED + 10_000;
+    insert(store, rule, &record("free", "s", Some(TTL))).await;
+    insert(store, rule, &leased("lapsed", "a", 1, now - 1)).await;
+    insert(store, rule, &leased("at-now", "a", 1, now)).await;
+    insert(store, rule, &leased("held", "a", 1, now + 1)).await;
+    let mut waiting = leased("waiting", "a", 1, now - 1);
+    waiting.status = TaskStatus::InputRequired;
+    insert(store, rule, &waiting).await;
+    for (id, status) in [
+        ("done", TaskStatus::Completed),
+        ("failed", TaskStatus::Failed),
+        ("cancelled", TaskStatus::Cancelled),
+    ] {
+        let mut ended = record(id, "s", Some(TTL));
+        ended.status = status;
+        insert(store, rule, &ended).await;
+    }
+    insert(store, rule, &record("expired", "s", Some(1))).await;
+    insert(store, rule, &record("forever", "s", None)).await;
+    let found = answered(rule, store.claimable(now, 100).await);
+    assert_eq!(
+        ids(&found),
+        ["forever", "free", "lapsed"],
+        "task store contract: {rule}"
+    );
+    let lapsed = found.iter().find(|r| r.id == "lapsed");
+    assert_eq!(
+        lapsed.and_then(|r| r.lease.clone()),
+        Some(Lease::new("a", 1, now - 1)),
+        "task store contract: {rule}: records come back whole"
+    );
+}
+
+/// `claimable` returns at most `limit` tasks, those whose lease ran out longest ago
+/// first, after the tasks without one; a limit of zero returns none.
+pub async fn claimable_is_bounded_and_oldest_lease_first(store: &dyn TaskStore) {
+    let rule = "claimable is bounded, oldest lease first";
+    let now = CREATED + 10_000;
+    for (id, expired_at) in [("c", now - 10), ("a", now - 30), ("b", now - 20)] {
+        insert(store, rule, &leased(id, "x", 2, expired_at)).await;
+    }
+    insert(store, rule, &record("none", "s", Some(TTL))).await;
+    assert_eq!(
+        answered(rule, store.claimable(now, 0).await),
+        Vec::<TaskRecord>::new(),
+        "task store contract: {rule}: limit 0"
+    );
+    let three: Vec<String> = answered(rule, store.claimable(now, 3).await)
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(three, ["none", "a", "b"], "task store contract: {rule}");
+    assert_eq!(
+        answered(rule, store.claimable(now, 4).await).len(),
+        4,
+        "task store contract: {rule}: at the limit"
+    );
+    assert_eq!(
+        answered(rule, store.claimable(now, 5).await).len(),
+        4,
+        "task store contract: {rule}: past the number of tasks"
+    );
+}
+
+/// A lease taken, renewed or given up with compare-and-set is what `claimable` sees next.
+pub async fn leases_follow_compare_and_set(store: &dyn TaskStore) {
+    let rule = "leases follow compare_and_set";
+    let now = CREATED + 10_000;
+    insert(store, rule, &record("t", "s", Some(TTL))).await;
+    let claimable = |now| async move { ids(&answered(rule, store.claimable(now, 10).await)) };
+    assert_eq!(claimable(now).await, ["t"], "task store contract: {rule}");
+    let mut claimed = record("t", "s", Some(TTL));
+    claimed.lease = Some(Lease::new("b", 2, now + 5_000));
+    let claimed = answered(rule, store.compare_and_set(0, claimed).await);
+    assert!(
+        claimable(now).await.is_empty(),
+        "task store contract: {rule}: a claimed task is held"
+    );
+    assert_eq!(
+        claimable(now + 5_001).await,
+        ["t"],
+        "task store contract: {rule}: until its lease runs out"
+    );
+    let mut renewed = claimed.clone();
+    renewed.lease = Some(Lease::new("b", 2, now + 9_000));
+    answered(rule, store.compare_and_set(claimed.revision, renewed).await);
+    assert!(
+        claimable(now + 5_001).await.is_empty(),
+        "task store contract: {rule}: a renewed lease holds it longer"
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -508,6 +632,9 @@ mod tests {
         }
         fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
             self.inner.remove_expired(now_ms)
+        }
+        fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+            self.inner.claimable(now_ms, limit)
         }
     }
 

@@ -12,6 +12,14 @@
 //! replica are sent the new status), and every [`TasksBuilder::remote_check`] in any
 //! case, as the only way for a store without push and as a safety net for one with it.
 //!
+//! A task's run holds a [`Lease`] on it, renewed every third of [`TasksBuilder::lease`]
+//! while it runs or waits for input, and writes the task only while that lease is still
+//! the record's (a run whose lease was taken over is fenced off). Each replica looks for
+//! `working` tasks whose lease ran out (their replica died, or lost the store) as often
+//! as it renews, claims them with a lease of the next generation, and runs them again
+//! from their stored work: a task runs at least once, and every run reads the same
+//! [`RequestContext::idempotency_key`].
+//!
 //! | mode | client declared Tasks | client did not |
 //! | --- | --- | --- |
 //! | `Sync` (default) | runs in the request | runs in the request |
@@ -33,13 +41,15 @@ pub use postgres::{ConnectError, PgStore, PgStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{OpenError, SqliteStore};
 pub use store::{
-    Change, ChangeFeed, Changes, MemoryStore, StoreError, StoreFuture, TaskRecord, TaskStatus,
-    TaskStore, WorkDescriptor,
+    Change, ChangeFeed, Changes, Lease, MemoryStore, StoreError, StoreFuture, TaskRecord,
+    TaskStatus, TaskStore, WorkDescriptor,
 };
 
-use crate::context::{Cancellation, ContextInit, Outbound, RequestContext};
+use crate::context::{Cancellation, ContextInit, Outbound, RequestContext, Run};
 use crate::error::{Error, code};
-use crate::extension::{Extension, Intercepted, ListenTopics, ToolInvocation, declared, missing};
+use crate::extension::{
+    Attached, Extension, Intercepted, ListenTopics, ToolInvocation, declared, missing,
+};
 use crate::mrtr;
 use crate::registry::BoxFuture;
 use crate::subscriptions::Event;
@@ -49,7 +59,7 @@ use serde_json::{Map, Value, json};
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
@@ -73,6 +83,11 @@ pub const REMOTE_CHECK_WITH_CHANGES: Duration = Duration::from_secs(5);
 /// published is not published again when its notification comes back; past it the
 /// memory is cleared (a duplicate notification may follow, never a lost one).
 const MAX_PUBLISHED: usize = 4096;
+/// The default of [`TasksBuilder::lease`].
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(30);
+/// The shortest [`TasksBuilder::lease`]: renewed every third of it, a shorter lease
+/// would renew faster than a store answers.
+pub const MIN_LEASE: Duration = Duration::from_millis(30);
 /// The default of [`TasksBuilder::max_result_bytes`].
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 4 * 1024 * 1024;
 
@@ -173,14 +188,27 @@ struct Inner {
     /// Whether the task that publishes changes made elsewhere to this replica's
     /// listeners runs.
     relay: AtomicBool,
-    /// The last revision published here of each task listened to (with a change feed).
+    /// The last `lastUpdatedAt` published here of each task listened to (with a change
+    /// feed).
     published: Mutex<HashMap<String, u64>>,
+    /// This replica, as its leases name it (random, made at build).
+    replica: String,
+    /// The server the extension is installed in, once attached.
+    attached: OnceLock<Attached>,
+    /// Whether the task that claims tasks whose lease ran out runs.
+    claimer: AtomicBool,
+    /// Wakes the claimer before its next round.
+    claim_now: Arc<Notify>,
 }
 
+/// The run of a task in this replica.
 #[derive(Clone)]
 struct Worker {
+    /// Stops the run: the task was cancelled, or its lease lost.
     cancel: CancellationToken,
     wake: Arc<Notify>,
+    /// The generation of the lease the run holds.
+    generation: u64,
 }
 
 /// The knobs of [`Tasks`], with their defaults.
@@ -197,6 +225,7 @@ pub struct TasksBuilder {
     max_result_bytes: usize,
     remote_check: Option<Duration>,
     reap_every: Duration,
+    lease: Duration,
 }
 
 impl Default for TasksBuilder {
@@ -212,6 +241,7 @@ impl Default for TasksBuilder {
             max_result_bytes: DEFAULT_MAX_RESULT_BYTES,
             remote_check: None,
             reap_every: Duration::from_secs(60),
+            lease: DEFAULT_LEASE,
         }
     }
 }
@@ -289,6 +319,18 @@ impl TasksBuilder {
         self
     }
 
+    /// How long a task's run holds it without renewing (default [`DEFAULT_LEASE`], 30 s;
+    /// at least [`MIN_LEASE`]). The run renews its lease every third of this; a
+    /// replica looks for tasks whose lease ran out as often, and runs them again. So a
+    /// task whose replica died runs again within about 1⅓ leases; a shorter lease
+    /// resumes sooner and writes the store more often. Replicas sharing a store compare
+    /// their wall clocks through the leases: keep them in step (NTP) to well within a
+    /// third of the lease.
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease.max(MIN_LEASE);
+        self
+    }
+
     /// Where tasks are kept (default: [`MemoryStore`]).
     pub fn store(mut self, store: impl TaskStore) -> Self {
         self.store = Arc::new(store);
@@ -321,6 +363,11 @@ impl TasksBuilder {
                 slots: Arc::new(tokio::sync::Semaphore::new(slots)),
                 creating: tokio::sync::Mutex::new(()),
                 reaper: AtomicBool::new(false),
+                replica: mrtr::token::random_id(12)
+                    .unwrap_or_else(|| format!("pid-{}-{}", std::process::id(), time::now_ms())),
+                attached: OnceLock::new(),
+                claimer: AtomicBool::new(false),
+                claim_now: Arc::new(Notify::new()),
             }),
         }
     }
@@ -402,7 +449,9 @@ impl Tasks {
             let Some(mut next) = change(&current) else {
                 return Ok(None);
             };
-            next.last_updated_at = time::now_ms();
+            // Every change a client can see moves `lastUpdatedAt` forward, so a write
+            // that changes only the lease (which keeps it) is never published.
+            next.last_updated_at = time::now_ms().max(current.last_updated_at.saturating_add(1));
             match store.compare_and_set(current.revision, next).await {
                 Ok(stored) => {
                     self.publish(server, &stored);
@@ -416,18 +465,29 @@ impl Tasks {
         Ok(None)
     }
 
-    /// [`update`](Self::update) for a worker, which has no request to report a store
-    /// fault to: the fault is logged and the update tried again every
-    /// [`TasksBuilder::remote_check`] until the store answers, so an outcome the worker
-    /// holds is never dropped while the process lives.
+    /// [`update`](Self::update) for the run holding the lease of `generation`, which has
+    /// no request to report a store fault to: the fault is logged and the update tried
+    /// again every [`TasksBuilder::remote_check`] until the store answers, so an outcome
+    /// the run holds is never dropped while the process lives. Nothing is written once
+    /// the task's lease is of another generation (the run was fenced off: another run
+    /// holds the task).
     async fn settle(
         &self,
         server: &crate::Server,
         id: &str,
+        generation: u64,
         mut change: impl FnMut(&TaskRecord) -> Option<TaskRecord>,
     ) -> Option<TaskRecord> {
+        let mut fenced = |r: &TaskRecord| {
+            if holds(r, generation) {
+                change(r)
+            } else {
+                tracing::warn!(task = %id, generation, "a run whose lease was taken over wrote nothing");
+                None
+            }
+        };
         loop {
-            match self.update(server, id, &mut change).await {
+            match self.update(server, id, &mut fenced).await {
                 Ok(stored) => return stored,
                 Err(e) => {
                     tracing::warn!(task = %id, "a task's update is retried: {e}");
@@ -521,11 +581,15 @@ impl Tasks {
     /// Creates a task for a validated call and starts its worker.
     async fn create(&self, invocation: ToolInvocation) -> Result<Map<String, Value>, Error> {
         let ctx = invocation.ctx().clone();
+        // Unguessable (errata section 4); without OS randomness no task is made.
+        let idempotency_key = mrtr::token::random_id(24).ok_or_else(Error::internal)?;
         let work = WorkDescriptor {
             tool: invocation.tool().name().to_owned(),
             arguments: invocation.arguments().clone(),
             client_capabilities: ctx.client_capabilities().clone(),
             protocol_version: ctx.meta().protocol_version.to_owned(),
+            principal: ctx.principal().cloned(),
+            idempotency_key,
         };
         let answers = ctx.inputs().all_answers();
         // The record keeps the work input until it expires: bounded before anything is
@@ -535,7 +599,6 @@ impl Tasks {
         let _creating = self.inner.creating.lock().await;
         let slot = self.capacity(principal.as_deref()).await?;
         let now = time::now_ms();
-        // Unguessable (errata section 4); without OS randomness no task is made.
         let id = mrtr::token::random_id(24).ok_or_else(Error::internal)?;
         let scope = principal.unwrap_or_else(|| format!("{ANONYMOUS_SCOPE}{id}"));
         let record = TaskRecord {
@@ -554,40 +617,74 @@ impl Tasks {
             error: None,
             work,
             revision: 0,
+            lease: Some(Lease::new(
+                self.inner.replica.clone(),
+                1,
+                now.saturating_add(self.lease_ms()),
+            )),
         };
         // Stored before the response is written: a tasks/get right after sees it.
         self.store()
             .insert(record.clone())
             .await
             .map_err(|e| fault(Some(&record.id), &e))?;
+        self.start_reaper();
+        let server = invocation.server();
+        self.start_claimer();
+        self.publish(&server, &record);
+        // The worker keeps none of the request's transport: its context is made from the
+        // record, so the request's outbound (a stdio writer, an HTTP body) is released
+        // when the response is written.
         let worker = Worker {
             cancel: CancellationToken::new(),
             wake: Arc::new(Notify::new()),
+            generation: 1,
         };
-        if let Ok(mut w) = self.inner.workers.lock() {
-            w.insert(record.id.clone(), worker.clone());
+        match run_context(&server, &record, &worker) {
+            Some(ctx) => {
+                let invocation = ToolInvocation { ctx, ..invocation };
+                self.start_run(invocation, &record, worker, slot);
+            }
+            // The request's own version: always one this build serves.
+            None => return Err(Error::internal()),
         }
-        self.start_reaper();
-        self.publish(&invocation.server(), &record);
-        // The worker keeps none of the request's transport: its context is detached now,
-        // so the request's outbound (a stdio writer, an HTTP body) is released when the
-        // response is written. It shares the worker's cancellation, as each round's does.
-        let worker_ctx = detached(&invocation, &record, worker.cancel.clone());
-        let invocation = ToolInvocation {
-            ctx: worker_ctx,
-            ..invocation
-        };
-        tokio::spawn(
-            self.clone()
-                .work(invocation, record.id.clone(), worker, slot),
-        );
         let mut result = base(&record);
         result.insert("resultType".into(), Value::from("task"));
         Ok(result)
     }
 
+    /// Registers the run of `record` that `worker` holds the lease of, and starts it:
+    /// the worker ([`work`](Self::work)) and the renewal of its lease
+    /// ([`hold`](Self::hold)), which ends with the worker.
+    fn start_run(
+        &self,
+        invocation: ToolInvocation,
+        record: &TaskRecord,
+        worker: Worker,
+        slot: OwnedSemaphorePermit,
+    ) {
+        if let Ok(mut w) = self.inner.workers.lock() {
+            w.insert(record.id.clone(), worker.clone());
+        }
+        let done = CancellationToken::new();
+        let expires_at = record.lease.as_ref().map_or(0, |l| l.expires_at);
+        tokio::spawn(self.clone().hold(
+            record.id.clone(),
+            worker.clone(),
+            expires_at,
+            done.clone(),
+        ));
+        let this = self.clone();
+        let id = record.id.clone();
+        tokio::spawn(async move {
+            let _done = done.drop_guard();
+            this.work(invocation, id, worker, slot).await;
+        });
+    }
+
     /// The worker: runs the tool detached from the request, parks on input, and
-    /// records the outcome. Cancellation drops the tool's future at once.
+    /// records the outcome. Cancellation (or the loss of its lease) drops the tool's
+    /// future at once.
     async fn work(
         self,
         invocation: ToolInvocation,
@@ -595,6 +692,7 @@ impl Tasks {
         worker: Worker,
         slot: OwnedSemaphorePermit,
     ) {
+        let generation = worker.generation;
         // Held while the tool runs; given back while the task waits for input.
         let mut slot = Some(slot);
         let server = invocation.server().clone();
@@ -611,10 +709,15 @@ impl Tasks {
                     }
                 }
             };
-            if record.status.is_terminal() {
+            if record.status.is_terminal() || !holds(&record, generation) {
                 break;
             }
-            let ctx = detached(&invocation, &record, worker.cancel.clone());
+            let Some(ctx) = run_context(&server, &record, &worker) else {
+                // Stored by a build serving a protocol version this one does not.
+                let error = Error::internal();
+                self.fail(&server, &id, generation, &error).await;
+                break;
+            };
             let run = AssertUnwindSafe(invocation.run_with(ctx.clone())).catch_unwind();
             let outcome = tokio::select! {
                 _ = worker.cancel.cancelled() => None,
@@ -629,7 +732,7 @@ impl Tasks {
             };
             let inputs = ctx.inputs_outcome();
             if let Some(error) = inputs.failure {
-                self.fail(&server, &id, &error).await;
+                self.fail(&server, &id, generation, &error).await;
                 break;
             }
             if inputs.demanded {
@@ -642,7 +745,7 @@ impl Tasks {
                 if !required.is_empty() {
                     // The task may only park on input kinds its creator declared.
                     let error = Error::missing_client_capability(Value::Object(required));
-                    self.fail(&server, &id, &error).await;
+                    self.fail(&server, &id, generation, &error).await;
                     break;
                 }
                 let requests: Map<String, Value> = inputs
@@ -652,7 +755,7 @@ impl Tasks {
                     .collect();
                 let accepted = inputs.accepted;
                 let parked = self
-                    .settle(&server, &id, |r| {
+                    .settle(&server, &id, generation, |r| {
                         let mut next = r.clone();
                         next.answers.extend(accepted.clone());
                         // A key answered while this round ran is never requested again: the
@@ -710,7 +813,7 @@ impl Tasks {
             };
             match outcome {
                 Ok(Ok(result)) => {
-                    self.settle(&server, &id, |r| {
+                    self.settle(&server, &id, generation, |r| {
                         let mut next = r.clone();
                         next.status = TaskStatus::Completed;
                         next.status_message = None;
@@ -720,16 +823,183 @@ impl Tasks {
                     })
                     .await;
                 }
-                Ok(Err(error)) => self.fail(&server, &id, &error).await,
+                Ok(Err(error)) => self.fail(&server, &id, generation, &error).await,
                 Err(_panic) => {
                     tracing::error!(task = %id, "a task's tool panicked");
-                    self.fail(&server, &id, &Error::internal()).await;
+                    self.fail(&server, &id, generation, &Error::internal())
+                        .await;
                 }
             }
             break;
         }
-        if let Ok(mut w) = self.inner.workers.lock() {
+        if let Ok(mut w) = self.inner.workers.lock()
+            && w.get(&id).is_some_and(|w| w.generation == generation)
+        {
             w.remove(&id);
+        }
+    }
+
+    /// The length of a lease, in milliseconds.
+    fn lease_ms(&self) -> u64 {
+        wire_ms(self.inner.config.lease)
+    }
+
+    /// How often a lease is renewed, and tasks whose lease ran out are looked for.
+    fn renew_every(&self) -> Duration {
+        self.inner.config.lease / 3
+    }
+
+    /// Renews the lease `worker` holds on task `id` every [`renew_every`](Self::renew_every)
+    /// until `done`. When the lease is no longer the task's (another run claimed it, or
+    /// the task ended or vanished), or cannot be renewed before it runs out (the store
+    /// fails), the run is stopped: another replica may run the task from then on.
+    async fn hold(self, id: String, worker: Worker, expires_at: u64, done: CancellationToken) {
+        let every = self.renew_every();
+        let mut expires_at = expires_at;
+        loop {
+            tokio::select! {
+                () = done.cancelled() => return,
+                () = tokio::time::sleep(every) => {}
+            }
+            match self.renew(&id, worker.generation).await {
+                Ok(Some(renewed)) => expires_at = renewed,
+                Ok(None) => break,
+                Err(e) => {
+                    tracing::warn!(task = %id, "a task's lease was not renewed: {e}");
+                    let next_try = time::now_ms().saturating_add(wire_ms(every));
+                    if next_try >= expires_at {
+                        tracing::error!(task = %id, "a task's run stops: its lease runs out before the store answers");
+                        break;
+                    }
+                }
+            }
+        }
+        worker.cancel.cancel();
+    }
+
+    /// Extends the lease of `generation` on task `id` by a whole lease from now: the new
+    /// expiry, or `None` when the task no longer has that lease (or ended, or is gone).
+    /// Neither `lastUpdatedAt` nor anything a client sees changes, so nothing is
+    /// published.
+    async fn renew(&self, id: &str, generation: u64) -> Result<Option<u64>, StoreError> {
+        let store = self.store();
+        for _ in 0..UPDATE_ATTEMPTS {
+            let Some(current) = store.get(id).await? else {
+                return Ok(None);
+            };
+            if current.status.is_terminal() || !holds(&current, generation) {
+                return Ok(None);
+            }
+            let expires_at = time::now_ms().saturating_add(self.lease_ms());
+            let mut next = current.clone();
+            if let Some(lease) = next.lease.as_mut() {
+                lease.expires_at = expires_at;
+            }
+            match store.compare_and_set(current.revision, next).await {
+                Ok(_) => return Ok(Some(expires_at)),
+                Err(StoreError::Conflict) => continue,
+                Err(fault) => return Err(fault),
+            }
+        }
+        Err(StoreError::Unavailable(
+            "the task store reported a conflict on every attempt to renew a lease".into(),
+        ))
+    }
+
+    /// Starts (once, on a runtime) the claimer: every [`renew_every`](Self::renew_every)
+    /// (or at once when woken), it claims tasks whose lease ran out, as many as this
+    /// replica has free worker slots, and runs them again. It holds the extension and the
+    /// server weakly and ends with them.
+    fn start_claimer(&self) {
+        if self.inner.attached.get().is_none()
+            || tokio::runtime::Handle::try_current().is_err()
+            || self.inner.claimer.swap(true, Ordering::SeqCst)
+        {
+            return;
+        }
+        let weak = Arc::downgrade(&self.inner);
+        tokio::spawn(async move {
+            loop {
+                let Some((every, wake)) = weak.upgrade().map(|inner| {
+                    let this = Tasks { inner };
+                    (this.renew_every(), Arc::clone(&this.inner.claim_now))
+                }) else {
+                    return;
+                };
+                tokio::select! {
+                    () = tokio::time::sleep(every) => {}
+                    () = wake.notified() => {}
+                }
+                let Some(inner) = weak.upgrade() else { return };
+                let Some(server) = inner.attached.get().and_then(Attached::server) else {
+                    return;
+                };
+                Tasks { inner }.claim(&server).await;
+            }
+        });
+    }
+
+    /// One round of the claimer: claims the tasks whose lease ran out that this replica
+    /// has free worker slots for, and runs them.
+    async fn claim(&self, server: &crate::Server) {
+        let free = self.inner.slots.available_permits();
+        if free == 0 {
+            return;
+        }
+        let found = match self.store().claimable(time::now_ms(), free).await {
+            Ok(found) => found,
+            Err(e) => {
+                tracing::warn!("tasks whose lease ran out could not be looked for: {e}");
+                return;
+            }
+        };
+        for record in found {
+            let Ok(slot) = Arc::clone(&self.inner.slots).try_acquire_owned() else {
+                return;
+            };
+            self.resume(server, record, slot).await;
+        }
+    }
+
+    /// Claims `record` (read as claimable) with a lease of the next generation and runs it
+    /// from its stored work. Another replica claiming it first, or any change since it
+    /// was read, leaves it alone.
+    async fn resume(&self, server: &crate::Server, record: TaskRecord, slot: OwnedSemaphorePermit) {
+        let generation = record
+            .lease
+            .as_ref()
+            .map_or(1, |l| l.generation.saturating_add(1));
+        let mut next = record.clone();
+        next.lease = Some(Lease::new(
+            self.inner.replica.clone(),
+            generation,
+            time::now_ms().saturating_add(self.lease_ms()),
+        ));
+        let claimed = match self.store().compare_and_set(record.revision, next).await {
+            Ok(claimed) => claimed,
+            Err(StoreError::Conflict) => return,
+            Err(e) => {
+                tracing::warn!(task = %record.id, "a task whose lease ran out could not be claimed: {e}");
+                return;
+            }
+        };
+        tracing::info!(task = %claimed.id, generation, "a task whose lease ran out runs again here");
+        let worker = Worker {
+            cancel: CancellationToken::new(),
+            wake: Arc::new(Notify::new()),
+            generation,
+        };
+        let invocation = run_context(server, &claimed, &worker).and_then(|ctx| {
+            server.invocation(&claimed.work.tool, claimed.work.arguments.clone(), ctx)
+        });
+        match invocation {
+            Some(invocation) => self.start_run(invocation, &claimed, worker, slot),
+            None => {
+                // This build has no such tool (or serves no such protocol version): the
+                // task ends as a call of it would.
+                let error = Error::invalid_params(format!("Unknown tool: {}", claimed.work.tool));
+                self.fail(server, &claimed.id, generation, &error).await;
+            }
         }
     }
 
@@ -793,9 +1063,9 @@ impl Tasks {
     }
 
     /// Publishes `r` to this replica's listeners. With a change feed, for a task listened
-    /// to, its revision is remembered, so the relay does not publish it again when its
-    /// notification comes back; and if the relay has already published it (or a later
-    /// one), it is not published again here.
+    /// to, its `lastUpdatedAt` is remembered, so the relay does not publish it again when
+    /// its notification comes back; and if the relay has already published it (or a later
+    /// change), it is not published again here.
     fn publish(&self, server: &crate::Server, r: &TaskRecord) {
         if self.inner.changes.is_some()
             && server.core.hub.wants_topic("taskIds", &r.id)
@@ -806,14 +1076,17 @@ impl Tasks {
         publish(server, r);
     }
 
-    /// Records `r`'s revision as published; `false` when that revision (or a later one)
-    /// was already. The memory is bounded by [`MAX_PUBLISHED`]: past it, tasks nobody
+    /// Records `r`'s `lastUpdatedAt` as published; `false` when that change (or a later
+    /// one) was already, or `r` differs from it only in its lease. The memory is bounded by [`MAX_PUBLISHED`]: past it, tasks nobody
     /// listens to any more are forgotten, and if that is not enough, all are.
     fn remember(&self, server: &crate::Server, r: &TaskRecord) -> bool {
         let Ok(mut published) = self.inner.published.lock() else {
             return true;
         };
-        if published.get(&r.id).is_some_and(|&seen| seen >= r.revision) {
+        if published
+            .get(&r.id)
+            .is_some_and(|&seen| seen >= r.last_updated_at)
+        {
             return false;
         }
         if published.len() >= MAX_PUBLISHED && !published.contains_key(&r.id) {
@@ -822,7 +1095,7 @@ impl Tasks {
                 published.clear();
             }
         }
-        published.insert(r.id.clone(), r.revision);
+        published.insert(r.id.clone(), r.last_updated_at);
         true
     }
 
@@ -879,8 +1152,8 @@ impl Tasks {
     /// Ends the task `failed` with `error` as the request itself would have answered it
     /// (the extension: "the `error` field MUST contain that JSON-RPC error"): its code,
     /// message and data, unchanged.
-    async fn fail(&self, server: &crate::Server, id: &str, error: &Error) {
-        self.settle(server, id, |r| {
+    async fn fail(&self, server: &crate::Server, id: &str, generation: u64, error: &Error) {
+        self.settle(server, id, generation, |r| {
             let mut next = r.clone();
             next.status = TaskStatus::Failed;
             next.status_message = Some(error.message().to_owned());
@@ -978,22 +1251,26 @@ impl Tasks {
             self.unstored(&record.id).await?;
             return Ok(Map::new());
         }
-        if took && complete {
-            self.wake(&record.id);
+        if took && complete && !self.wake(&record.id) {
+            // No run here: the one holding the task wakes through the store, and if its
+            // lease ran out, a claimer takes it now rather than at its next round.
+            self.inner.claim_now.notify_one();
         }
         Ok(Map::new())
     }
 
-    fn wake(&self, id: &str) {
+    /// Wakes the run of task `id` in this replica; `false` when none runs here.
+    fn wake(&self, id: &str) -> bool {
         let worker = self
             .inner
             .workers
             .lock()
             .ok()
             .and_then(|w| w.get(id).cloned());
-        if let Some(w) = worker {
+        worker.is_some_and(|w| {
             w.wake.notify_one();
-        }
+            true
+        })
     }
 
     async fn cancel(
@@ -1045,12 +1322,20 @@ impl Extension for Tasks {
         self.methods().contains(&method).then_some("taskId")
     }
 
+    fn attached(&self, server: Attached) {
+        // Set once: an extension is attached to the one server it is installed in.
+        let _ = self.inner.attached.set(server);
+        self.start_claimer();
+    }
+
     fn handle(
         &self,
         method: &str,
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> BoxFuture<Result<Map<String, Value>, Error>> {
+        // A server built outside a runtime starts its claimer with its first request.
+        self.start_claimer();
         let this = self.clone();
         match method {
             "tasks/get" => Box::pin(async move { this.get(&params, &ctx).await }),
@@ -1180,29 +1465,45 @@ fn fault(id: Option<&str>, error: &StoreError) -> Error {
     retryable("The task store is unavailable; try again")
 }
 
-/// A context for the worker: the creating request's capabilities and principal, none of
-/// its transport, id, progress token or cancellation.
-fn detached(
-    invocation: &ToolInvocation,
+/// The context of a run of `record` that `worker` holds: made from the stored work alone
+/// (its protocol version, client capabilities and principal, its answers so far), so
+/// every run, on any replica, sees the same; none of the creating request's transport,
+/// id, progress token or cancellation. `None` when the work names a protocol version this
+/// build does not serve.
+fn run_context(
+    server: &crate::Server,
     record: &TaskRecord,
-    cancel: CancellationToken,
-) -> RequestContext {
-    let origin = invocation.ctx();
-    let mut meta = origin.meta().clone();
-    meta.progress_token = None;
-    meta.log_level = None;
-    RequestContext::new(ContextInit {
+    worker: &Worker,
+) -> Option<RequestContext> {
+    let work = &record.work;
+    let meta = crate::wire::meta::RequestMeta::detached(
+        &work.protocol_version,
+        work.client_capabilities.clone(),
+    )?;
+    Some(RequestContext::new(ContextInit {
         id: RequestId::Str(record.id.clone()),
         method: "tools/call".into(),
         meta,
-        outbound: Arc::new(Nowhere(Cancellation::seeded(cancel))),
+        outbound: Arc::new(Nowhere(Cancellation::seeded(worker.cancel.clone()))),
         logging_enabled: false,
-        principal: origin.principal_shared(),
-        host: Arc::clone(origin.host()),
+        principal: work.principal.clone().map(Arc::new),
+        host: server.host(),
         answers: Some(record.answers.clone()),
         carried: None,
         hold: false,
-    })
+        run: Some(Run {
+            idempotency_key: work.idempotency_key.clone(),
+            attempt: worker.generation,
+        }),
+    }))
+}
+
+/// Whether `record`'s lease is of `generation`: the run holding that lease may write it.
+fn holds(record: &TaskRecord, generation: u64) -> bool {
+    record
+        .lease
+        .as_ref()
+        .is_some_and(|l| l.generation == generation)
 }
 
 /// Tasks send no progress or log notifications; a task's context is cancelled with its
@@ -1269,4 +1570,23 @@ fn publish(server: &crate::Server, r: &TaskRecord) {
         method: "notifications/tasks",
         params: detailed(r),
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A lease is at least [`MIN_LEASE`]: shorter ones are raised to it, one at it or
+    /// just past it is kept.
+    #[test]
+    fn a_lease_is_at_least_its_minimum() {
+        let ms = Duration::from_millis;
+        for (asked, kept) in [(0, 30), (29, 30), (30, 30), (31, 31), (30_000, 30_000)] {
+            let tasks = Tasks::builder().lease(ms(asked)).build();
+            assert_eq!(tasks.inner.config.lease, ms(kept), "asked {asked} ms");
+            assert_eq!(tasks.lease_ms(), kept);
+            assert_eq!(tasks.renew_every(), ms(kept) / 3);
+        }
+        assert_eq!(Tasks::new().inner.config.lease, DEFAULT_LEASE);
+    }
 }

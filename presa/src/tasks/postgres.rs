@@ -1,6 +1,7 @@
 //! [`PgStore`]: tasks kept in a PostgreSQL database, the store several replicas of a
 //! server share (feature `postgres`). Any replica answers for any task; a task's work
-//! still runs in the replica that created it.
+//! runs in the replica that holds its lease (the one that created it, or the one that
+//! claimed it after that one stopped renewing the lease).
 //!
 //! Each task is one row of `presa_tasks`, laid out like the SQLite store's: the columns
 //! presa queries by (the id, the scope, the status, the creation and expiry times, the
@@ -31,7 +32,7 @@
 //! (`sslmode=require` or stricter) is refused at connect time. Reach the database on the
 //! same host or over a private network.
 
-use super::rows::{Columns, instant, status_named};
+use super::rows::{Columns, instant, parse, status_named};
 use super::store::{ChangeFeed, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
 use feed::Feed;
 use sqlx::pool::PoolConnection;
@@ -44,8 +45,9 @@ use tokio::time::timeout;
 
 /// The schema, one entry per version: applying entry `n` takes a database from version
 /// `n` to `n + 1`. Entries are never changed once released; a change is a new entry.
-const MIGRATIONS: &[&[&str]] = &[&[
-    "CREATE TABLE presa_tasks (
+const MIGRATIONS: &[&[&str]] = &[
+    &[
+        "CREATE TABLE presa_tasks (
         id text PRIMARY KEY,
         scope text NOT NULL,
         status text NOT NULL,
@@ -56,9 +58,15 @@ const MIGRATIONS: &[&[&str]] = &[&[
         -- The whole TaskRecord, as JSON.
         record text NOT NULL
     )",
-    "CREATE INDEX presa_tasks_by_expiry ON presa_tasks (expires_at) WHERE expires_at IS NOT NULL",
-    "CREATE INDEX presa_tasks_by_scope ON presa_tasks (scope, expires_at)",
-]];
+        "CREATE INDEX presa_tasks_by_expiry ON presa_tasks (expires_at) WHERE expires_at IS NOT NULL",
+        "CREATE INDEX presa_tasks_by_scope ON presa_tasks (scope, expires_at)",
+    ],
+    &[
+        // When the lease of the run holding a task runs out (NULL: none holds it).
+        "ALTER TABLE presa_tasks ADD COLUMN lease_expires_at bigint",
+        "CREATE INDEX presa_tasks_claimable ON presa_tasks (lease_expires_at) WHERE status = 'working'",
+    ],
+];
 
 /// The schema version this build writes (and the newest it can read): one per entry of
 /// [`MIGRATIONS`], as `migrate_component` counts them.
@@ -462,8 +470,9 @@ impl TaskStore for PgStore {
             let query = sqlx::query(
                 "WITH inserted AS (
                      INSERT INTO presa_tasks
-                     (id, scope, status, created_at, expires_at, revision, record)
-                     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+                     (id, scope, status, created_at, expires_at, revision, record,
+                      lease_expires_at)
+                     VALUES ($1, $2, $3, $4, $5, $6, $7, $9) RETURNING id
                  )
                  SELECT pg_notify($8, id) FROM inserted",
             )
@@ -474,7 +483,8 @@ impl TaskStore for PgStore {
             .bind(c.expires_at)
             .bind(c.revision)
             .bind(c.json)
-            .bind(self.feed.channel());
+            .bind(self.feed.channel())
+            .bind(c.lease_expires_at);
             let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
             match self.answered(&mut conn, answer)? {
                 Ok(_) => Ok(()),
@@ -499,9 +509,7 @@ impl TaskStore for PgStore {
                 .map_err(|e| self.unavailable(&e))?;
             let Some(row) = row else { return Ok(None) };
             let json: String = row.try_get(0).map_err(|e| self.unavailable(&e))?;
-            serde_json::from_str(&json).map(Some).map_err(|e| {
-                StoreError::Unavailable(format!("task {id}: its stored record is unreadable: {e}"))
-            })
+            parse(&json).map(Some)
         })
     }
 
@@ -538,7 +546,7 @@ impl TaskStore for PgStore {
             let query = sqlx::query(
                 "WITH updated AS (
                      UPDATE presa_tasks SET scope = $1, status = $2, created_at = $3,
-                     expires_at = $4, revision = $5, record = $6
+                     expires_at = $4, revision = $5, record = $6, lease_expires_at = $10
                      WHERE id = $7 AND revision = $8 RETURNING id
                  )
                  SELECT pg_notify($9, id) FROM updated",
@@ -551,7 +559,8 @@ impl TaskStore for PgStore {
             .bind(c.json)
             .bind(&record.id)
             .bind(expected_column)
-            .bind(self.feed.channel());
+            .bind(self.feed.channel())
+            .bind(c.lease_expires_at);
             let answer = timeout(self.answer_within, query.execute(&mut *conn)).await;
             let updated = self
                 .answered(&mut conn, answer)?
@@ -599,6 +608,26 @@ impl TaskStore for PgStore {
                 .answered(&mut conn, answer)?
                 .map_err(|e| self.unavailable(&e))?;
             Ok(usize::try_from(removed.rows_affected()).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+        Box::pin(async move {
+            let now = instant(now_ms);
+            let query = sqlx::query_scalar::<_, String>(
+                "SELECT record FROM presa_tasks WHERE status = 'working'
+                 AND (lease_expires_at IS NULL OR lease_expires_at < $1)
+                 AND (expires_at IS NULL OR expires_at >= $1)
+                 ORDER BY COALESCE(lease_expires_at, 0) LIMIT $2",
+            )
+            .bind(now)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let mut conn = self.connection().await?;
+            let answer = timeout(self.answer_within, query.fetch_all(&mut *conn)).await;
+            let records = self
+                .answered(&mut conn, answer)?
+                .map_err(|e| self.unavailable(&e))?;
+            records.iter().map(|json| parse(json)).collect()
         })
     }
 

@@ -26,6 +26,8 @@ pub(super) struct Columns {
     /// `None`: the task never expires.
     pub(super) expires_at: Option<i64>,
     pub(super) revision: i64,
+    /// When the lease of the run holding the task runs out; `None`: no run holds it.
+    pub(super) lease_expires_at: Option<i64>,
     /// The whole record.
     pub(super) json: String,
 }
@@ -44,9 +46,16 @@ impl Columns {
                 .ttl_ms
                 .map(|ttl| instant(record.created_at.saturating_add(ttl))),
             revision: integer(record.revision, "revision")?,
+            lease_expires_at: record.lease.as_ref().map(|l| instant(l.expires_at)),
             json,
         })
     }
+}
+
+/// The record a `record` column holds; one this build cannot read is a fault.
+pub(super) fn parse(json: &str) -> Result<TaskRecord, StoreError> {
+    serde_json::from_str(json)
+        .map_err(|e| StoreError::Unavailable(format!("a stored task record is unreadable: {e}")))
 }
 
 /// The status a status column holds; anything else is a fault of the database.

@@ -13,7 +13,7 @@
 //! the file writable and not held by another writer, and two processes opening one file
 //! at once migrate it once.
 
-use super::rows::{Columns, instant, status_named};
+use super::rows::{Columns, instant, parse, status_named};
 use super::store::{StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
 use sqlx::Row;
 use sqlx::sqlite::{
@@ -41,6 +41,11 @@ const MIGRATIONS: &[&[&str]] = &[
         "CREATE INDEX tasks_by_scope ON tasks (scope, expires_at)",
     ],
     replay::MIGRATION,
+    &[
+        // When the lease of the run holding a task runs out (NULL: none holds it).
+        "ALTER TABLE tasks ADD COLUMN lease_expires_at INTEGER",
+        "CREATE INDEX tasks_claimable ON tasks (lease_expires_at) WHERE status = 'working'",
+    ],
 ];
 
 /// The schema version this build writes (and the newest it can read).
@@ -272,8 +277,9 @@ impl TaskStore for SqliteStore {
         Box::pin(async move {
             let c = Columns::of(&record)?;
             let inserted = sqlx::query(
-                "INSERT INTO tasks (id, scope, status, created_at, expires_at, revision, record)
-                 VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO tasks
+                 (id, scope, status, created_at, expires_at, revision, lease_expires_at, record)
+                 VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
             )
             .bind(&record.id)
             .bind(c.scope)
@@ -281,6 +287,7 @@ impl TaskStore for SqliteStore {
             .bind(c.created_at)
             .bind(c.expires_at)
             .bind(c.revision)
+            .bind(c.lease_expires_at)
             .bind(c.json)
             .execute(&self.pool)
             .await;
@@ -306,9 +313,7 @@ impl TaskStore for SqliteStore {
                 .map_err(|e| unavailable(&e))?;
             let Some(row) = row else { return Ok(None) };
             let json: String = row.try_get(0).map_err(|e| unavailable(&e))?;
-            serde_json::from_str(&json).map(Some).map_err(|e| {
-                StoreError::Unavailable(format!("task {id}: its stored record is unreadable: {e}"))
-            })
+            parse(&json).map(Some)
         })
     }
 
@@ -340,13 +345,14 @@ impl TaskStore for SqliteStore {
             let c = Columns::of(&record)?;
             let updated = sqlx::query(
                 "UPDATE tasks SET scope = ?, status = ?, created_at = ?, expires_at = ?,
-                 revision = ?, record = ? WHERE id = ? AND revision = ?",
+                 revision = ?, lease_expires_at = ?, record = ? WHERE id = ? AND revision = ?",
             )
             .bind(c.scope)
             .bind(c.status)
             .bind(c.created_at)
             .bind(c.expires_at)
             .bind(c.revision)
+            .bind(c.lease_expires_at)
             .bind(c.json)
             .bind(&record.id)
             .bind(expected_column)
@@ -396,6 +402,25 @@ impl TaskStore for SqliteStore {
                 .await
                 .map_err(|e| unavailable(&e))?;
             Ok(usize::try_from(removed.rows_affected()).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+        Box::pin(async move {
+            let now = instant(now_ms);
+            let records: Vec<String> = sqlx::query_scalar(
+                "SELECT record FROM tasks WHERE status = 'working'
+                 AND (lease_expires_at IS NULL OR lease_expires_at < ?)
+                 AND (expires_at IS NULL OR expires_at >= ?)
+                 ORDER BY COALESCE(lease_expires_at, 0) LIMIT ?",
+            )
+            .bind(now)
+            .bind(now)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| unavailable(&e))?;
+            records.iter().map(|json| parse(json)).collect()
         })
     }
 }

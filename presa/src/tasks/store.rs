@@ -82,6 +82,42 @@ pub struct WorkDescriptor {
     pub client_capabilities: Map<String, Value>,
     /// The creating request's protocol version.
     pub protocol_version: String,
+    /// The creating request's principal (its id, client, scopes and claims), so a run
+    /// on another replica acts for the same caller. `None` for an anonymous caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub principal: Option<crate::auth::Principal>,
+    /// The key every run of this task reads as
+    /// [`RequestContext::idempotency_key`](crate::RequestContext::idempotency_key):
+    /// random, made when the task is created, and never the task id (which grants
+    /// access to an anonymous caller's task).
+    #[serde(default)]
+    pub idempotency_key: String,
+}
+
+/// Which run of a task holds it, and until when: a replica claims a task with a lease of
+/// a new generation, renews it while the task runs, and writes the task only while the
+/// lease it holds is the record's (fencing). A task whose lease has expired while it is
+/// `working` is claimed by another replica and run again from its stored work.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Lease {
+    /// The replica holding it (random, made when its `Tasks` is built).
+    pub owner: String,
+    /// How many times the task has been claimed: 1 for the run started at creation.
+    pub generation: u64,
+    /// When it runs out unless renewed, Unix milliseconds.
+    pub expires_at: u64,
+}
+
+impl Lease {
+    /// A lease of `generation` for `owner`, running out at `expires_at`.
+    pub fn new(owner: impl Into<String>, generation: u64, expires_at: u64) -> Lease {
+        Lease {
+            owner: owner.into(),
+            generation,
+            expires_at,
+        }
+    }
 }
 
 /// One task, as stored.
@@ -116,6 +152,9 @@ pub struct TaskRecord {
     pub work: WorkDescriptor,
     /// Bumped by every change; compare-and-set checks it.
     pub revision: u64,
+    /// The lease of the run that holds the task (`None`: no run holds it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lease: Option<Lease>,
 }
 
 impl TaskRecord {
@@ -123,6 +162,14 @@ impl TaskRecord {
     pub fn expired(&self, now_ms: u64) -> bool {
         self.ttl_ms
             .is_some_and(|ttl| self.created_at.saturating_add(ttl) < now_ms)
+    }
+
+    /// Whether a replica may claim the task at `now_ms`: it is `working`, not expired,
+    /// and no lease holds it (none, or one that ran out before `now_ms`).
+    pub fn claimable(&self, now_ms: u64) -> bool {
+        self.status == TaskStatus::Working
+            && !self.expired(now_ms)
+            && self.lease.as_ref().is_none_or(|l| l.expires_at < now_ms)
     }
 }
 
@@ -237,6 +284,11 @@ pub trait TaskStore: Send + Sync + 'static {
     /// Deletes every task [`expired`](TaskRecord::expired) at `now_ms`, and no other;
     /// returns how many it deleted.
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize>;
+    /// Up to `limit` tasks [claimable](TaskRecord::claimable) at `now_ms`, oldest lease
+    /// first (any order among tasks without one): the tasks whose run has stopped
+    /// renewing its lease, for another replica to run again.
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>>;
+
     /// The store's change feed, when it pushes changes: presa then wakes a worker or
     /// publishes to listeners when a task changes, and polls only as a safety net (every
     /// [`TasksBuilder::remote_check`](super::TasksBuilder::remote_check)). The default,
@@ -295,6 +347,18 @@ impl MemoryStore {
             .count())
     }
 
+    fn claimable_now(&self, now_ms: u64, limit: usize) -> Result<Vec<TaskRecord>, StoreError> {
+        let mut found: Vec<TaskRecord> = self
+            .tasks()?
+            .values()
+            .filter(|r| r.claimable(now_ms))
+            .cloned()
+            .collect();
+        found.sort_by_key(|r| r.lease.as_ref().map_or(0, |l| l.expires_at));
+        found.truncate(limit);
+        Ok(found)
+    }
+
     fn remove_expired_now(&self, now_ms: u64) -> Result<usize, StoreError> {
         let mut tasks = self.tasks()?;
         let before = tasks.len();
@@ -331,5 +395,9 @@ impl TaskStore for MemoryStore {
 
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         Box::pin(std::future::ready(self.remove_expired_now(now_ms)))
+    }
+
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+        Box::pin(std::future::ready(self.claimable_now(now_ms, limit)))
     }
 }

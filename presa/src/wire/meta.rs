@@ -128,6 +128,30 @@ impl RequestMeta {
     pub fn client_info(&self) -> Option<Map<String, Value>> {
         self.client_info.as_ref().map(ReadClientInfo::to_map)
     }
+
+    /// The meta of work run away from its request (a task's run, on whichever replica
+    /// holds it): the protocol version and client capabilities it was made with, and
+    /// nothing else. `None` for a version this build does not serve.
+    #[cfg(feature = "tasks")]
+    pub(crate) fn detached(
+        version: &str,
+        client_capabilities: Map<String, Value>,
+    ) -> Option<RequestMeta> {
+        let protocol_version = SUPPORTED_VERSIONS
+            .iter()
+            .chain(LEGACY_VERSIONS)
+            .find(|v| **v == version)?;
+        Some(RequestMeta {
+            protocol_version,
+            client_capabilities,
+            client_info: None,
+            log_level: None,
+            progress_token: None,
+            traceparent: None,
+            tracestate: None,
+            baggage: None,
+        })
+    }
 }
 
 /// Whether `key` follows the `_meta` key syntax of wire section 2.1: an optional prefix of

@@ -40,6 +40,7 @@ mod subscriptions_stdio;
 mod tasks;
 mod tasks_exec;
 mod tasks_input;
+mod tasks_lease;
 mod tasks_listen;
 mod tasks_methods;
 mod tasks_postgres;

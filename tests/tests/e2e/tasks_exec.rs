@@ -468,6 +468,13 @@ impl TaskStore for TestStore {
         self.inner.count(scope, now_ms)
     }
 
+    fn claimable(&self, now_ms: u64, limit: usize) -> StoreFuture<'_, Vec<TaskRecord>> {
+        if let Some(fault) = self.fault() {
+            return Box::pin(async { Err(fault) });
+        }
+        self.inner.claimable(now_ms, limit)
+    }
+
     fn remove_expired(&self, now_ms: u64) -> StoreFuture<'_, usize> {
         if let Some(fault) = self.fault() {
             return Box::pin(async { Err(fault) });

@@ -43,6 +43,12 @@ async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
     .expect("the migrations read")
 }
 
+/// The rows of `presa_migrations` of this build: the replay record at version 1, the
+/// tasks at version 2 (leases).
+fn current() -> [(String, i64); 2] {
+    [("replay".to_owned(), 1), ("tasks".to_owned(), 2)]
+}
+
 /// The rows of `presa_migrations` when the tasks and the replay record are both at
 /// `version`.
 fn both(version: i64) -> [(String, i64); 2] {
@@ -69,7 +75,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         a.expect("the first connects"),
         b.expect("the second connects"),
     );
-    assert_eq!(migrations(&pg, "racing").await, both(1));
+    assert_eq!(migrations(&pg, "racing").await, current());
     // A task through one is seen through the other.
     contract::insert_then_get(&a).await;
     assert_eq!(b.count(None, 0).await, Ok(1));
@@ -83,12 +89,12 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         .await
         .expect("connects again");
     assert_eq!(again.count(None, 0).await, Ok(1), "the task is kept");
-    assert_eq!(migrations(&pg, "racing").await, both(1));
+    assert_eq!(migrations(&pg, "racing").await, current());
     again.close().await;
 
     // A newer presa migrated the database: this build refuses it and changes nothing.
     let mut conn = pg.connection().await;
-    sqlx::query("UPDATE racing.presa_migrations SET version = 2")
+    sqlx::query("UPDATE racing.presa_migrations SET version = 3")
         .execute(&mut conn)
         .await
         .expect("the version raised");
@@ -98,15 +104,15 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         .await
         .expect_err("refused");
     assert!(
-        matches!(error, ConnectError::NewerSchema { found: 2, known: 1 }),
+        matches!(error, ConnectError::NewerSchema { found: 3, known: 2 }),
         "{error:?}"
     );
     assert_eq!(
         error.to_string(),
-        "the task database has schema version 2, newer than this build's 1: it was migrated \
+        "the task database has schema version 3, newer than this build's 2: it was migrated \
          by a newer presa"
     );
-    assert_eq!(migrations(&pg, "racing").await, both(2));
+    assert_eq!(migrations(&pg, "racing").await, both(3));
     let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM racing.presa_tasks")
         .fetch_one(&mut conn)
         .await
@@ -116,7 +122,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     // Without a schema the tables go to the connection's search path (`public`).
     let plain = PgStore::connect(&url).await.expect("connects");
     assert_eq!(plain.count(None, 0).await, Ok(0));
-    assert_eq!(migrations(&pg, "public").await, both(1));
+    assert_eq!(migrations(&pg, "public").await, current());
 }
 
 /// `get` through `store`, with how long it took.

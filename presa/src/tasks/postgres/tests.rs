@@ -154,6 +154,6 @@ fn debug_never_shows_the_url() {
 
 #[test]
 fn schema_versions_count_the_migrations() {
-    assert_eq!(SCHEMA_VERSION, 1);
+    assert_eq!(SCHEMA_VERSION, 2);
     assert!(MIGRATIONS.iter().all(|step| !step.is_empty()));
 }

@@ -108,7 +108,7 @@ mod tests {
             .expect("set");
         conn.close().await.expect("closed");
         let store = SqliteStore::open(&path).await.expect("opens");
-        assert_eq!(SCHEMA_VERSION, 2);
+        assert_eq!(SCHEMA_VERSION, 3);
         let version: i64 = sqlx::query_scalar("PRAGMA user_version")
             .fetch_one(&store.pool)
             .await

@@ -56,6 +56,52 @@ async fn a_task_survives_reopening_the_file() {
     assert_eq!(mode, "wal");
 }
 
+/// A file of the schema before leases (version 2) gains the lease column when opened, and
+/// its `working` tasks, held by no lease, are claimable: a task a process left running
+/// before the upgrade runs again.
+#[tokio::test]
+async fn a_file_before_leases_gains_them_and_its_working_tasks_are_claimable() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let path = dir.path().join("v2.db");
+    let options = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut conn = SqliteConnection::connect_with(&options)
+        .await
+        .expect("opens");
+    for statement in MIGRATIONS[..2].iter().flat_map(|step| step.iter()) {
+        sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .expect("applied");
+    }
+    sqlx::query("PRAGMA user_version = 2")
+        .execute(&mut conn)
+        .await
+        .expect("set");
+    let record = contract::record("left-running", "s", None);
+    let json = serde_json::to_string(&record).expect("json");
+    // As a build before leases wrote it: no lease in the record, no lease column.
+    assert!(!json.contains("lease"), "{json}");
+    sqlx::query(
+        "INSERT INTO tasks (id, scope, status, created_at, expires_at, revision, record)
+         VALUES ('left-running', 's', 'working', 0, NULL, 0, ?)",
+    )
+    .bind(&json)
+    .execute(&mut conn)
+    .await
+    .expect("inserted");
+    conn.close().await.expect("closed");
+    let store = SqliteStore::open(&path).await.expect("opens");
+    let claimable = store.claimable(1, 10).await.expect("answered");
+    assert_eq!(claimable, vec![record]);
+    let version: i64 = sqlx::query_scalar("PRAGMA user_version")
+        .fetch_one(&store.pool)
+        .await
+        .expect("read");
+    assert_eq!(version, SCHEMA_VERSION);
+}
+
 #[tokio::test]
 async fn a_file_held_by_another_writer_is_locked() {
     let dir = tempfile::tempdir().expect("a temporary folder");
