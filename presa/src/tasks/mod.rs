@@ -1399,7 +1399,13 @@ impl Extension for Tasks {
                     .get(&id)
                     .await
                     .map_err(|e| fault(Some(&id), &e))?;
-                if Self::visible(found, &ctx).is_some() {
+                if let Some(record) = Self::visible(found, &ctx) {
+                    // The stream starts from the task as read now: the relay publishes
+                    // only what changes after it, never a notification of a change a
+                    // client cannot see (a lease renewal).
+                    if this.inner.changes.is_some() {
+                        this.remember(&ctx.server(), &record);
+                    }
                     accepted.push(id);
                 }
             }

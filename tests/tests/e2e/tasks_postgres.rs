@@ -583,3 +583,51 @@ async fn a_listener_hears_changes_made_through_another_replica() {
         panic!("nothing more is sent: {again}");
     }
 }
+
+/// Lease renewals are changes of the stored record, so each one is notified; a listener
+/// on another replica, whose relay reads the task at every notification, still hears
+/// nothing until a change a client can see (the completion), and hears that once.
+#[tokio::test]
+async fn lease_renewals_notified_through_the_database_are_not_published() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let lease = Duration::from_millis(90);
+    let replica = || async {
+        let store = PgStore::connect(&pg.url()).await.expect("connects");
+        Lab::new(
+            Tasks::builder()
+                .remote_check(Duration::from_secs(30))
+                .lease(lease)
+                .store(store),
+        )
+    };
+    let (a, b) = (replica().await, replica().await);
+    let mut wa = Client::start(Kind::Http, &a.server).await;
+    let mut wb = Client::start(Kind::Http, &b.server).await;
+    let id = wa.create("gate", json!({})).await;
+    a.wait_count(&a.probe.started, 1, "A's run").await;
+    let l = wb
+        .listen_tasks(declared(json!({"notifications": {"taskIds": [id]}})))
+        .await
+        .unwrap_or_else(|e| panic!("the listen is accepted: {e:?}"));
+    let revision = || async {
+        let stored = b.tasks.store().get(&id).await.expect("the store answers");
+        stored.map_or(0, |r| r.revision)
+    };
+    let before = revision().await;
+    if let Some(event) = wb.event(&l, lease * 8).await {
+        panic!("a renewal was published: {event}");
+    }
+    let after = revision().await;
+    assert!(
+        after >= before + 3,
+        "renewed (and notified) several times meanwhile: {before} → {after}"
+    );
+    a.gate.add_permits(1);
+    let events = wb.task_events_until(&l, &id, "completed").await;
+    assert_eq!(events.len(), 1, "the completion alone: {events:#?}");
+    if let Some(again) = wb.event(&l, Duration::from_millis(500)).await {
+        panic!("nothing more is sent: {again}");
+    }
+}
