@@ -16,6 +16,7 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<protocol_error_job>()
         .add::<confirm_delete>()
         .add::<multi_input>()
+        .add::<durable_job>()
         .tool(test_tool_with_task())
 }
 
@@ -34,6 +35,20 @@ async fn slow_compute(seconds: Option<f64>, label: Option<String>) -> String {
         tokio::time::sleep(Duration::from_millis(ms)).await;
     }
     format!("Completed {}", label.unwrap_or_default())
+}
+
+/// Works for `seconds` (at most an hour), then reports which run of the task finished
+/// it and the task's idempotency key. Always a task. Each run first writes
+/// `durable_job run <attempt> key <key>` on the server's standard error, so a test can
+/// see a run that a killed replica began and another replica resumed.
+#[presa::tool(task = "required")]
+async fn durable_job(seconds: Option<f64>, ctx: RequestContext) -> String {
+    let key = ctx.idempotency_key().unwrap_or("none").to_owned();
+    let attempt = ctx.attempt();
+    eprintln!("durable_job run {attempt} key {key}");
+    let ms = (seconds.unwrap_or(0.0).clamp(0.0, 3600.0) * 1000.0).round() as u64;
+    tokio::time::sleep(Duration::from_millis(ms)).await;
+    format!("run {attempt} key {key}")
 }
 
 /// Always a task, which ends with a tool error.
