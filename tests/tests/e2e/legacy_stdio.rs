@@ -77,7 +77,7 @@ fn items() -> ServerBuilder {
 }
 
 /// [`items`], built.
-fn items_server() -> Server {
+pub(crate) fn items_server() -> Server {
     items().build().expect("builds")
 }
 
@@ -871,7 +871,7 @@ struct Scoop {
 }
 
 /// A tool that asks for a [`Scoop`] and answers the flavour chosen.
-fn scoop_tool() -> Tool {
+pub(crate) fn scoop_tool() -> Tool {
     Tool::new("scoop")
         .description("Asks for a flavour")
         .handler(|call: ToolCall| async move {

@@ -20,6 +20,7 @@ mod http_shutdown;
 mod http_streaming;
 mod http_util;
 mod legacy_http;
+mod legacy_http_rules;
 mod legacy_stdio;
 mod limits;
 mod mrtr;
