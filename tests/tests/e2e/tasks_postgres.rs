@@ -43,10 +43,11 @@ async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
     .expect("the migrations read")
 }
 
-/// The rows of `presa_migrations` when the tasks and the replay record are both at
-/// `version`.
-fn both(version: i64) -> [(String, i64); 2] {
+/// The rows of `presa_migrations` when the fan-out's events, the replay record and the
+/// tasks are all at `version`.
+fn every(version: i64) -> [(String, i64); 3] {
     [
+        ("events".to_owned(), version),
         ("replay".to_owned(), version),
         ("tasks".to_owned(), version),
     ]
@@ -69,7 +70,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         a.expect("the first connects"),
         b.expect("the second connects"),
     );
-    assert_eq!(migrations(&pg, "racing").await, both(1));
+    assert_eq!(migrations(&pg, "racing").await, every(1));
     // A task through one is seen through the other.
     contract::insert_then_get(&a).await;
     assert_eq!(b.count(None, 0).await, Ok(1));
@@ -83,7 +84,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         .await
         .expect("connects again");
     assert_eq!(again.count(None, 0).await, Ok(1), "the task is kept");
-    assert_eq!(migrations(&pg, "racing").await, both(1));
+    assert_eq!(migrations(&pg, "racing").await, every(1));
     again.close().await;
 
     // A newer presa migrated the database: this build refuses it and changes nothing.
@@ -106,7 +107,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         "the task database has schema version 2, newer than this build's 1: it was migrated \
          by a newer presa"
     );
-    assert_eq!(migrations(&pg, "racing").await, both(2));
+    assert_eq!(migrations(&pg, "racing").await, every(2));
     let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM racing.presa_tasks")
         .fetch_one(&mut conn)
         .await
@@ -116,7 +117,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
     // Without a schema the tables go to the connection's search path (`public`).
     let plain = PgStore::connect(&url).await.expect("connects");
     assert_eq!(plain.count(None, 0).await, Ok(0));
-    assert_eq!(migrations(&pg, "public").await, both(1));
+    assert_eq!(migrations(&pg, "public").await, every(1));
 }
 
 /// `get` through `store`, with how long it took.
