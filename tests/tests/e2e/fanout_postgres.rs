@@ -19,22 +19,11 @@ use presa_tests::wait::{Deadline, PATIENCE};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-/// The pids of the fan-outs' listener connections.
-async fn listeners(pg: &Postgres) -> Vec<i32> {
-    let mut conn = pg.connection().await;
-    sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'presa-fanout' ORDER BY pid",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .expect("pg_stat_activity is read")
-}
-
 /// Waits until the fan-outs' listener connections are exactly `n`.
 async fn listening(pg: &Postgres, n: usize) {
     let deadline = Deadline::new("the fan-outs listen");
     loop {
-        let pids = listeners(pg).await;
+        let pids = pg.pids_of("presa-fanout").await;
         if pids.len() == n {
             return;
         }

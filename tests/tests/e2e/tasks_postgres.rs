@@ -472,13 +472,7 @@ async fn a_cancel_through_another_replica_is_pushed_to_the_worker() {
 
 /// The pids of the change feeds' listener connections.
 async fn listeners(pg: &Postgres) -> Vec<i32> {
-    let mut conn = pg.connection().await;
-    sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'presa-listen' ORDER BY pid",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .expect("pg_stat_activity is read")
+    pg.pids_of("presa-listen").await
 }
 
 /// Waits until the listener connections are exactly `n`, none of them in `gone`.
