@@ -108,6 +108,75 @@ async fn messages_arrive_in_order_at_and_past_the_payload_bound() {
     assert_eq!(stored(&pg).await, 2);
 }
 
+/// A sender whose queue is not being sent (no runtime to send it on yet) keeps
+/// [`PgFanout::MAX_QUEUED`] messages and drops the one past them; once it runs, the kept
+/// ones are sent in order, and the dropped one never.
+#[tokio::test]
+async fn the_send_queue_keeps_its_bound_and_drops_past_it() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let a = PgStore::connect(&pg.url()).await.expect("connects");
+    let b = PgStore::connect(&pg.url()).await.expect("connects");
+    let (on_a, from_b) = (a.fanout(), b.fanout());
+    let mut received = on_a.subscribe();
+    listening(&pg, 1).await;
+    let queued = from_b.clone();
+    std::thread::spawn(move || {
+        for n in 0..=PgFanout::MAX_QUEUED {
+            queued.send(n.to_string());
+        }
+    })
+    .join()
+    .expect("queued outside the runtime");
+    // Subscribing starts the sender (and B's listener).
+    let _started = from_b.subscribe();
+    for n in 0..PgFanout::MAX_QUEUED {
+        assert_eq!(message(&mut received).await, n.to_string(), "in order");
+    }
+    from_b.send("after".into());
+    assert_eq!(
+        message(&mut received).await,
+        "after",
+        "the one past the bound was dropped"
+    );
+}
+
+/// Stored messages are kept a minute for receivers to read: storing one deletes rows
+/// older than that, and keeps younger ones.
+#[tokio::test]
+async fn stored_messages_older_than_a_minute_are_deleted() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let a = PgStore::connect(&pg.url()).await.expect("connects");
+    let b = PgStore::connect(&pg.url()).await.expect("connects");
+    let (on_a, from_b) = (a.fanout(), b.fanout());
+    let mut received = on_a.subscribe();
+    listening(&pg, 1).await;
+    let mut conn = pg.connection().await;
+    for (payload, age) in [("younger", 59), ("older", 61)] {
+        sqlx::query(
+            "INSERT INTO presa_events (payload, created_at)
+             VALUES ($1, now() - make_interval(secs => $2))",
+        )
+        .bind(payload)
+        .bind(f64::from(age))
+        .execute(&mut conn)
+        .await
+        .expect("a row stored");
+    }
+    let long = "l".repeat(PgFanout::MAX_INLINE_BYTES + 1);
+    from_b.send(long.clone());
+    assert_eq!(message(&mut received).await, long);
+    let mut left: Vec<String> = sqlx::query_scalar("SELECT payload FROM presa_events ORDER BY id")
+        .fetch_all(&mut conn)
+        .await
+        .expect("read");
+    left.sort();
+    assert_eq!(left, [long, "younger".to_owned()]);
+}
+
 /// A replica of one server over `store`'s database, with resource events on.
 fn replica(store: &PgStore) -> Server {
     builder("fanout")

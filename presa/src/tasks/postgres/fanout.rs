@@ -1,17 +1,18 @@
 //! [`PgFanout`]: a [`Fanout`] over PostgreSQL's `LISTEN`/`NOTIFY`, for the replicas of a
 //! server that share a [`PgStore`]'s database.
 //!
-//! Sending: [`Fanout::send`] queues the message (at most [`QUEUE`] waiting; past it the
-//! message is dropped with a warning), and one task per fan-out takes the queue in order
-//! and notifies each message on the store's pool, one statement at a time, each awaited
-//! before the next. Each is committed on its own, and PostgreSQL delivers notifications
+//! Sending: [`Fanout::send`] queues the message (at most [`PgFanout::MAX_QUEUED`]
+//! waiting; past it the message is dropped with a warning), and one task per fan-out
+//! takes the queue in order and notifies each message on the store's pool, one statement
+//! at a time, each awaited before the next. Each is committed on its own, and PostgreSQL delivers notifications
 //! in the order of their commits, so every listener hears one sender's messages in the
 //! order it sent them. A notification's payload must stay under 8000 bytes: a message
 //! longer than [`PgFanout::MAX_INLINE_BYTES`] is stored as a row of `presa_events`
 //! (the `events` component in `presa_migrations`) and the notification names the row,
 //! in the same statement; rows older than a minute are deleted, a bounded batch after
 //! each one stored. A message that cannot be sent (the database unreachable) is dropped
-//! with a warning: the receivers see a gap in the sender's sequence.
+//! with a warning: a server's relay sees a gap in the sender's sequence at its next
+//! message.
 //!
 //! Receiving: one listener connection per fan-out (`application_name` `presa-fanout`),
 //! started at the first [`subscribe`](Fanout::subscribe), made again with backoff like the
@@ -46,13 +47,11 @@ pub(super) const COMPONENT: &str = "events";
 /// The name of the fan-out's channel (per schema, see `feed::channel`).
 pub(super) const CHANNEL: &str = "presa_events";
 
-/// Most messages waiting to be sent.
-pub(super) const QUEUE: usize = 1024;
-
 /// Most messages the receivers may fall behind before they lag.
 const CAPACITY: usize = 1024;
 
-/// How long a stored message is kept for receivers to read, in seconds.
+/// How long a stored message is kept for receivers to read, in seconds: older rows are
+/// deleted.
 const RETENTION_SECS: f64 = 60.0;
 
 /// The `application_name` of the fan-out's listener connection.
@@ -107,7 +106,7 @@ impl PgStore {
     /// It sends on the store's pool and listens on one connection of its own; make one
     /// per server.
     pub fn fanout(&self) -> PgFanout {
-        let (queue, waiting) = mpsc::channel(QUEUE);
+        let (queue, waiting) = mpsc::channel(PgFanout::MAX_QUEUED);
         let listen_pool = PgPoolOptions::new()
             .max_connections(1)
             .acquire_timeout(self.acquire_timeout)
@@ -132,6 +131,10 @@ impl PgFanout {
     /// stored in `presa_events` and the notification names its row. PostgreSQL takes
     /// payloads shorter than 8000 bytes; this leaves a margin.
     pub const MAX_INLINE_BYTES: usize = 7900;
+
+    /// Most messages waiting to be sent; past it [`send`](Fanout::send) drops the message
+    /// with a warning.
+    pub const MAX_QUEUED: usize = 1024;
 
     /// Starts (once) the task sending the queue, when within a Tokio runtime.
     fn start_sending(&self) {
@@ -166,7 +169,8 @@ impl Fanout for PgFanout {
         match self.inner.queue.try_send(message) {
             Ok(()) => {}
             Err(mpsc::error::TrySendError::Full(_)) => tracing::warn!(
-                "the fan-out's queue is full ({QUEUE} messages): an event was dropped"
+                "the fan-out's queue is full ({} messages): an event was dropped",
+                PgFanout::MAX_QUEUED
             ),
             Err(mpsc::error::TrySendError::Closed(_)) => {
                 tracing::warn!("the fan-out's sender has ended: an event was dropped");
