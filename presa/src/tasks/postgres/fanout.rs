@@ -9,8 +9,8 @@
 //! order it sent them. A notification's payload must stay under 8000 bytes: a message
 //! longer than [`PgFanout::MAX_INLINE_BYTES`] is stored as a row of `presa_events`
 //! (the `events` component in `presa_migrations`) and the notification names the row,
-//! in the same statement; rows older than a minute are deleted, a bounded batch after
-//! each one stored. A message that cannot be sent (the database unreachable) is dropped
+//! in the same statement; rows older than a minute are deleted, a bounded batch before
+//! each one is stored. A message that cannot be sent (the database unreachable) is dropped
 //! with a warning: a server's relay sees a gap in the sender's sequence at its next
 //! message.
 //!
@@ -222,6 +222,26 @@ async fn notify(store: &PgStore, channel: &str, message: &str) -> Result<(), Str
             .map_err(|e| e.to_string())?;
         return Ok(());
     }
+    // Old rows go first, so a receiver that reads this one finds them gone. The message
+    // is sent whether or not they could be; a failed pruning is retried before the next
+    // one is stored.
+    let prune = sqlx::query(
+        "DELETE FROM presa_events WHERE id IN
+         (SELECT id FROM presa_events WHERE created_at < now() - make_interval(secs => $1)
+          LIMIT $2)",
+    )
+    .bind(RETENTION_SECS)
+    .bind(PRUNE_BATCH);
+    let answer = timeout(store.answer_within, prune.execute(&mut *conn)).await;
+    match store.answered(&mut conn, answer) {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => tracing::warn!("old fan-out events could not be deleted: {e}"),
+        Err(e) => {
+            tracing::warn!("old fan-out events could not be deleted: {e}");
+            // The connection is closed: the message goes on a fresh one.
+            conn = store.connection().await.map_err(|e| e.to_string())?;
+        }
+    }
     // The notification is sent when, and only if, the row is committed.
     let query = sqlx::query(
         "WITH stored AS (INSERT INTO presa_events (payload) VALUES ($1) RETURNING id)
@@ -235,20 +255,6 @@ async fn notify(store: &PgStore, channel: &str, message: &str) -> Result<(), Str
         .answered(&mut conn, answer)
         .map_err(|e| e.to_string())?
         .map_err(|e| e.to_string())?;
-    let prune = sqlx::query(
-        "DELETE FROM presa_events WHERE id IN
-         (SELECT id FROM presa_events WHERE created_at < now() - make_interval(secs => $1)
-          LIMIT $2)",
-    )
-    .bind(RETENTION_SECS)
-    .bind(PRUNE_BATCH);
-    let answer = timeout(store.answer_within, prune.execute(&mut *conn)).await;
-    // The message is sent already; a failed pruning is retried after the next one stored.
-    match store.answered(&mut conn, answer) {
-        Ok(Ok(_)) => {}
-        Ok(Err(e)) => tracing::warn!("old fan-out events could not be deleted: {e}"),
-        Err(e) => tracing::warn!("old fan-out events could not be deleted: {e}"),
-    }
     Ok(())
 }
 
