@@ -155,5 +155,13 @@ fn debug_never_shows_the_url() {
 #[test]
 fn schema_versions_count_the_migrations() {
     assert_eq!(SCHEMA_VERSION, 1);
-    assert!(MIGRATIONS.iter().all(|step| !step.is_empty()));
+    for migrations in [MIGRATIONS, replay::MIGRATIONS, fanout::MIGRATIONS] {
+        assert_eq!(migrations.len(), 1);
+        assert!(migrations.iter().all(|step| !step.is_empty()));
+    }
+    // Each component has its own row in `presa_migrations`.
+    assert_eq!(
+        std::collections::BTreeSet::from([COMPONENT, replay::COMPONENT, fanout::COMPONENT]).len(),
+        3
+    );
 }
