@@ -248,6 +248,7 @@ impl Outgoing {
 
     /// Hands `event` to the fan-out, when it is carried.
     pub(crate) fn carry(&self, event: &Event) {
+        // Extension events are not carried, and take no lock.
         if matches!(event, Event::Topic { .. }) {
             return;
         }
@@ -255,7 +256,8 @@ impl Outgoing {
             .sent
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let seq = *sent + 1;
+        // 2^64 events from one server are out of reach; wrapping only keeps this total.
+        let seq = sent.wrapping_add(1);
         if let Some(message) = encode(&self.origin, seq, event) {
             *sent = seq;
             self.fanout.send(message);
