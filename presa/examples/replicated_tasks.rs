@@ -1,5 +1,6 @@
 //! Tasks shared by several replicas of one server: kept in PostgreSQL, so any replica
-//! answers `tasks/get`, `tasks/update` and `tasks/cancel` for a task another one created
+//! answers `tasks/get`, `tasks/update` and `tasks/cancel` for a task another one created,
+//! and listen streams on any replica hear the list changes and resource updates of all
 //! (feature `postgres`). Needs a running PostgreSQL; start each replica with the same
 //! database URL:
 //!
@@ -32,8 +33,15 @@ async fn replica(url: &str) -> Result<presa::Server, Box<dyn std::error::Error>>
         .schema("presa") // the tables' PostgreSQL schema (created if missing)
         .connect()
         .await?;
+    // List changes and resource updates published on any replica reach the listen
+    // streams of all, through the same database.
+    let fanout = store.fanout();
     let tasks = Tasks::builder().store(store).build();
-    Ok(presa::server!().registered().extension(tasks).build()?)
+    Ok(presa::server!()
+        .registered()
+        .extension(tasks)
+        .fanout(fanout)
+        .build()?)
 }
 // ANCHOR_END: server
 

@@ -36,7 +36,7 @@
 //! | [`extract`] | the extractors handlers take as parameters |
 //! | [`registry`] | tools, resources, templates, prompts and completion providers as data; the catalog |
 //! | [`mrtr`] | multi round-trip requests: asking the client, signed request state |
-//! | [`subscriptions`] | the hub of `subscriptions/listen` streams |
+//! | [`subscriptions`] | the hub of `subscriptions/listen` streams, and the [`Fanout`](subscriptions::Fanout) carrying its events between replicas |
 //! | [`extension`] | the hooks protocol extensions plug into |
 //! | `session` | legacy sessions: what a client that opened with `initialize` established |
 //! | `pipeline` | the serving state (`Core`) and the path of a request: admission, dispatch, shaping |

@@ -16,7 +16,7 @@ use crate::registry::prompt::Prompt;
 use crate::registry::resource::{Resource, ResourceTemplate};
 use crate::registry::tool::Tool;
 use crate::session::SessionConfig;
-use crate::subscriptions::{Event, SubscriptionConfig};
+use crate::subscriptions::{Event, Fanout, Outgoing, SubscriptionConfig};
 use crate::wire::types::{CachePolicy, Implementation};
 use std::any::Any;
 use std::sync::Arc;
@@ -49,6 +49,7 @@ pub struct ServerBuilder {
     legacy: bool,
     sessions: SessionConfig,
     subscriptions: SubscriptionConfig,
+    fanout: Option<Arc<dyn Fanout>>,
     info: Implementation,
     config: Config,
     tools: Vec<Tool>,
@@ -94,6 +95,7 @@ impl Server {
             legacy: true,
             sessions: SessionConfig::default(),
             subscriptions: SubscriptionConfig::default(),
+            fanout: None,
             info,
             config: Config::default(),
             tools: Vec::new(),
@@ -488,6 +490,22 @@ impl ServerBuilder {
         self
     }
 
+    /// Shares the server's list changes and resource updates with the other replicas of
+    /// it that share `fanout` (such as a `PgStore::fanout` on one database): every
+    /// `notifications/*/list_changed` and `notifications/resources/updated` published on
+    /// any replica reaches the matching `subscriptions/listen` streams and legacy
+    /// sessions of all, in the order each replica published them. A gap in that order
+    /// (a message lost, a connection to the fan-out made again) reaches them as every
+    /// list change, so clients re-read their lists. Tasks' status notifications travel
+    /// through the task store instead. See [`Fanout`].
+    ///
+    /// The relay of the other replicas' events starts when the server is built within a
+    /// Tokio runtime, or else when it starts serving.
+    pub fn fanout(mut self, fanout: impl Fanout) -> Self {
+        self.fanout = Some(Arc::new(fanout));
+        self
+    }
+
     /// Whether the server offers (deprecated) logging to clients (default true).
     pub fn logging(mut self, on: bool) -> Self {
         self.config.logging = on;
@@ -609,6 +627,17 @@ impl ServerBuilder {
             Some(a) => Some(Arc::new(a.guard(self.config.canonical_uri.as_deref())?)),
             None => None,
         };
+        let fanout = match self.fanout {
+            Some(fanout) => {
+                // Unique to this server instance, so its own events coming back through
+                // the fan-out are told from other replicas'.
+                let origin = crate::mrtr::token::random_id(16).ok_or_else(|| {
+                    BuildError::new("no OS randomness for the fan-out's origin id")
+                })?;
+                Some(Outgoing::new(fanout, origin))
+            }
+            None => None,
+        };
         let core = Core::new(Parts {
             auth,
             info: self.info,
@@ -628,9 +657,11 @@ impl ServerBuilder {
             legacy: self.legacy,
             sessions: self.sessions,
             subscriptions: self.subscriptions,
+            fanout,
         })
         .map_err(BuildError::new)?;
         let core = Arc::new(core);
+        core.start_fanout();
         for extension in &core.extensions {
             let host: std::sync::Weak<dyn crate::context::Host> =
                 Arc::downgrade(&core) as std::sync::Weak<Core>;

@@ -12,6 +12,9 @@
 //! `max_in_flight`); here each principal, and all anonymous callers together, may hold
 //! only so many, and a stream may be given a longest life, after which it ends as
 //! gracefully as at shutdown.
+//!
+//! Across replicas, a server given a [`Fanout`] hands its list changes and resource
+//! updates to it and publishes what the other replicas hand theirs (see `fanout`).
 
 use crate::context::RequestContext;
 use crate::error::Error;
@@ -24,6 +27,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+
+mod fanout;
+
+pub(crate) use fanout::Outgoing;
+pub use fanout::{Delivery, Fanout, MemoryFanout};
 
 /// Most distinct resource URIs pending for one listener before its stream is ended.
 pub const MAX_PENDING_UPDATES: usize = 1024;

@@ -134,6 +134,19 @@ impl Postgres {
             .expect("a connection to the test database")
     }
 
+    /// The pids of the server's connections whose `application_name` is `application`
+    /// (such as presa's listening connections), in order.
+    pub async fn pids_of(&self, application: &str) -> Vec<i32> {
+        let mut conn = self.connection().await;
+        sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE application_name = $1 ORDER BY pid",
+        )
+        .bind(application)
+        .fetch_all(&mut conn)
+        .await
+        .expect("pg_stat_activity is read")
+    }
+
     /// Stops the server (`pg_ctl stop -m fast`: open sessions are ended), waiting until it
     /// is down. The data stays.
     pub async fn stop(&self) {

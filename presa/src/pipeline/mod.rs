@@ -39,7 +39,7 @@ use crate::mrtr::round::Seals;
 use crate::registry::Catalog;
 use crate::session::{Session, SessionConfig};
 use crate::shape::Shaper;
-use crate::subscriptions::{Event, Hub, SubscriptionConfig};
+use crate::subscriptions::{Event, Hub, Outgoing, SubscriptionConfig};
 use crate::wire::jsonrpc::{Notification, Request, RequestId, encode_error, encode_result_owned};
 use crate::wire::meta;
 use crate::wire::methods as names;
@@ -78,6 +78,9 @@ pub(crate) struct Core {
     /// The server's authorization, when it has one: token checks, scopes, challenges.
     pub(crate) auth: Option<Arc<Guard>>,
     pub(crate) hub: Arc<Hub>,
+    /// Where the hub's events go to reach other replicas, and come from, when the server
+    /// has a fan-out.
+    fanout: Option<Outgoing>,
     pub(crate) state: StateMap,
     /// Whether clients that open with `initialize` are served (else they are told the
     /// versions this server speaks).
@@ -99,6 +102,7 @@ pub(crate) struct Parts {
     pub(crate) legacy: bool,
     pub(crate) sessions: SessionConfig,
     pub(crate) subscriptions: SubscriptionConfig,
+    pub(crate) fanout: Option<Outgoing>,
 }
 
 impl Host for Core {
@@ -227,6 +231,7 @@ impl Core {
             principal: parts.principal,
             auth: parts.auth,
             hub: Arc::new(Hub::new(parts.subscriptions)),
+            fanout: parts.fanout,
             state: parts.state,
             legacy: parts.legacy,
             sessions: parts.sessions,
@@ -301,9 +306,21 @@ impl Core {
         Ok(changed)
     }
 
-    /// Tells listeners about an event.
+    /// Tells listeners about an event: this replica's, then, through the fan-out when
+    /// there is one, the other replicas'.
     pub(crate) fn publish(&self, event: &Event) {
         self.hub.publish(event);
+        if let Some(fanout) = &self.fanout {
+            fanout.carry(event);
+        }
+    }
+
+    /// Starts relaying the other replicas' events to this replica's listeners, once, when
+    /// the server has a fan-out and this runs within a Tokio runtime.
+    pub(crate) fn start_fanout(&self) {
+        if let Some(fanout) = &self.fanout {
+            fanout.start(&self.hub);
+        }
     }
 
     /// The name a span records for `method`: the method itself when presa or an

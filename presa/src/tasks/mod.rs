@@ -37,7 +37,7 @@ mod store;
 mod time;
 
 #[cfg(feature = "postgres")]
-pub use postgres::{ConnectError, PgStore, PgStoreBuilder};
+pub use postgres::{ConnectError, PgFanout, PgStore, PgStoreBuilder};
 #[cfg(feature = "sqlite")]
 pub use sqlite::{OpenError, SqliteStore};
 pub use store::{

@@ -105,6 +105,9 @@ pub struct PgStore {
     answer_within: Duration,
     /// The change feed: its channel, and its listener once subscribed.
     feed: Arc<Feed>,
+    /// How connections are made (for a fan-out's listener), and the schema.
+    options: PgConnectOptions,
+    schema: Option<String>,
 }
 
 /// Shows the settings, never the URL (it may hold a password).
@@ -284,7 +287,7 @@ impl PgStoreBuilder {
         let answer_within = Duration::from_millis(self.statement_timeout_ms()) + GRACE;
         let feed = Feed::new(
             options.clone(),
-            feed::channel(self.schema.as_deref()),
+            feed::channel(feed::TASKS, self.schema.as_deref()),
             self.acquire_timeout,
             answer_within,
         );
@@ -292,7 +295,7 @@ impl PgStoreBuilder {
         let pool = PgPoolOptions::new()
             .max_connections(self.max_connections)
             .acquire_timeout(self.acquire_timeout)
-            .connect_with(options)
+            .connect_with(options.clone())
             .await
             .map_err(|e| ConnectError::from_sqlx(waited, e))?;
         if let Err(e) = migrate(&pool, self.schema.as_deref(), waited).await {
@@ -304,6 +307,8 @@ impl PgStoreBuilder {
             acquire_timeout: self.acquire_timeout,
             answer_within,
             feed,
+            options,
+            schema: self.schema,
         })
     }
 }
@@ -412,6 +417,7 @@ async fn migrate(
     .map_err(failed)?;
     migrate_component(&mut tx, COMPONENT, MIGRATIONS, &failed).await?;
     migrate_component(&mut tx, replay::COMPONENT, replay::MIGRATIONS, &failed).await?;
+    migrate_component(&mut tx, fanout::COMPONENT, fanout::MIGRATIONS, &failed).await?;
     tx.commit().await.map_err(failed)
 }
 
@@ -636,7 +642,10 @@ impl TaskStore for PgStore {
     }
 }
 
+mod fanout;
 mod feed;
 mod replay;
+
+pub use fanout::PgFanout;
 #[cfg(test)]
 mod tests;

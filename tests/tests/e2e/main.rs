@@ -8,6 +8,7 @@
 mod auth_http;
 mod auth_verifiers;
 mod blocking;
+mod fanout_postgres;
 mod http;
 mod http_admission;
 mod http_connections;

@@ -64,8 +64,12 @@ async fn the_replay_record_migrates_as_its_own_component() {
         .expect("connects")
         .close()
         .await;
-    let both = [("replay".to_owned(), 1), ("tasks".to_owned(), 1)];
-    assert_eq!(migrations(&pg).await, both);
+    let every = [
+        ("events".to_owned(), 1),
+        ("replay".to_owned(), 1),
+        ("tasks".to_owned(), 1),
+    ];
+    assert_eq!(migrations(&pg).await, every);
 
     // As an earlier build left it: the tasks only.
     let mut conn = pg.connection().await;
@@ -79,7 +83,7 @@ async fn the_replay_record_migrates_as_its_own_component() {
             .expect("undone");
     }
     let store = PgStore::connect(&url).await.expect("connects");
-    assert_eq!(migrations(&pg).await, both);
+    assert_eq!(migrations(&pg).await, every);
     assert_eq!(store.first_use("after", now() + 60).await, Ok(true));
     store.close().await;
 
@@ -94,7 +98,11 @@ async fn the_replay_record_migrates_as_its_own_component() {
     );
     assert_eq!(
         migrations(&pg).await,
-        [("replay".to_owned(), 2), ("tasks".to_owned(), 1)]
+        [
+            ("events".to_owned(), 1),
+            ("replay".to_owned(), 2),
+            ("tasks".to_owned(), 1)
+        ]
     );
 }
 

@@ -43,16 +43,21 @@ async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
     .expect("the migrations read")
 }
 
-/// The rows of `presa_migrations` of this build: the replay record at version 1, the
-/// tasks at version 2 (leases).
-fn current() -> [(String, i64); 2] {
-    [("replay".to_owned(), 1), ("tasks".to_owned(), 2)]
+/// The rows of `presa_migrations` of this build: the fan-out's events and the replay
+/// record at version 1, the tasks at version 2 (leases).
+fn current() -> [(String, i64); 3] {
+    [
+        ("events".to_owned(), 1),
+        ("replay".to_owned(), 1),
+        ("tasks".to_owned(), 2),
+    ]
 }
 
-/// The rows of `presa_migrations` when the tasks and the replay record are both at
-/// `version`.
-fn both(version: i64) -> [(String, i64); 2] {
+/// The rows of `presa_migrations` when the fan-out's events, the replay record and the
+/// tasks are all at `version`.
+fn every(version: i64) -> [(String, i64); 3] {
     [
+        ("events".to_owned(), version),
         ("replay".to_owned(), version),
         ("tasks".to_owned(), version),
     ]
@@ -112,7 +117,7 @@ async fn migrations_run_once_and_a_newer_schema_is_refused() {
         "the task database has schema version 3, newer than this build's 2: it was migrated \
          by a newer presa"
     );
-    assert_eq!(migrations(&pg, "racing").await, both(3));
+    assert_eq!(migrations(&pg, "racing").await, every(3));
     let kept: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM racing.presa_tasks")
         .fetch_one(&mut conn)
         .await
@@ -477,13 +482,7 @@ async fn a_cancel_through_another_replica_is_pushed_to_the_worker() {
 
 /// The pids of the change feeds' listener connections.
 async fn listeners(pg: &Postgres) -> Vec<i32> {
-    let mut conn = pg.connection().await;
-    sqlx::query_scalar(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = 'presa-listen' ORDER BY pid",
-    )
-    .fetch_all(&mut conn)
-    .await
-    .expect("pg_stat_activity is read")
+    pg.pids_of("presa-listen").await
 }
 
 /// Waits until the listener connections are exactly `n`, none of them in `gone`.

@@ -1,4 +1,6 @@
-//! The change feed of a [`PgStore`](super::PgStore): PostgreSQL's `LISTEN`/`NOTIFY`.
+//! The change feed of a [`PgStore`](super::PgStore): PostgreSQL's `LISTEN`/`NOTIFY`;
+//! and the listener loop it shares with the fan-out (`fanout`): [`listen_on`] and the
+//! [`Hearer`] it hands what it hears to.
 //!
 //! Every insert and compare-and-set sends `pg_notify(channel, id)` in its own statement,
 //! so the notification is delivered when, and only if, the change commits. One listener
@@ -13,7 +15,7 @@
 //! between a subscription and the listener's start. The listener ends when the store
 //! is closed or every handle on it is dropped.
 
-use crate::tasks::store::{Change, ChangeFeed, Changes};
+use crate::tasks::store::{Change, ChangeFeed};
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -25,7 +27,7 @@ use tokio::time::timeout;
 /// everything again).
 const CAPACITY: usize = 1024;
 /// The first wait before the listener connection is tried again.
-const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+pub(super) const FIRST_BACKOFF: Duration = Duration::from_millis(100);
 /// The longest wait between tries of the listener connection.
 const MAX_BACKOFF: Duration = Duration::from_secs(5);
 /// The `application_name` of the listener's connection, so an operator can tell it from
@@ -34,15 +36,18 @@ pub(crate) const LISTEN_APPLICATION: &str = "presa-listen";
 /// The longest channel name PostgreSQL takes (`NAMEDATALEN` − 1 bytes).
 const MAX_CHANNEL_BYTES: usize = 63;
 
-/// The notification channel of the store whose tables are in `schema` (or in the
-/// connection's default schema): two deployments on one database, in different
-/// schemas, never hear each other. A name too long for PostgreSQL is replaced by a
-/// stable hash of it.
-pub(super) fn channel(schema: Option<&str>) -> String {
+/// The channel of the task change feed (see [`channel`]).
+pub(super) const TASKS: &str = "presa_tasks";
+
+/// The notification channel named `name` (such as [`TASKS`]) of the store whose tables
+/// are in `schema` (or in the connection's default schema): two deployments on one
+/// database, in different schemas, never hear each other. A name too long for
+/// PostgreSQL is replaced by a stable hash of the schema.
+pub(super) fn channel(name: &str, schema: Option<&str>) -> String {
     let Some(schema) = schema else {
-        return "presa_tasks".into();
+        return name.into();
     };
-    let plain = format!("presa_tasks_{schema}");
+    let plain = format!("{name}_{schema}");
     if plain.len() <= MAX_CHANNEL_BYTES {
         return plain;
     }
@@ -50,7 +55,7 @@ pub(super) fn channel(schema: Option<&str>) -> String {
     let hash = schema.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
         (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
     });
-    format!("presa_tasks_{hash:016x}")
+    format!("{name}_{hash:016x}")
 }
 
 /// A store's feed: the broadcast its subscribers share and the listener's pool.
@@ -98,7 +103,7 @@ impl Feed {
         })
     }
 
-    fn subscribe(self: &Arc<Feed>) -> Changes {
+    fn subscribe(self: &Arc<Feed>) -> crate::tasks::store::Changes {
         let changes = self.sender.subscribe();
         if !self.started.swap(true, Ordering::SeqCst) && !self.pool.is_closed() {
             tokio::spawn(listen(Arc::downgrade(self)));
@@ -121,16 +126,17 @@ impl Drop for Feed {
     }
 }
 
-/// Sends `change` to the subscribers; `false` when the feed is gone.
-fn send(feed: &Weak<Feed>, change: Change) -> bool {
-    match feed.upgrade() {
-        Some(feed) => {
-            // No subscriber now is no error: the next one reads the store first.
-            let _ = feed.sender.send(change);
-            true
-        }
-        None => false,
-    }
+/// What a listener hands what it hears to (the task change feed, the fan-out).
+pub(super) trait Hearer: Send + 'static {
+    /// Whether whoever the listener serves is still there; the listener ends when not.
+    fn alive(&self) -> bool;
+    /// The listener listens from now on (the first time, or again after its connection
+    /// dropped): what was notified before may have been missed. `false`: whoever it
+    /// serves is gone.
+    fn listening(&mut self) -> impl Future<Output = bool> + Send;
+    /// A notification's payload, in the order notified. `false`: whoever it serves is
+    /// gone.
+    fn heard(&mut self, payload: String) -> impl Future<Output = bool> + Send;
 }
 
 /// A listener on `channel`, within the acquire timeout and the statement's answer bound.
@@ -145,18 +151,20 @@ async fn open(pool: &PgPool, channel: &str, answer_within: Duration) -> Result<P
     }
 }
 
-/// The listener task: listens, fans notifications out, and on a dropped connection
-/// listens again (with backoff) and sends [`Change::Resync`].
-async fn listen(feed: Weak<Feed>) {
-    let Some((pool, channel, answer_within)) = feed
-        .upgrade()
-        .map(|f| (f.pool.clone(), f.channel.clone(), f.answer_within))
-    else {
-        return;
-    };
+/// A listener task: listens on `channel` with `pool`'s one connection, hands `hearer`
+/// what it hears, and on a dropped connection listens again (with backoff), telling the
+/// hearer each time it listens. `what` names it in the log. Ends when the pool is closed
+/// or the hearer says whoever it serves is gone.
+pub(super) async fn listen_on(
+    pool: PgPool,
+    channel: String,
+    answer_within: Duration,
+    what: &'static str,
+    mut hearer: impl Hearer,
+) {
     let mut backoff = FIRST_BACKOFF;
     loop {
-        if pool.is_closed() || feed.strong_count() == 0 {
+        if pool.is_closed() || !hearer.alive() {
             return;
         }
         let mut listener = match open(&pool, &channel, answer_within).await {
@@ -165,23 +173,21 @@ async fn listen(feed: Weak<Feed>) {
                 if pool.is_closed() {
                     return;
                 }
-                tracing::warn!(
-                    "the task change feed could not listen, tried again in {backoff:?}: {e}"
-                );
+                tracing::warn!("the {what} could not listen, tried again in {backoff:?}: {e}");
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
                 continue;
             }
         };
         backoff = FIRST_BACKOFF;
-        // Listening from here on: what changed before is read again.
-        if !send(&feed, Change::Resync) {
+        // Listening from here on: what was notified before may have been missed.
+        if !hearer.listening().await {
             return;
         }
         loop {
             match listener.try_recv().await {
                 Ok(Some(notification)) => {
-                    if !send(&feed, Change::Task(notification.payload().to_owned())) {
+                    if !hearer.heard(notification.payload().to_owned()).await {
                         return;
                     }
                 }
@@ -192,7 +198,7 @@ async fn listen(feed: Weak<Feed>) {
                     if pool.is_closed() {
                         return;
                     }
-                    tracing::warn!("the task change feed's connection failed: {e}");
+                    tracing::warn!("the {what}'s connection failed: {e}");
                     // A server that fails each new connection at once is not tried in
                     // a tight loop.
                     tokio::time::sleep(FIRST_BACKOFF).await;
@@ -204,24 +210,78 @@ async fn listen(feed: Weak<Feed>) {
     }
 }
 
+/// The task change feed's hearer: changes sent to the feed's subscribers, a resync each
+/// time it listens.
+struct ToSubscribers(Weak<Feed>);
+
+impl ToSubscribers {
+    /// Sends `change` to the subscribers; `false` when the feed is gone.
+    fn send(&self, change: Change) -> bool {
+        match self.0.upgrade() {
+            Some(feed) => {
+                // No subscriber now is no error: the next one reads the store first.
+                let _ = feed.sender.send(change);
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+impl Hearer for ToSubscribers {
+    fn alive(&self) -> bool {
+        self.0.strong_count() > 0
+    }
+
+    async fn listening(&mut self) -> bool {
+        self.send(Change::Resync)
+    }
+
+    async fn heard(&mut self, payload: String) -> bool {
+        self.send(Change::Task(payload))
+    }
+}
+
+/// The listener task of the task change feed.
+async fn listen(feed: Weak<Feed>) {
+    let Some((pool, channel, answer_within)) = feed
+        .upgrade()
+        .map(|f| (f.pool.clone(), f.channel.clone(), f.answer_within))
+    else {
+        return;
+    };
+    listen_on(
+        pool,
+        channel,
+        answer_within,
+        "task change feed",
+        ToSubscribers(feed),
+    )
+    .await;
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{MAX_CHANNEL_BYTES, channel};
+    use super::{MAX_CHANNEL_BYTES, TASKS, channel};
+    use crate::tasks::postgres::fanout::CHANNEL as EVENTS;
 
-    /// Each schema has its own channel; a name that would pass PostgreSQL's 63 bytes is
+    /// Each schema has its own channels; a name that would pass PostgreSQL's 63 bytes is
     /// a hash of the schema, the same every time, and different for another schema.
     #[test]
     fn channels_are_per_schema_and_within_postgres_bound() {
-        assert_eq!(channel(None), "presa_tasks");
-        assert_eq!(channel(Some("a")), "presa_tasks_a");
-        let at = "s".repeat(MAX_CHANNEL_BYTES - "presa_tasks_".len());
-        assert_eq!(channel(Some(&at)), format!("presa_tasks_{at}"));
-        assert_eq!(channel(Some(&at)).len(), MAX_CHANNEL_BYTES);
-        let past = format!("{at}s");
-        let hashed = channel(Some(&past));
-        assert!(hashed.starts_with("presa_tasks_"), "{hashed}");
-        assert!(hashed.len() <= MAX_CHANNEL_BYTES, "{hashed}");
-        assert_eq!(hashed, channel(Some(&past)), "stable");
-        assert_ne!(hashed, channel(Some(&format!("{at}t"))), "per schema");
+        for name in [TASKS, EVENTS] {
+            assert_eq!(channel(name, None), name);
+            assert_eq!(channel(name, Some("a")), format!("{name}_a"));
+            let at = "s".repeat(MAX_CHANNEL_BYTES - name.len() - 1);
+            assert_eq!(channel(name, Some(&at)), format!("{name}_{at}"));
+            assert_eq!(channel(name, Some(&at)).len(), MAX_CHANNEL_BYTES);
+            let past = format!("{at}s");
+            let hashed = channel(name, Some(&past));
+            assert!(hashed.starts_with(&format!("{name}_")), "{hashed}");
+            assert!(hashed.len() <= MAX_CHANNEL_BYTES, "{hashed}");
+            assert_eq!(hashed, channel(name, Some(&past)), "stable");
+            assert_ne!(hashed, channel(name, Some(&format!("{at}t"))), "per schema");
+        }
+        assert_ne!(channel(TASKS, Some("a")), channel(EVENTS, Some("a")));
     }
 }

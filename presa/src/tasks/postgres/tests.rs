@@ -155,5 +155,17 @@ fn debug_never_shows_the_url() {
 #[test]
 fn schema_versions_count_the_migrations() {
     assert_eq!(SCHEMA_VERSION, 2);
-    assert!(MIGRATIONS.iter().all(|step| !step.is_empty()));
+    for (migrations, steps) in [
+        (MIGRATIONS, 2),
+        (replay::MIGRATIONS, 1),
+        (fanout::MIGRATIONS, 1),
+    ] {
+        assert_eq!(migrations.len(), steps);
+        assert!(migrations.iter().all(|step| !step.is_empty()));
+    }
+    // Each component has its own row in `presa_migrations`.
+    assert_eq!(
+        std::collections::BTreeSet::from([COMPONENT, replay::COMPONENT, fanout::COMPONENT]).len(),
+        3
+    );
 }

@@ -327,6 +327,7 @@ impl Server {
 
     /// [`Server::router`], its subscription streams ended once `closing` is cancelled.
     fn router_closing(&self, config: HttpConfig, closing: CancellationToken) -> Router {
+        self.core.start_fanout();
         let path = config.path.clone();
         let endpoint = Endpoint(Arc::new(Shared {
             server: self.clone(),

@@ -596,6 +596,7 @@ impl Server {
         R: AsyncRead + Unpin,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        self.core.start_fanout();
         let (tx, rx) = mpsc::unbounded_channel::<Frame>();
         // Told to end once serving is over: a request context a handler kept (in a task
         // of its own) holds a sender of the queue, so the queue may never close.
