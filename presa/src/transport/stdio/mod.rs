@@ -64,7 +64,8 @@ pub struct StdioConfig {
     pub max_in_flight: usize,
     /// How long serving may go on once it stops (stdin closed, or a stop signal):
     /// requests in flight may finish until then and are cancelled after; what they queued
-    /// for stdout is written until then too (default 10 s).
+    /// for stdout is written until then too, and after it while the client keeps reading
+    /// (default 10 s).
     pub shutdown_grace: Duration,
     /// Whether [`Server::serve_stdio`] stops on SIGINT and SIGTERM (Ctrl-C off Unix)
     /// (default on). Off, the signals are left to the program; [`Server::serve_io`] never
@@ -524,7 +525,9 @@ impl Server {
     /// is not read any more; requests in flight may finish until
     /// [`StdioConfig::shutdown_grace`] has passed, and are cancelled then; what was queued
     /// for stdout is written within that grace too (or, past it, for a short while once
-    /// the requests are over); then this returns `Ok`. On a signal the client is still
+    /// the requests are over, and for as long as the client keeps reading), whole lines
+    /// only: a client that stops reading is given up on between two lines, what it did
+    /// not take dropped whole; then this returns `Ok`. On a signal the client is still
     /// there, so subscription streams end gracefully, each with its
     /// `notifications/cancelled` (as [`Server::close_streams`] ends them, which ends the
     /// server's streams on every transport); when stdin closes they end at once.
