@@ -19,7 +19,7 @@
 //! process alive.
 
 use crate::auth::AuthSettings;
-use crate::build_with;
+use crate::{Store, build_with_store};
 use presa::{HttpConfig, Server, StdioConfig};
 use std::future::Future;
 use std::process::ExitCode;
@@ -36,6 +36,7 @@ pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
 usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close] [--auth ISSUER]
+                     [--tasks-store URL [--store-timeout MS]]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
 conformance runner calls.
@@ -52,7 +53,19 @@ conformance runner calls.
                          through its metadata, fetched at start), issued for the fixture's
                          URL and granting mcp:read; the tool test_scoped_write also needs
                          mcp:write, and test_whoami says who the token was issued to.
+  --tasks-store URL      keep tasks, and the record of spent single-use request states,
+                         in postgres://USER@HOST:PORT/DATABASE or sqlite:PATH instead of
+                         in memory, so that replicas sharing it answer for each other's
+                         tasks and refuse a state spent on another (needs the `stores`
+                         feature). Refuses to start when the store cannot be opened.
+  --store-timeout MS     how long a call to that store may wait for it (a connection, a
+                         statement; SQLite's lock) before the request gets a retryable
+                         -32603 (default 5000).
   -h, --help             this text.
+
+Replicas answering the same clients must also share their request-state key: set
+PRESA_STATE_KEYS=id:base64key (32 bytes or more; a comma-separated list to rotate, the
+signing key first) in each one's environment.
 
 SIGINT (Ctrl-C) and SIGTERM stop either transport within a second, with exit code 0.
 ";
@@ -70,6 +83,62 @@ struct Args {
     exit_on_stdin_close: bool,
     /// The authorization server's issuer, in `--auth` mode.
     auth: Option<String>,
+    /// `--tasks-store`.
+    store: Option<StoreUrl>,
+    /// `--store-timeout`.
+    store_timeout: Duration,
+}
+
+/// Where `--tasks-store` keeps tasks and spent single-use request states.
+#[derive(Debug, PartialEq)]
+enum StoreUrl {
+    /// A PostgreSQL URL, as given.
+    Postgres(String),
+    /// The path of a SQLite file.
+    Sqlite(std::path::PathBuf),
+}
+
+/// The default of `--store-timeout`.
+const STORE_TIMEOUT: Duration = Duration::from_secs(5);
+
+impl StoreUrl {
+    /// Reads a `--tasks-store` URL. A URL that is neither kind is not echoed back: it
+    /// may hold a password.
+    fn parse(url: &str) -> Result<StoreUrl, String> {
+        if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            Ok(StoreUrl::Postgres(url.to_owned()))
+        } else if let Some(path) = url.strip_prefix("sqlite:") {
+            if path.is_empty() {
+                return Err("--tasks-store sqlite: needs a file's path (sqlite:PATH)".into());
+            }
+            Ok(StoreUrl::Sqlite(path.into()))
+        } else {
+            Err("--tasks-store takes postgres://… or sqlite:PATH".into())
+        }
+    }
+
+    /// Opens the store, with calls waiting for it at most `timeout`.
+    #[cfg(feature = "stores")]
+    async fn open(&self, timeout: Duration) -> Result<Store, String> {
+        match self {
+            StoreUrl::Postgres(url) => presa::tasks::PgStore::builder(url.as_str())
+                .acquire_timeout(timeout)
+                .statement_timeout(timeout)
+                .connect()
+                .await
+                .map(Store::Postgres)
+                .map_err(|e| format!("the task store (PostgreSQL) cannot be opened: {e}")),
+            StoreUrl::Sqlite(path) => presa::tasks::SqliteStore::open_with(path, timeout)
+                .await
+                .map(Store::Sqlite)
+                .map_err(|e| format!("the task store (SQLite) cannot be opened: {e}")),
+        }
+    }
+
+    #[cfg(not(feature = "stores"))]
+    async fn open(&self, _timeout: Duration) -> Result<Store, String> {
+        Err("--tasks-store needs presa-fixture built with its `stores` feature".into())
+    }
 }
 
 /// What the command line asks for.
@@ -85,6 +154,8 @@ fn parse_args(
     let mut transport = Transport::Http;
     let mut exit_on_stdin_close = false;
     let mut auth = None;
+    let mut store = None;
+    let mut store_timeout = STORE_TIMEOUT;
     let mut port = match mcp_port {
         Some(p) => p
             .parse()
@@ -112,6 +183,21 @@ fn parse_args(
                 }
                 auth = Some(issuer);
             }
+            "--tasks-store" => {
+                let url = args.next().ok_or("--tasks-store takes a URL")?;
+                store = Some(StoreUrl::parse(&url)?);
+            }
+            "--store-timeout" => {
+                let ms = args.next().ok_or("--store-timeout takes milliseconds")?;
+                store_timeout = match ms.parse::<u64>() {
+                    Ok(ms) if ms > 0 => Duration::from_millis(ms),
+                    _ => {
+                        return Err(format!(
+                            "--store-timeout {ms:?} is not a number of milliseconds above 0"
+                        ));
+                    }
+                };
+            }
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -124,6 +210,8 @@ fn parse_args(
         port,
         exit_on_stdin_close,
         auth,
+        store,
+        store_timeout,
     }))
 }
 
@@ -164,8 +252,19 @@ pub fn main() -> ExitCode {
 }
 
 async fn run(args: Args) -> ExitCode {
+    let store = match &args.store {
+        Some(url) => match url.open(args.store_timeout).await {
+            Ok(store) => Some(store),
+            Err(e) => {
+                eprintln!("presa-fixture: {e}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let store = store.as_ref();
     let result = match args.transport {
-        Transport::Stdio => match build_with(None) {
+        Transport::Stdio => match build_with_store(None, store) {
             // presa stops on SIGINT and SIGTERM itself, from before the first line is read.
             Ok(server) => {
                 server
@@ -174,7 +273,7 @@ async fn run(args: Args) -> ExitCode {
             }
             Err(e) => Err(std::io::Error::other(e)),
         },
-        Transport::Http => serve_http(&args).await,
+        Transport::Http => serve_http(&args, store).await,
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -187,7 +286,7 @@ async fn run(args: Args) -> ExitCode {
 
 /// Binds 127.0.0.1, builds the server (in `--auth` mode for the bound address, after
 /// fetching the authorization server's keys) and serves it until stopped.
-async fn serve_http(args: &Args) -> std::io::Result<()> {
+async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
     let addr = listener.local_addr()?;
     let settings = args.auth.as_ref().map(|issuer| AuthSettings {
@@ -203,7 +302,7 @@ async fn serve_http(args: &Args) -> std::io::Result<()> {
         )),
         None => None,
     };
-    let server = build_with(auth).map_err(std::io::Error::other)?;
+    let server = build_with_store(auth, store).map_err(std::io::Error::other)?;
     if args.exit_on_stdin_close {
         serve_on(server, listener, stdin_closed()?).await
     } else {
@@ -283,6 +382,44 @@ mod tests {
         assert_eq!(args.port, 0);
         assert!(!args.exit_on_stdin_close);
         assert_eq!(args.auth, None);
+        assert_eq!(args.store, None);
+        assert_eq!(args.store_timeout, STORE_TIMEOUT);
+    }
+
+    #[test]
+    fn tasks_store_takes_a_postgres_url_or_a_sqlite_path() {
+        let url = "postgres://u@127.0.0.1:5432/db";
+        assert_eq!(
+            serve(&["--tasks-store", url], None).store,
+            Some(StoreUrl::Postgres(url.into()))
+        );
+        let url = "postgresql://u@127.0.0.1/db";
+        assert_eq!(
+            serve(&["--tasks-store", url], None).store,
+            Some(StoreUrl::Postgres(url.into()))
+        );
+        assert_eq!(
+            serve(&["--tasks-store", "sqlite:/tmp/t.db"], None).store,
+            Some(StoreUrl::Sqlite("/tmp/t.db".into()))
+        );
+        assert!(parse(&["--tasks-store"], None).is_err());
+        assert!(parse(&["--tasks-store", "sqlite:"], None).is_err());
+        let refused = parse(&["--tasks-store", "mysql://u:secret@h/db"], None)
+            .err()
+            .expect("refused");
+        assert!(
+            !refused.contains("secret"),
+            "the URL is not echoed: {refused}"
+        );
+    }
+
+    #[test]
+    fn store_timeout_is_milliseconds_above_zero() {
+        let args = serve(&["--store-timeout", "1"], None);
+        assert_eq!(args.store_timeout, Duration::from_millis(1));
+        assert!(parse(&["--store-timeout", "0"], None).is_err());
+        assert!(parse(&["--store-timeout", "-1"], None).is_err());
+        assert!(parse(&["--store-timeout"], None).is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The conformance fixture as a library: [`build`] assembles the server the official
 //! conformance runner calls (wire reference section 16), from presa's public API only. The
-//! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports.
+//! `presa-fixture` binary serves it; the end-to-end tests drive it over real transports,
+//! and as replicas sharing a [`Store`] behind a load balancer.
 
 pub mod auth;
 pub mod cli;
@@ -19,6 +20,19 @@ pub fn build() -> Result<Server, presa::BuildError> {
     build_with(None)
 }
 
+/// A store shared by replicas of the fixture: it keeps their tasks and their record of
+/// spent single-use request states (`--tasks-store`; with the `stores` feature only).
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Store {
+    /// A PostgreSQL database.
+    #[cfg(feature = "stores")]
+    Postgres(presa::tasks::PgStore),
+    /// A SQLite file.
+    #[cfg(feature = "stores")]
+    Sqlite(presa::tasks::SqliteStore),
+}
+
 /// [`build`], and with `auth` an OAuth resource server for those settings, checking
 /// tokens with that verifier (see [`auth`]).
 pub fn build_with(
@@ -26,6 +40,18 @@ pub fn build_with(
         &auth::AuthSettings,
         std::sync::Arc<presa::auth::JwtVerifier>,
     )>,
+) -> Result<Server, presa::BuildError> {
+    build_with_store(auth, None)
+}
+
+/// [`build_with`], keeping tasks and spent single-use request states in `store` (in
+/// memory without one).
+pub fn build_with_store(
+    auth: Option<(
+        &auth::AuthSettings,
+        std::sync::Arc<presa::auth::JwtVerifier>,
+    )>,
+    store: Option<&Store>,
 ) -> Result<Server, presa::BuildError> {
     let builder = Server::builder(
         Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
@@ -40,11 +66,24 @@ pub fn build_with(
     let builder = mrtr::register(builder);
     let builder = legacy::register(builder);
     let builder = skills::register(builder);
-    let builder = tasks::register(builder).extension(
-        presa::tasks::Tasks::builder()
-            .poll_interval(std::time::Duration::from_millis(100))
-            .build(),
-    );
+    let tasks_ext =
+        presa::tasks::Tasks::builder().poll_interval(std::time::Duration::from_millis(100));
+    let (builder, tasks_ext) = match store {
+        #[cfg(feature = "stores")]
+        Some(Store::Postgres(pg)) => (
+            builder.replay_store(pg.clone()),
+            tasks_ext.store(pg.clone()),
+        ),
+        #[cfg(feature = "stores")]
+        Some(Store::Sqlite(file)) => (
+            builder.replay_store(file.clone()),
+            tasks_ext.store(file.clone()),
+        ),
+        #[cfg(not(feature = "stores"))]
+        Some(store) => match *store {},
+        None => (builder, tasks_ext),
+    };
+    let builder = tasks::register(builder).extension(tasks_ext.build());
     let builder = match auth {
         Some((settings, verifier)) => auth::register(builder, settings, verifier),
         None => builder,

@@ -9,6 +9,10 @@
 //! `--exit-on-stdin-close` makes stdin's end stop it too. Over stdio it serves until stdin
 //! ends or either signal. A signal stops it within a second with exit code 0, whatever
 //! stdin is (see [`presa_fixture::cli`]).
+//!
+//! With the `stores` feature, `--tasks-store postgres://…|sqlite:PATH` (and
+//! `--store-timeout MS`) keeps tasks and spent single-use request states there, so that
+//! replicas sharing it (and `PRESA_STATE_KEYS`) serve as one behind a load balancer.
 
 fn main() -> std::process::ExitCode {
     presa_fixture::cli::main()

@@ -17,6 +17,7 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<test_trigger_tool_change>()
         .add::<test_trigger_prompt_change>()
         .add::<test_input_required_result_elicitation>()
+        .add::<test_single_use_state>()
         .add::<test_input_required_result_sampling>()
         .add::<test_input_required_result_list_roots>()
         .add::<test_input_required_result_request_state>()
@@ -122,6 +123,18 @@ async fn test_trigger_prompt_change(ctx: RequestContext) -> Result<String, ToolE
 async fn test_input_required_result_elicitation(
     ctx: RequestContext,
 ) -> Result<String, InputRequired> {
+    Ok(greet(
+        ctx.elicit::<UserName>("user_name", "Please provide your name")
+            .get()?,
+    ))
+}
+
+/// Asks for the user's name like `test_input_required_result_elicitation`, with a
+/// single-use request state: a second retry with the same state is refused, by every
+/// replica sharing the fixture's store (`--tasks-store`).
+#[presa::tool]
+async fn test_single_use_state(ctx: RequestContext) -> Result<String, InputRequired> {
+    ctx.single_use_state();
     Ok(greet(
         ctx.elicit::<UserName>("user_name", "Please provide your name")
             .get()?,

@@ -5,15 +5,18 @@
 //! process, or an in-process pipe; `legacy_stdio` for sessions of the earlier
 //! revisions), the one client that runs a rule over both, the one SSE reader, waits
 //! on conditions, a real OAuth 2.1 authorization server for the authorization tests
-//! (`authz`), and a throwaway PostgreSQL server for the PostgreSQL task store
-//! (`postgres`).
+//! (`authz`), a throwaway PostgreSQL server for the PostgreSQL task store
+//! (`postgres`), and fixture replicas (`replicas`) behind a throwaway HAProxy
+//! (`haproxy`).
 
 pub mod authz;
 pub mod client;
+pub mod haproxy;
 pub mod http;
 pub mod legacy;
 pub mod legacy_stdio;
 pub mod postgres;
+pub mod replicas;
 pub mod schema;
 pub mod sse;
 pub mod stdio;
@@ -91,6 +94,14 @@ pub fn method_of_bytes(bytes: &[u8]) -> String {
 pub fn assert_tool_error_text(r: &presa::testing::TestResponse, text: &str) {
     r.assert_tool_error(text);
     assert_eq!(r.text(), text, "the tool error's text");
+}
+
+/// A loopback port free when asked.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
 }
 
 /// The fixture's server, built in process.

@@ -99,7 +99,7 @@ impl Postgres {
         // A port found free may be taken before the server binds it: a few tries.
         let mut last = String::new();
         for _ in 0..3 {
-            pg.port = free_port();
+            pg.port = crate::free_port();
             match pg.start_again().await {
                 Ok(()) => {
                     pg.create_database().await;
@@ -315,14 +315,6 @@ fn first_with_programs(candidates: Vec<PathBuf>) -> Result<PathBuf, String> {
 
 fn is_file(path: &Path) -> bool {
     path.metadata().is_ok_and(|m| m.is_file())
-}
-
-/// A loopback port free when asked.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
 }
 
 #[cfg(test)]

@@ -29,6 +29,7 @@ mod mrtr_state;
 mod pipeline;
 mod pipeline_catalog;
 mod replay_postgres;
+mod replicas;
 mod schema_check;
 mod skills;
 mod stdio;

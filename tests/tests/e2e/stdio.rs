@@ -2099,6 +2099,108 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
     assert!(status.success(), "exit status {status}");
 }
 
+/// A client that reads its stdout slowly, well past the fixture's grace, still gets every
+/// answer made before the end of its input, each a whole line: the grace bounds the
+/// requests, not the writing of answers already made to a client that reads them, and
+/// stdout never ends within a line. (About 1 MB of answers, read 8 KiB at a time with a
+/// pause between reads: the writing lasts longer than the grace.)
+#[tokio::test]
+async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() {
+    use tokio::io::AsyncReadExt;
+    const N: i64 = 128;
+    let mut bytes = Vec::new();
+    for id in 1..=N {
+        bytes.extend(checked_line(&request(id, "tools/list", json!({}))));
+    }
+    let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::null());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let writer = tokio::spawn(async move {
+        stdin.write_all(&bytes).await.expect("write the requests");
+        drop(stdin); // end of input
+    });
+    let started = Instant::now();
+    let read = async {
+        let mut out = Vec::new();
+        let mut chunk = vec![0; 8 * 1024];
+        loop {
+            let n = stdout.read(&mut chunk).await.expect("read stdout");
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&chunk[..n]);
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+    };
+    let out = within("the output ends", read).await;
+    writer.await.expect("the writer finished");
+    assert!(
+        started.elapsed() > presa_fixture::cli::DRAIN,
+        "the reading outlasted the grace ({:?}): the test tests nothing",
+        started.elapsed()
+    );
+    assert_eq!(out.last(), Some(&b'\n'), "stdout ends with a whole line");
+    let mut ids = BTreeSet::new();
+    for text in out.split(|b| *b == b'\n').filter(|l| !l.is_empty()) {
+        let m: Value = serde_json::from_slice(text).unwrap_or_else(|e| {
+            panic!(
+                "a line is not JSON ({e}): {}",
+                String::from_utf8_lossy(text)
+            )
+        });
+        assert!(m["result"]["tools"].is_array(), "{m}");
+        assert!(ids.insert(m["id"].as_i64().expect("an id")), "{m}");
+    }
+    assert_eq!(ids, (1..=N).collect::<BTreeSet<_>>());
+    let status = within("the fixture exits", child.wait())
+        .await
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
+}
+
+/// At the end of input the fixture exits as soon as nothing is in flight, not once its
+/// grace has passed: with nothing in flight, and with a request that ends well within
+/// the grace (a sleep of a fifth of it), it exits before the grace would have run out.
+#[tokio::test]
+async fn the_end_of_input_ends_serving_once_nothing_is_in_flight_over_real_pipes() {
+    let drain = presa_fixture::cli::DRAIN;
+    let sleep =
+        json!({"name": "slow_compute", "arguments": {"seconds": drain.as_secs_f64() / 5.0}});
+    for in_flight in [None, Some(sleep)] {
+        let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::null());
+        let mut stdin = child.stdin.take().expect("stdin");
+        let mut lines = LineReader::new(child.stdout.take().expect("stdout"));
+        // One answer first: the fixture is serving.
+        let discover = checked_line(&request(1, "server/discover", json!({})));
+        lines.sent(&discover);
+        stdin.write_all(&discover).await.expect("write");
+        lines.next(PATIENCE).await.expect("an answer");
+        if let Some(params) = &in_flight {
+            let call = checked_line(&request(2, "tools/call", params.clone()));
+            lines.sent(&call);
+            stdin.write_all(&call).await.expect("write");
+        }
+        stdin.flush().await.expect("flush");
+        let closed = Instant::now();
+        drop(stdin);
+        if in_flight.is_some() {
+            let m = lines.next(PATIENCE).await.expect("the call's answer");
+            assert_eq!(m["id"], json!(2), "{m}");
+            assert!(m.get("result").is_some(), "{m}");
+        }
+        assert!(lines.next(PATIENCE).await.is_none(), "then the output ends");
+        let status = within("the fixture exits", child.wait())
+            .await
+            .expect("wait");
+        let took = closed.elapsed();
+        assert!(status.success(), "exit status {status}");
+        assert!(
+            took < drain,
+            "exited {took:?} after the end of input, with {in_flight:?} in flight"
+        );
+    }
+}
+
 /// stdin and stdout are usually pipes, which presa reopens as non-blocking pipes on the
 /// reactor; plain files are read and written by threads of presa's own. Both ways must
 /// serve every line and exit at the end of the input.

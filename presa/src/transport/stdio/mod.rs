@@ -23,7 +23,12 @@
 //! waits for input or for a slot. From then on nothing more is read, and everything ends
 //! within [`StdioConfig::shutdown_grace`]: requests in flight finish or are cancelled at
 //! its end, and the writer writes what they queued until then (or for `LAST_WRITE`, when
-//! the requests took the whole grace). Pipes are read and written on the reactor;
+//! the requests took the whole grace), and past that for as long as the client keeps
+//! reading; serving ends as soon as nothing is in flight and everything queued is
+//! written. A client that stops reading is given up on between two lines, what was not
+//! written dropped whole: a client that reads never gets half a line (only one that
+//! took no byte of a line begun for `STALLED` is left it). Pipes are read and written
+//! on the reactor;
 //! anything else through threads of its own (`threaded`); so neither a read nor a write
 //! can outlast serving's end.
 
@@ -43,7 +48,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
+use tokio::time::Instant;
 
 /// Settings of the stdio transport.
 #[derive(Clone, Debug)]
@@ -58,7 +64,8 @@ pub struct StdioConfig {
     pub max_in_flight: usize,
     /// How long serving may go on once it stops (stdin closed, or a stop signal):
     /// requests in flight may finish until then and are cancelled after; what they queued
-    /// for stdout is written until then too (default 10 s).
+    /// for stdout is written until then too, and after it while the client keeps reading
+    /// (default 10 s).
     pub shutdown_grace: Duration,
     /// Whether [`Server::serve_stdio`] stops on SIGINT and SIGTERM (Ctrl-C off Unix)
     /// (default on). Off, the signals are left to the program; [`Server::serve_io`] never
@@ -518,7 +525,9 @@ impl Server {
     /// is not read any more; requests in flight may finish until
     /// [`StdioConfig::shutdown_grace`] has passed, and are cancelled then; what was queued
     /// for stdout is written within that grace too (or, past it, for a short while once
-    /// the requests are over); then this returns `Ok`. On a signal the client is still
+    /// the requests are over, and for as long as the client keeps reading), whole lines
+    /// only: a client that stops reading is given up on between two lines, what it did
+    /// not take dropped whole; then this returns `Ok`. On a signal the client is still
     /// there, so subscription streams end gracefully, each with its
     /// `notifications/cancelled` (as [`Server::close_streams`] ends them, which ends the
     /// server's streams on every transport); when stdin closes they end at once.
@@ -600,8 +609,9 @@ impl Server {
         let (tx, rx) = mpsc::unbounded_channel::<Frame>();
         // Told to end once serving is over: a request context a handler kept (in a task
         // of its own) holds a sender of the queue, so the queue may never close.
-        let (end_writer, writer_ends) = tokio::sync::oneshot::channel();
-        let mut writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
+        // It is also told then by when it may give up on a client that does not read.
+        let (end_writer, writer_ends) = watch::channel(None);
+        let writer_task = tokio::spawn(write_frames(writer, rx, writer_ends));
         // Past `Semaphore::MAX_PERMITS` (`usize::MAX >> 3`) tokio panics: a larger bound,
         // such as `usize::MAX` for none, is that many, unreachable all the same.
         let most = config.max_in_flight.clamp(1, Semaphore::MAX_PERMITS);
@@ -683,7 +693,7 @@ impl Server {
         };
         // Serving is over: everything below ends within the grace (or soon after it, for
         // the last writes).
-        let grace_from = tokio::time::Instant::now();
+        let grace_from = Instant::now();
         // A legacy session ends (its feed holds a sender of the queue).
         if let Pinned::Legacy(session) = &era {
             session.close();
@@ -721,31 +731,32 @@ impl Server {
         in_flight.clear();
         drop(tx);
         // Every request has ended (each gate is closed, so a context kept elsewhere can
-        // queue nothing more): the writer writes what is queued and ends, within what is
-        // left of the grace but no sooner than `LAST_WRITE` from now (a client that
-        // reads its stdout takes far less; one that does not would hold serving for ever).
-        let _ = end_writer.send(());
+        // queue nothing more): the writer writes what is queued and ends. It may give up
+        // on the client once what is left of the grace has passed, but no sooner than
+        // `LAST_WRITE` from now, and only while the client takes nothing (see `Pace`): a
+        // client that reads gets every answer made, one that does not cannot hold serving
+        // for ever, and none is ever left half a line while it reads.
         let left = config
             .shutdown_grace
             .saturating_sub(grace_from.elapsed())
             .max(LAST_WRITE);
-        match tokio::time::timeout(left, &mut writer_task).await {
-            Ok(Ok(result)) => result,
-            Ok(Err(e)) => Err(io::Error::other(e)),
-            Err(_) => {
-                writer_task.abort();
-                tracing::warn!(
-                    "output for stdout still unwritten when the shutdown grace ran out was dropped"
-                );
-                Ok(())
-            }
+        let _ = end_writer.send(Some(Instant::now() + left));
+        match writer_task.await {
+            Ok(result) => result,
+            Err(e) => Err(io::Error::other(e)),
         }
     }
 }
 
 /// The least time the writer gets, once every request has ended, to write what they
-/// queued (when the grace has run out by then).
+/// queued (when the grace has run out by then); and, past that, how long a client may
+/// take no byte, between two lines, before the writer gives up on it.
 const LAST_WRITE: Duration = Duration::from_millis(200);
+
+/// How long a client may take no byte of a line begun, past the writer's deadline,
+/// before the writer gives up on it: longer than [`LAST_WRITE`], since giving up then
+/// leaves the client half a line. Only a client that has stopped reading gets there.
+const STALLED: Duration = Duration::from_secs(1);
 
 /// What one line of input asks the read loop to answer.
 enum Next {
@@ -1054,18 +1065,22 @@ fn stdio_streams() -> io::Result<(Reader, Writer)> {
 /// are copied into one buffer and written with one call (a batch of the read loop's
 /// answers alone in the queue is written from where it lies); each frame (and the
 /// permit it carries) is dropped only once the write that holds its bytes has completed.
+///
+/// Once `ending` holds a deadline (or its sender is gone: serving was dropped), only the
+/// frames already queued are written, and the writer may give up on a client that stops
+/// reading ([`Pace`]); what it did not write is then dropped whole.
 async fn write_frames<W: AsyncWrite + Unpin>(
     mut writer: W,
     mut rx: mpsc::UnboundedReceiver<Frame>,
-    mut end: tokio::sync::oneshot::Receiver<()>,
+    ending: watch::Receiver<Option<Instant>>,
 ) -> io::Result<()> {
+    let mut pace = Pace::new(ending);
     let mut batch: Vec<u8> = Vec::with_capacity(BATCH_BYTES);
     let mut written: Vec<Frame> = Vec::new();
-    let mut ending = false;
     loop {
         // Until told to end (or the server's loop is gone), frames as they come; then
         // only those already queued.
-        let frame = if ending {
+        let frame = if pace.deadline().is_some() {
             match rx.try_recv() {
                 Ok(frame) => frame,
                 Err(_) => break,
@@ -1077,10 +1092,7 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                     Some(frame) => frame,
                     None => break,
                 },
-                _ = &mut end => {
-                    ending = true;
-                    continue;
-                }
+                () = pace.told() => continue,
             }
         };
         let mut next = Some(frame);
@@ -1090,7 +1102,9 @@ async fn write_frames<W: AsyncWrite + Unpin>(
             if batch.is_empty() && next.is_none() && frame.ended {
                 // Alone and whole (a batch of the read loop's answers, as under a
                 // pipelined flood): written from where it lies, without a copy.
-                writer.write_all(frame.text.as_bytes()).await?;
+                if !pace.write_lines(&mut writer, frame.text.as_bytes()).await? {
+                    return Ok(());
+                }
                 continue;
             }
             batch.extend_from_slice(frame.text.as_bytes());
@@ -1099,7 +1113,9 @@ async fn write_frames<W: AsyncWrite + Unpin>(
             }
             written.push(frame);
             if next.is_none() || batch.len() >= BATCH_BYTES {
-                writer.write_all(&batch).await?;
+                if !pace.write_lines(&mut writer, &batch).await? {
+                    return Ok(());
+                }
                 batch.clear();
                 written.clear();
                 // A large response grew the buffer: give the memory back.
@@ -1108,10 +1124,125 @@ async fn write_frames<W: AsyncWrite + Unpin>(
                 }
             }
         }
-        writer.flush().await?;
+        if !pace.flush(&mut writer).await? {
+            return Ok(());
+        }
     }
-    writer.flush().await?;
-    writer.shutdown().await.or(Ok(()))
+    if pace.flush(&mut writer).await? {
+        // A threaded stdout's shutdown is its flush; a pipe's does nothing.
+        let _ = writer.shutdown().await;
+    }
+    Ok(())
+}
+
+/// When the writer gives up on its client. Before serving ends, never. Once told a
+/// deadline, it gives up on a client that has taken no byte for [`LAST_WRITE`] (past the
+/// deadline), between two lines; within a line, only one that has taken no byte of it
+/// for [`STALLED`]. A client that keeps reading is written everything queued, which is
+/// finite (the frames still queued when serving ends, nothing after).
+struct Pace {
+    ending: watch::Receiver<Option<Instant>>,
+    /// The deadline, once told (the moment serving was dropped, if it was).
+    deadline: Option<Instant>,
+    /// When the client last took bytes (or the writer began).
+    taken: Instant,
+}
+
+impl Pace {
+    fn new(ending: watch::Receiver<Option<Instant>>) -> Pace {
+        let deadline = *ending.borrow();
+        Pace {
+            ending,
+            deadline,
+            taken: Instant::now(),
+        }
+    }
+
+    fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// Completes once the deadline is told (or its sender is gone), and records it.
+    async fn told(&mut self) {
+        if self.deadline.is_some() {
+            return;
+        }
+        self.deadline = match self.ending.wait_for(Option::is_some).await {
+            Ok(deadline) => *deadline,
+            Err(_) => Some(Instant::now()),
+        };
+    }
+
+    /// When to give up waiting for the client, at a line's start or within one.
+    fn give_up_at(&self, line_start: bool) -> Option<Instant> {
+        let patience = if line_start { LAST_WRITE } else { STALLED };
+        self.deadline.map(|d| d.max(self.taken + patience))
+    }
+
+    /// Waits for `io` until the client is given up on (`None` then).
+    async fn within<T>(
+        &mut self,
+        line_start: bool,
+        io: impl Future<Output = io::Result<T>>,
+    ) -> Option<io::Result<T>> {
+        let mut io = std::pin::pin!(io);
+        loop {
+            match self.give_up_at(line_start) {
+                None => tokio::select! {
+                    biased;
+                    done = &mut io => return Some(done),
+                    () = self.told() => {}
+                },
+                Some(at) => tokio::select! {
+                    biased;
+                    done = &mut io => return Some(done),
+                    () = tokio::time::sleep_until(at) => return None,
+                },
+            }
+        }
+    }
+
+    /// Writes `bytes`, whole lines each ending with `\n`, and says whether all of them
+    /// were: `false` when the client was given up on, the lines not begun dropped whole
+    /// (logged).
+    async fn write_lines<W: AsyncWrite + Unpin>(
+        &mut self,
+        writer: &mut W,
+        bytes: &[u8],
+    ) -> io::Result<bool> {
+        let mut at = 0;
+        while at < bytes.len() {
+            let line_start = at == 0 || bytes[at - 1] == b'\n';
+            let Some(wrote) = self.within(line_start, writer.write(&bytes[at..])).await else {
+                if line_start {
+                    tracing::warn!(
+                        "stdout was not read once serving had ended: output still queued was dropped"
+                    );
+                } else {
+                    tracing::warn!(
+                        "stdout was not read once serving had ended: the line being written was left unfinished"
+                    );
+                }
+                return Ok(false);
+            };
+            let wrote = wrote?;
+            if wrote == 0 {
+                return Err(io::ErrorKind::WriteZero.into());
+            }
+            at += wrote;
+            self.taken = Instant::now();
+        }
+        Ok(true)
+    }
+
+    /// Flushes (a threaded stdout waits for whole lines already handed over to be
+    /// written), and says whether it did before the client was given up on.
+    async fn flush<W: AsyncWrite + Unpin>(&mut self, writer: &mut W) -> io::Result<bool> {
+        match self.within(true, writer.flush()).await {
+            Some(flushed) => flushed.map(|()| true),
+            None => Ok(false),
+        }
+    }
 }
 
 #[cfg(test)]

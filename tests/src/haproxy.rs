@@ -1,0 +1,193 @@
+//! A throwaway HAProxy in front of replicas, for the multi-replica tests: its
+//! configuration written in a temporary folder, `haproxy -f <cfg> -db` in the foreground
+//! on a free loopback port, balancing requests round-robin over the given backends with
+//! health checks, and killed when the [`Haproxy`] is dropped.
+//!
+//! [`Haproxy::start`] gives `None`, saying why on stderr, where `haproxy` is not
+//! installed, so the tests that need it skip; `.ci/run` installs it (Debian's package).
+//! Found in `PATH`, then in `/usr/sbin` (where Debian puts it, outside a user's `PATH`).
+//!
+//! The checks are plain TCP connects (a replica that accepts connections is up), every
+//! [`CHECK_EVERY`]: one failed check takes a replica out, one passed check puts it back.
+//! A request whose connection to a replica fails is sent to another
+//! (`option redispatch`). The client and server timeouts are long, so a response
+//! streamed as server-sent events is never cut by the balancer. What HAProxy says (a
+//! replica going down or up) is kept in a file of its folder: [`Haproxy::log`].
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::Duration;
+use tokio::process::{Child, Command};
+
+/// The file in the folder HAProxy's messages go to.
+const LOG: &str = "haproxy.log";
+
+/// How often HAProxy checks each replica.
+pub const CHECK_EVERY: Duration = Duration::from_millis(200);
+
+/// A running HAProxy; killed, and its folder removed, on drop.
+pub struct Haproxy {
+    child: Child,
+    /// Holds the configuration and the log; removed on drop.
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+impl Haproxy {
+    /// Starts HAProxy on a free loopback port, balancing over `backends`, and waits
+    /// until it takes connections; `None` (and a line on stderr saying why) where
+    /// HAProxy is not installed. Panics, with what it printed, when it is installed but
+    /// does not start.
+    pub async fn start(backends: &[SocketAddr]) -> Option<Haproxy> {
+        let program = match find_program() {
+            Some(p) => p,
+            None => {
+                eprintln!(
+                    "skipped: HAProxy is not installed (haproxy not found in PATH or /usr/sbin)"
+                );
+                return None;
+            }
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("presa-haproxy-")
+            .tempdir()
+            .expect("a temporary folder");
+        // A port found free may be taken before HAProxy binds it: a few tries.
+        let mut last = String::new();
+        for _ in 0..3 {
+            let port = crate::free_port();
+            let cfg = dir.path().join("haproxy.cfg");
+            std::fs::write(&cfg, config(port, backends)).expect("the configuration written");
+            // Its messages (a replica going down or up, among them) go to a file: a pipe
+            // nobody reads would fill up and stop it.
+            let log = std::fs::File::create(dir.path().join(LOG)).expect("the log opens");
+            let mut child = Command::new(&program)
+                .arg("-f")
+                .arg(&cfg)
+                .arg("-db")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(log)
+                .kill_on_drop(true)
+                .spawn()
+                .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
+            match listening(&mut child, port, &dir.path().join(LOG)).await {
+                Ok(()) => {
+                    return Some(Haproxy { child, dir, port });
+                }
+                Err(why) => last = why,
+            }
+        }
+        panic!("HAProxy did not start: {last}");
+    }
+
+    /// The URL of the MCP endpoint behind the balancer.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// The loopback port the balancer listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// What HAProxy has written so far (a replica going down or up, say), for a failing
+    /// test to show.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join(LOG)).unwrap_or_default()
+    }
+}
+
+impl Drop for Haproxy {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+/// The configuration: one frontend on `port`, one backend of `backends`, round-robin.
+fn config(port: u16, backends: &[SocketAddr]) -> String {
+    let every = CHECK_EVERY.as_millis();
+    let mut cfg = format!(
+        "global\n\
+         \x20   maxconn 4096\n\
+         defaults\n\
+         \x20   mode http\n\
+         \x20   option redispatch\n\
+         \x20   retries 3\n\
+         \x20   timeout connect 1s\n\
+         \x20   timeout client 10m\n\
+         \x20   timeout server 10m\n\
+         \x20   timeout http-request 10s\n\
+         frontend mcp\n\
+         \x20   bind 127.0.0.1:{port}\n\
+         \x20   default_backend replicas\n\
+         backend replicas\n\
+         \x20   balance roundrobin\n"
+    );
+    for (i, addr) in backends.iter().enumerate() {
+        cfg.push_str(&format!(
+            "    server r{i} {addr} check inter {every}ms fall 1 rise 1\n"
+        ));
+    }
+    cfg
+}
+
+/// Waits until HAProxy takes connections on `port`, or says why it will not (it
+/// exited, with what it wrote to `log`).
+async fn listening(child: &mut Child, port: u16, log: &Path) -> Result<(), String> {
+    let deadline = crate::wait::Deadline::new("HAProxy listens");
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            let printed = std::fs::read_to_string(log).unwrap_or_default();
+            return Err(format!("haproxy exited ({status}):\n{printed}"));
+        }
+        if tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        deadline.tick("no connection yet").await;
+    }
+}
+
+/// `haproxy` from `PATH`, else `/usr/sbin/haproxy`.
+fn find_program() -> Option<PathBuf> {
+    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).collect())
+        .unwrap_or_default();
+    candidates.push("/usr/sbin".into());
+    candidates
+        .into_iter()
+        .map(|dir| dir.join("haproxy"))
+        .find(|p| is_file(p))
+}
+
+fn is_file(path: &Path) -> bool {
+    path.metadata().is_ok_and(|m| m.is_file())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every backend is a checked server of one round-robin backend, behind a frontend on
+    /// the given port.
+    #[test]
+    fn the_configuration_balances_over_every_backend() {
+        let a: SocketAddr = "127.0.0.1:1001".parse().expect("an address");
+        let b: SocketAddr = "127.0.0.1:1002".parse().expect("an address");
+        let cfg = config(9000, &[a, b]);
+        assert!(cfg.contains("bind 127.0.0.1:9000\n"), "{cfg}");
+        assert!(cfg.contains("balance roundrobin\n"), "{cfg}");
+        assert!(
+            cfg.contains("server r0 127.0.0.1:1001 check inter 200ms"),
+            "{cfg}"
+        );
+        assert!(
+            cfg.contains("server r1 127.0.0.1:1002 check inter 200ms"),
+            "{cfg}"
+        );
+    }
+}
