@@ -36,7 +36,7 @@ pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
 usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close] [--auth ISSUER]
-                     [--tasks-store URL [--store-timeout MS]]
+                     [--tasks-store URL [--store-timeout MS]] [--task-lease MS]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
 conformance runner calls.
@@ -61,6 +61,9 @@ conformance runner calls.
   --store-timeout MS     how long a call to that store may wait for it (a connection, a
                          statement; SQLite's lock) before the request gets a retryable
                          -32603 (default 5000).
+  --task-lease MS        how long a task's run holds the task without renewing (presa's
+                         default: 30000; at least 30): a replica sharing the store runs a
+                         task again once its replica stopped renewing for that long.
   -h, --help             this text.
 
 Replicas answering the same clients must also share their request-state key: set
@@ -87,6 +90,8 @@ struct Args {
     store: Option<StoreUrl>,
     /// `--store-timeout`.
     store_timeout: Duration,
+    /// `--task-lease`.
+    task_lease: Option<Duration>,
 }
 
 /// Where `--tasks-store` keeps tasks and spent single-use request states.
@@ -156,6 +161,7 @@ fn parse_args(
     let mut auth = None;
     let mut store = None;
     let mut store_timeout = STORE_TIMEOUT;
+    let mut task_lease = None;
     let mut port = match mcp_port {
         Some(p) => p
             .parse()
@@ -198,6 +204,17 @@ fn parse_args(
                     }
                 };
             }
+            "--task-lease" => {
+                let ms = args.next().ok_or("--task-lease takes milliseconds")?;
+                task_lease = match ms.parse::<u64>() {
+                    Ok(ms) if ms > 0 => Some(Duration::from_millis(ms)),
+                    _ => {
+                        return Err(format!(
+                            "--task-lease {ms:?} is not a number of milliseconds above 0"
+                        ));
+                    }
+                };
+            }
             "--help" | "-h" => return Ok(Command::Help),
             other => return Err(format!("unknown argument {other:?} (try --help)")),
         }
@@ -212,6 +229,7 @@ fn parse_args(
         auth,
         store,
         store_timeout,
+        task_lease,
     }))
 }
 
@@ -264,7 +282,7 @@ async fn run(args: Args) -> ExitCode {
     };
     let store = store.as_ref();
     let result = match args.transport {
-        Transport::Stdio => match build_with_store(None, store) {
+        Transport::Stdio => match build_with_store(None, store, args.task_lease) {
             // presa stops on SIGINT and SIGTERM itself, from before the first line is read.
             Ok(server) => {
                 server
@@ -302,7 +320,7 @@ async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
         )),
         None => None,
     };
-    let server = build_with_store(auth, store).map_err(std::io::Error::other)?;
+    let server = build_with_store(auth, store, args.task_lease).map_err(std::io::Error::other)?;
     if args.exit_on_stdin_close {
         serve_on(server, listener, stdin_closed()?).await
     } else {
@@ -411,6 +429,26 @@ mod tests {
             !refused.contains("secret"),
             "the URL is not echoed: {refused}"
         );
+    }
+
+    #[test]
+    fn task_lease_is_milliseconds_above_zero() {
+        assert_eq!(serve(&[], None).task_lease, None);
+        assert_eq!(
+            serve(&["--task-lease", "1"], None).task_lease,
+            Some(Duration::from_millis(1))
+        );
+        assert_eq!(
+            serve(&["--task-lease", "600"], None).task_lease,
+            Some(Duration::from_millis(600))
+        );
+        for bad in [
+            &["--task-lease"][..],
+            &["--task-lease", "0"],
+            &["--task-lease", "x"],
+        ] {
+            assert!(parse(bad, None).is_err(), "{bad:?}");
+        }
     }
 
     #[test]

@@ -41,17 +41,20 @@ pub fn build_with(
         std::sync::Arc<presa::auth::JwtVerifier>,
     )>,
 ) -> Result<Server, presa::BuildError> {
-    build_with_store(auth, None)
+    build_with_store(auth, None, None)
 }
 
 /// [`build_with`], keeping tasks and spent single-use request states in `store` (in
-/// memory without one).
+/// memory without one; with PostgreSQL, its list changes and resource updates are
+/// shared with the other replicas on the database too), a task's run holding its lease
+/// for `task_lease` (presa's default without one).
 pub fn build_with_store(
     auth: Option<(
         &auth::AuthSettings,
         std::sync::Arc<presa::auth::JwtVerifier>,
     )>,
     store: Option<&Store>,
+    task_lease: Option<std::time::Duration>,
 ) -> Result<Server, presa::BuildError> {
     let builder = Server::builder(
         Implementation::new("presa-conformance", env!("CARGO_PKG_VERSION"))
@@ -68,10 +71,14 @@ pub fn build_with_store(
     let builder = skills::register(builder);
     let tasks_ext =
         presa::tasks::Tasks::builder().poll_interval(std::time::Duration::from_millis(100));
+    let tasks_ext = match task_lease {
+        Some(lease) => tasks_ext.lease(lease),
+        None => tasks_ext,
+    };
     let (builder, tasks_ext) = match store {
         #[cfg(feature = "stores")]
         Some(Store::Postgres(pg)) => (
-            builder.replay_store(pg.clone()),
+            builder.replay_store(pg.clone()).fanout(pg.fanout()),
             tasks_ext.store(pg.clone()),
         ),
         #[cfg(feature = "stores")]

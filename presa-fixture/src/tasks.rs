@@ -38,17 +38,33 @@ async fn slow_compute(seconds: Option<f64>, label: Option<String>) -> String {
 }
 
 /// Works for `seconds` (at most an hour), then reports which run of the task finished
-/// it and the task's idempotency key. Always a task. Each run first writes
-/// `durable_job run <attempt> key <key>` on the server's standard error, so a test can
-/// see a run that a killed replica began and another replica resumed.
+/// it and the task's idempotency key. Always a task. Each run writes
+/// `durable_job run <attempt> key <key>` on the server's standard error when it starts,
+/// and `durable_job run <attempt> stopped` if it is stopped before it ends (cancelled,
+/// or its lease lost), so a test can see a run that a killed replica began and another
+/// replica resumed.
 #[presa::tool(task = "required")]
 async fn durable_job(seconds: Option<f64>, ctx: RequestContext) -> String {
     let key = ctx.idempotency_key().unwrap_or("none").to_owned();
     let attempt = ctx.attempt();
     eprintln!("durable_job run {attempt} key {key}");
+    let mut stopped = Stopped(Some(attempt));
     let ms = (seconds.unwrap_or(0.0).clamp(0.0, 3600.0) * 1000.0).round() as u64;
     tokio::time::sleep(Duration::from_millis(ms)).await;
+    stopped.0 = None;
     format!("run {attempt} key {key}")
+}
+
+/// Says on standard error that the run it names was stopped, when dropped still naming
+/// one.
+struct Stopped(Option<u64>);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        if let Some(attempt) = self.0 {
+            eprintln!("durable_job run {attempt} stopped");
+        }
+    }
 }
 
 /// Always a task, which ends with a tool error.

@@ -2,7 +2,8 @@
 //! fixture's binary as a child process on a loopback port of its own, started with the
 //! same arguments and environment, killable one by one (SIGKILL, as a crash) and
 //! restartable on the same port (so a balancer in front of them finds it again). Each is
-//! killed when the [`Replicas`] is dropped.
+//! killed when the [`Replicas`] is dropped. What each writes on stderr goes to a file of
+//! its own ([`Replicas::stderr`]), kept across a restart.
 
 use std::net::SocketAddr;
 use std::process::Stdio;
@@ -15,6 +16,8 @@ pub struct Replicas {
     args: Vec<String>,
     env: Vec<(String, String)>,
     replicas: Vec<Replica>,
+    /// Holds each replica's stderr (`replica-<i>.log`); removed on drop.
+    logs: tempfile::TempDir,
 }
 
 /// One replica: its port, and its process while it runs.
@@ -36,13 +39,17 @@ impl Replicas {
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
             replicas: Vec::new(),
+            logs: tempfile::Builder::new()
+                .prefix("presa-replicas-")
+                .tempdir()
+                .expect("a temporary folder"),
         };
-        for _ in 0..n {
+        for i in 0..n {
             // A port found free may be taken before the replica binds it: a few tries.
             let mut last = String::new();
             let started = loop {
                 let port = crate::free_port();
-                match replicas.spawn(port).await {
+                match replicas.spawn(i, port).await {
                     Ok(child) => break Some((port, child)),
                     Err(why) if last.is_empty() => last = why,
                     Err(why) => panic!("a replica did not start: {last}\nthen: {why}"),
@@ -104,15 +111,29 @@ impl Replicas {
         self.kill(i).await;
         let port = self.replicas[i].port;
         let child = self
-            .spawn(port)
+            .spawn(i, port)
             .await
             .unwrap_or_else(|why| panic!("replica {i} did not start again: {why}"));
         self.replicas[i].child = Some(child);
     }
 
-    /// Starts the binary on `port` and waits for its ready line; why not, when it exits
-    /// without one.
-    async fn spawn(&self, port: u16) -> Result<Child, String> {
+    /// What replica `i` has written on stderr so far, over every start of it.
+    pub fn stderr(&self, i: usize) -> String {
+        std::fs::read_to_string(self.log(i)).unwrap_or_default()
+    }
+
+    fn log(&self, i: usize) -> std::path::PathBuf {
+        self.logs.path().join(format!("replica-{i}.log"))
+    }
+
+    /// Starts the binary as replica `i` on `port` and waits for its ready line; why not,
+    /// when it exits without one.
+    async fn spawn(&self, i: usize, port: u16) -> Result<Child, String> {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.log(i))
+            .expect("a replica's log opens");
         let mut child = Command::new(&self.bin)
             .args(["--transport", "http", "--port", &port.to_string()])
             .args(&self.args)
@@ -120,7 +141,7 @@ impl Replicas {
             .env_remove("MCP_PORT")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(log)
             .kill_on_drop(true)
             .spawn()
             .unwrap_or_else(|e| panic!("{} starts: {e}", self.bin));
@@ -136,7 +157,10 @@ impl Replicas {
             }
             _ => {
                 let status = crate::wait::within("the replica exits", child.wait()).await;
-                Err(format!("exited without serving: {status:?}"))
+                Err(format!(
+                    "exited without serving: {status:?}; its stderr: {}",
+                    self.stderr(i)
+                ))
             }
         }
     }

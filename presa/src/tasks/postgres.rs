@@ -105,8 +105,9 @@ pub struct PgStore {
     answer_within: Duration,
     /// The change feed: its channel, and its listener once subscribed.
     feed: Arc<Feed>,
-    /// How connections are made (for a fan-out's listener), and the schema.
-    options: PgConnectOptions,
+    /// How connections are made (for a fan-out's listener), and the schema. Shared, so
+    /// the store stays small to move and clone.
+    options: Arc<PgConnectOptions>,
     schema: Option<String>,
 }
 
@@ -307,7 +308,7 @@ impl PgStoreBuilder {
             acquire_timeout: self.acquire_timeout,
             answer_within,
             feed,
-            options,
+            options: Arc::new(options),
             schema: self.schema,
         })
     }

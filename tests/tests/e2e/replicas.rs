@@ -5,7 +5,10 @@
 //! answered by every replica; a request state issued by one replica is accepted by
 //! another, and a single-use one spent there is refused by the third; a database outage
 //! under a steady load is a retryable -32603 (never a hang, never a lost acknowledged
-//! task) and serving comes back after it.
+//! task) and serving comes back after it; a task whose replica is killed (SIGKILL)
+//! mid-run completes on another with the same idempotency key; a task cancelled through
+//! another replica stops at once and stays cancelled; and a listen stream on one replica
+//! hears a list change and a task status published on another.
 //!
 //! Skipped, saying so, where HAProxy or PostgreSQL is not installed (`.ci/run` installs
 //! both).
@@ -16,7 +19,8 @@ use presa_tests::haproxy::Haproxy;
 use presa_tests::http::Http;
 use presa_tests::postgres::Postgres;
 use presa_tests::replicas::Replicas;
-use presa_tests::wait::Deadline;
+use presa_tests::sse::Next;
+use presa_tests::wait::{Deadline, PATIENCE};
 use serde_json::{Value, json};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -359,4 +363,217 @@ async fn a_replica_whose_store_cannot_be_opened_fails_at_start_saying_why() {
             started.elapsed()
         );
     }
+}
+
+/// The lease of the replicas in the tests that kill or cancel a run: short, so a task
+/// whose replica died runs again within about 1⅓ of it.
+const LEASE: &str = "600";
+
+/// The `durable_job run <attempt> key <key>` line replica `i` wrote for `attempt`, if
+/// any: the key it ran with.
+fn run_key(replicas: &Replicas, i: usize, attempt: u64) -> Option<String> {
+    let prefix = format!("durable_job run {attempt} key ");
+    replicas
+        .stderr(i)
+        .lines()
+        .find_map(|l| l.strip_prefix(&prefix).map(str::to_owned))
+}
+
+/// Creates a `durable_job` of `seconds` on `to`; its task id.
+async fn durable_job(to: &Http, id: i64, seconds: f64) -> String {
+    let created = send(
+        to,
+        id,
+        "tools/call",
+        declared(tool("durable_job", json!({"seconds": seconds}))),
+    )
+    .await;
+    let created = result(&created);
+    assert_eq!(created["resultType"], "task", "{created}");
+    created["taskId"].as_str().expect("a taskId").to_owned()
+}
+
+/// Polls `tasks/get` of `task` on `to` until its status is no longer `working`; the task.
+async fn settled(to: &Http, task: &str, what: &str) -> Value {
+    let deadline = Deadline::new(what);
+    let mut n = 1000;
+    loop {
+        n += 1;
+        let got = send(to, n, "tasks/get", declared(task_id(task))).await;
+        let task = result(&got).clone();
+        if task["status"] != "working" {
+            return task;
+        }
+        deadline.tick(&task).await;
+    }
+}
+
+/// A task whose replica is killed (SIGKILL) mid-run completes on another: the other
+/// claims it once its lease has run out and runs it again, the tool seeing the same
+/// idempotency key as the killed run and attempt 2; `tasks/get` through the balancer and
+/// on every live replica answers it completed with that run's result.
+#[tokio::test]
+async fn a_task_whose_replica_is_killed_mid_run_completes_on_another_with_the_same_key() {
+    let Some((_pg, mut replicas, lb)) = cluster(&["--task-lease", LEASE]).await else {
+        return;
+    };
+    let a = Http::at(&replicas.url(0));
+    let id = durable_job(&a, 1, 2.0).await;
+    let deadline = Deadline::new("the first run starts on replica 0");
+    let key = loop {
+        if let Some(key) = run_key(&replicas, 0, 1) {
+            break key;
+        }
+        deadline.tick(replicas.stderr(0)).await;
+    };
+    replicas.kill(0).await;
+    let killed = Instant::now();
+
+    let balancer = Http::at(&lb.url());
+    let done = settled(&balancer, &id, "the task completes on another replica").await;
+    assert_eq!(done["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["content"][0]["text"],
+        json!(format!("run 2 key {key}")),
+        "{done}"
+    );
+    // A lease (600 ms) to run out, a third of one for a claimer to look, the 2 s run.
+    assert!(
+        killed.elapsed() < Duration::from_millis(2_800) + MARGIN * 2,
+        "{:?}",
+        killed.elapsed()
+    );
+    let resumed_on: Vec<usize> = (1..3)
+        .filter(|&i| run_key(&replicas, i, 2).is_some())
+        .collect();
+    assert_eq!(
+        resumed_on.len(),
+        1,
+        "one replica ran it again: {resumed_on:?}"
+    );
+    assert_eq!(run_key(&replicas, resumed_on[0], 2), Some(key.clone()));
+    for i in 1..3 {
+        let got = send(
+            &Http::at(&replicas.url(i)),
+            50 + i as i64,
+            "tasks/get",
+            declared(task_id(&id)),
+        )
+        .await;
+        assert_eq!(*result(&got), done, "replica {i}");
+        assert!(
+            run_key(&replicas, i, 3).is_none(),
+            "no third run on replica {i}"
+        );
+    }
+}
+
+/// A task cancelled through replica B while its run is on replica A stops within the
+/// lease's renewal interval (the cancellation is pushed to A at once), and stays
+/// cancelled: no replica runs it again once A's lease is gone.
+#[tokio::test]
+async fn a_task_cancelled_through_another_replica_stops_and_stays_cancelled() {
+    let Some((_pg, replicas, _lb)) = cluster(&["--task-lease", LEASE]).await else {
+        return;
+    };
+    let (a, b) = (Http::at(&replicas.url(0)), Http::at(&replicas.url(1)));
+    let id = durable_job(&a, 1, 60.0).await;
+    let deadline = Deadline::new("the run starts on replica 0");
+    while run_key(&replicas, 0, 1).is_none() {
+        deadline.tick(replicas.stderr(0)).await;
+    }
+    let cancelled = Instant::now();
+    let got = send(&b, 2, "tasks/cancel", declared(task_id(&id))).await;
+    assert_eq!(result(&got)["resultType"], "complete", "{got}");
+    let deadline = Deadline::new("the run on replica 0 stops");
+    while !replicas.stderr(0).contains("durable_job run 1 stopped") {
+        deadline.tick(replicas.stderr(0)).await;
+    }
+    let renewal = Duration::from_millis(200);
+    assert!(
+        cancelled.elapsed() < renewal + MARGIN,
+        "stopped within the renewal interval: {:?}",
+        cancelled.elapsed()
+    );
+    // Two leases later, still cancelled, and run by no one else.
+    tokio::time::sleep(Duration::from_millis(1_200)).await;
+    for i in 0..3 {
+        let got = send(
+            &Http::at(&replicas.url(i)),
+            10 + i as i64,
+            "tasks/get",
+            declared(task_id(&id)),
+        )
+        .await;
+        assert_eq!(result(&got)["status"], "cancelled", "replica {i}: {got}");
+        assert!(
+            run_key(&replicas, i, 2).is_none(),
+            "replica {i} ran it again"
+        );
+    }
+}
+
+/// A `subscriptions/listen` stream on replica A hears a tool list change and a task's
+/// status published on replica B, in the order B published them: the list change
+/// through the event fan-out, the status through the task store's change feed.
+#[tokio::test]
+async fn a_listen_stream_on_one_replica_hears_what_another_publishes() {
+    let Some((_pg, replicas, _lb)) = cluster(&["--task-lease", LEASE]).await else {
+        return;
+    };
+    let (a, b) = (Http::at(&replicas.url(0)), Http::at(&replicas.url(1)));
+    let id = durable_job(&b, 1, 60.0).await;
+    let listen = presa_tests::request(
+        2,
+        "subscriptions/listen",
+        declared(json!({"notifications": {"toolsListChanged": true, "taskIds": [id]}})),
+    );
+    let mut stream = a.open(&listen, &[]).await;
+    let ack = stream.next(PATIENCE).await.msg("the acknowledgement");
+    assert_eq!(
+        ack["params"]["notifications"]["taskIds"],
+        json!([id]),
+        "{ack}"
+    );
+    // The fan-out's listener may start after the stream: B publishes until A hears.
+    let deadline = Deadline::new("A hears B's tool list change");
+    let mut n = 10;
+    loop {
+        n += 1;
+        let changed = send(
+            &b,
+            n,
+            "tools/call",
+            declared(tool("test_trigger_tool_change", json!({}))),
+        )
+        .await;
+        assert!(changed.get("result").is_some(), "{changed}");
+        match stream.next(Duration::from_millis(500)).await {
+            Next::Msg(m) => {
+                assert_eq!(m["method"], "notifications/tools/list_changed", "{m}");
+                break;
+            }
+            other => deadline.tick(format!("{other:?}")).await,
+        }
+    }
+    // In order: a list change, then the task's cancellation, both made on B.
+    let changed = send(
+        &b,
+        100,
+        "tools/call",
+        declared(tool("test_trigger_tool_change", json!({}))),
+    )
+    .await;
+    assert!(changed.get("result").is_some(), "{changed}");
+    let first = stream.next(PATIENCE).await.msg("the list change");
+    assert_eq!(
+        first["method"], "notifications/tools/list_changed",
+        "{first}"
+    );
+    let got = send(&b, 101, "tasks/cancel", declared(task_id(&id))).await;
+    assert_eq!(result(&got)["resultType"], "complete", "{got}");
+    let second = stream.next(PATIENCE).await.msg("the task's status");
+    assert_eq!(second["method"], "notifications/tasks", "{second}");
+    assert_eq!(second["params"]["taskId"], json!(id), "{second}");
+    assert_eq!(second["params"]["status"], "cancelled", "{second}");
 }

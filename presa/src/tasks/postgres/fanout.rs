@@ -25,7 +25,7 @@ use super::feed::{self, Hearer};
 use super::{PgStore, timeout};
 use crate::mrtr::token::PRUNE_BATCH;
 use crate::subscriptions::{Delivery, Fanout};
-use sqlx::postgres::{PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgPool, PgPoolOptions};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use tokio::sync::{broadcast, mpsc};
@@ -110,7 +110,9 @@ impl PgStore {
         let listen_pool = PgPoolOptions::new()
             .max_connections(1)
             .acquire_timeout(self.acquire_timeout)
-            .connect_lazy_with(self.options.clone().application_name(FANOUT_APPLICATION));
+            .connect_lazy_with(
+                PgConnectOptions::clone(&self.options).application_name(FANOUT_APPLICATION),
+            );
         PgFanout {
             inner: Arc::new(Inner {
                 store: self.clone(),
