@@ -36,11 +36,14 @@ async fn replica(url: &str) -> Result<presa::Server, Box<dyn std::error::Error>>
     // List changes and resource updates published on any replica reach the listen
     // streams of all, through the same database.
     let fanout = store.fanout();
+    // A single-use request state spent on one replica is refused by all.
+    let spent = store.clone();
     let tasks = Tasks::builder().store(store).build();
     Ok(presa::server!()
         .registered()
         .extension(tasks)
         .fanout(fanout)
+        .replay_store(spent)
         .build()?)
 }
 // ANCHOR_END: server

@@ -7,12 +7,15 @@
 //! installed, so the tests that need it skip; `.ci/run` installs it (Debian's package).
 //! Found in `PATH`, then in `/usr/sbin` (where Debian puts it, outside a user's `PATH`).
 //!
-//! The checks are plain TCP connects (a replica that accepts connections is up), every
-//! [`CHECK_EVERY`]: one failed check takes a replica out, one passed check puts it back.
-//! A request whose connection to a replica fails is sent to another
-//! (`option redispatch`). The client and server timeouts are long, so a response
-//! streamed as server-sent events is never cut by the balancer. What HAProxy says (a
-//! replica going down or up) is kept in a file of its folder: [`Haproxy::log`].
+//! The configuration is the book's (`presa/examples/deploy/haproxy.cfg`), with the
+//! port, the replicas and the checks of the test put in: so what the Deployment chapter
+//! shows is what the multi-replica tests run. The checks are plain TCP connects (a
+//! replica that accepts connections is up), every [`CHECK_EVERY`]: one failed check
+//! takes a replica out, one passed check puts it back. A request whose connection to a
+//! replica fails is sent to another (`option redispatch`). The client and server
+//! timeouts are long, so a response streamed as server-sent events is never cut by the
+//! balancer. What HAProxy says (a replica going down or up) is kept in a file of its
+//! folder: [`Haproxy::log`].
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -105,30 +108,40 @@ impl Drop for Haproxy {
     }
 }
 
-/// The configuration: one frontend on `port`, one backend of `backends`, round-robin.
+/// The book's configuration of HAProxy in front of three replicas.
+const BOOK_CONFIG: &str = include_str!("../../presa/examples/deploy/haproxy.cfg");
+
+/// The book's configuration with its frontend on `port`, its replicas replaced by
+/// `backends`, and checks every [`CHECK_EVERY`], one failed or passed check deciding.
+/// Panics when the book's file no longer has the lines this replaces.
 fn config(port: u16, backends: &[SocketAddr]) -> String {
     let every = CHECK_EVERY.as_millis();
-    let mut cfg = format!(
-        "global\n\
-         \x20   maxconn 4096\n\
-         defaults\n\
-         \x20   mode http\n\
-         \x20   option redispatch\n\
-         \x20   retries 3\n\
-         \x20   timeout connect 1s\n\
-         \x20   timeout client 10m\n\
-         \x20   timeout server 10m\n\
-         \x20   timeout http-request 10s\n\
-         frontend mcp\n\
-         \x20   bind 127.0.0.1:{port}\n\
-         \x20   default_backend replicas\n\
-         backend replicas\n\
-         \x20   balance roundrobin\n"
+    let mut cfg = String::new();
+    let (mut bind, mut checks) = (false, false);
+    for line in BOOK_CONFIG.lines() {
+        let setting = line.trim_start();
+        if setting.starts_with("bind ") {
+            cfg.push_str(&format!("    bind 127.0.0.1:{port}\n"));
+            bind = true;
+        } else if setting.starts_with("default-server ") {
+            cfg.push_str(&format!(
+                "    default-server check inter {every}ms fall 1 rise 1\n"
+            ));
+            checks = true;
+        } else if !setting.starts_with("server ") {
+            cfg.push_str(line);
+            cfg.push('\n');
+        }
+    }
+    assert!(
+        bind && checks
+            && cfg
+                .trim_end()
+                .ends_with("default-server check inter 200ms fall 1 rise 1"),
+        "the book's haproxy.cfg has a bind line, and ends its backend with default-server and server lines"
     );
     for (i, addr) in backends.iter().enumerate() {
-        cfg.push_str(&format!(
-            "    server r{i} {addr} check inter {every}ms fall 1 rise 1\n"
-        ));
+        cfg.push_str(&format!("    server r{i} {addr}\n"));
     }
     cfg
 }
@@ -179,15 +192,21 @@ mod tests {
         let a: SocketAddr = "127.0.0.1:1001".parse().expect("an address");
         let b: SocketAddr = "127.0.0.1:1002".parse().expect("an address");
         let cfg = config(9000, &[a, b]);
-        assert!(cfg.contains("bind 127.0.0.1:9000\n"), "{cfg}");
+        assert!(cfg.contains("    bind 127.0.0.1:9000\n"), "{cfg}");
+        assert!(!cfg.contains("3000"), "the book's port is replaced: {cfg}");
         assert!(cfg.contains("balance roundrobin\n"), "{cfg}");
+        assert!(cfg.contains("option redispatch\n"), "{cfg}");
         assert!(
-            cfg.contains("server r0 127.0.0.1:1001 check inter 200ms"),
+            cfg.contains("default-server check inter 200ms fall 1 rise 1\n"),
             "{cfg}"
         );
         assert!(
-            cfg.contains("server r1 127.0.0.1:1002 check inter 200ms"),
+            cfg.ends_with("    server r0 127.0.0.1:1001\n    server r1 127.0.0.1:1002\n"),
             "{cfg}"
+        );
+        assert!(
+            !cfg.contains("127.0.0.1:3001"),
+            "the book's replicas are replaced: {cfg}"
         );
     }
 }
