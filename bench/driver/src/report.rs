@@ -1,7 +1,7 @@
 //! The table: medians over the repeats of each cell, ratios to bare (and presa to rmcp),
 //! the targets checked against those ratios, presa's legacy-session and
-//! authenticated cells beside its own c=32 cell, and the criterion results; and, when
-//! asked, the chart of that table beside it (`chart.rs`).
+//! authenticated cells beside its own c=32 cell, the task stores side by side, and the
+//! criterion results; and, when asked, the chart of that table beside it (`chart.rs`).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -504,6 +504,60 @@ The first call with a new token, after the window: {:.0} sequential calls on one
     }
 }
 
+/// The task stores' cell (bench/stores), and its stores in the order it runs them.
+const TASKS_CELL: &str = "tasks";
+const STORES: [&str; 3] = ["memory", "sqlite", "postgres"];
+
+/// The task stores side by side, under the table: tasks created and completed per second
+/// on each, the latency from creation to the read that saw the task completed, and each
+/// store against the memory store. The ratios are the median of the repeats' own ratios
+/// (the stores run back to back in every repeat). Measured, with no target; only when the
+/// cell ran, and a row only for each store that ran.
+fn task_stores(s: &Samples, out: &mut String) {
+    if STORES
+        .iter()
+        .all(|st| s.count(TASKS_CELL, st, "tasks_per_s") == 0)
+    {
+        return;
+    }
+    let clients = STORES
+        .iter()
+        .find_map(|st| s.median(TASKS_CELL, st, "clients"))
+        .unwrap_or(0.0);
+    let _ = writeln!(
+        out,
+        "\nTask stores (presa only), in process through `TestClient`: {clients:.0} clients, each creating a task of a tool that answers at once and reading it with `tasks/get` until completed. Medians of each; the ratios to memory are the median of the repeats' own ratios. Measured, with no target:\n"
+    );
+    let _ = writeln!(
+        out,
+        "| store | tasks created and completed (tasks/s) | creation to completed p50 (µs) | p99 (µs) | tasks/get per task | tasks/s ÷ memory | p50 ÷ memory | p99 ÷ memory |"
+    );
+    let _ = writeln!(
+        out,
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+    );
+    let to_memory =
+        |st: &str, metric: &str| s.paired((TASKS_CELL, st, metric), (TASKS_CELL, "memory", metric));
+    for st in STORES {
+        if s.count(TASKS_CELL, st, "tasks_per_s") == 0 {
+            let _ = writeln!(out, "| {st} | not measured | | | | | | |");
+            continue;
+        }
+        let m = |metric: &str| s.median(TASKS_CELL, st, metric);
+        let _ = writeln!(
+            out,
+            "| {st} | {} | {} | {} | {} | {} | {} | {} |",
+            fmt(m("tasks_per_s"), 0),
+            fmt(m("p50_us"), 1),
+            fmt(m("p99_us"), 1),
+            fmt(m("gets_per_task"), 1),
+            fmt(to_memory(st, "tasks_per_s"), 2),
+            fmt(to_memory(st, "p50_us"), 2),
+            fmt(to_memory(st, "p99_us"), 2),
+        );
+    }
+}
+
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -642,6 +696,7 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
     earlier_revisions(&s, &mut out);
     authorization(&s, &mut out);
     stdio_split(&s, &mut out);
+    task_stores(&s, &mut out);
 
     if !micro.is_empty() {
         let _ = writeln!(
@@ -1167,6 +1222,55 @@ mod tests {
         );
         // No load cell, so no throughput target.
         assert!(!out.contains("Target of the earlier revisions"));
+    }
+
+    /// A task stores' line, as bench-stores prints it.
+    fn stores_line(store: &str, tasks_per_s: f64, p50: f64) -> String {
+        serde_json::json!({
+            "kind": "tasks", "server": store, "clients": 16, "duration_s": 3.0,
+            "tasks": tasks_per_s * 3.0, "tasks_per_s": tasks_per_s, "p50_us": p50,
+            "p99_us": p50 * 2.0, "gets_per_task": 1.5,
+        })
+        .to_string()
+    }
+
+    /// The task stores get their table: medians of each store, and each against memory as
+    /// the median of the repeats' own ratios; a store that never ran is said to be not
+    /// measured. The main table and its chart are untouched.
+    #[test]
+    fn task_stores_have_their_table() {
+        let lines = [
+            presa_cpu_line(10.0),
+            stores_line("memory", 1000.0, 100.0),
+            stores_line("sqlite", 500.0, 300.0),
+            stores_line("memory", 2000.0, 50.0),
+            stores_line("sqlite", 400.0, 200.0),
+            stores_line("memory", 800.0, 100.0),
+            stores_line("sqlite", 600.0, 250.0),
+        ]
+        .join("\n");
+        let out = render(&lines, &BTreeMap::new()).expect("a table");
+        assert!(
+            out.contains("Task stores (presa only), in process through `TestClient`: 16 clients"),
+            "{out}"
+        );
+        // Medians 1000 and 500; the repeats' ratios 0.5, 0.2 and 0.75; p50 ratios 3, 4, 2.5.
+        assert!(
+            out.contains("| memory | 1000 | 100.0 | 200.0 | 1.5 | 1.00 | 1.00 | 1.00 |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| sqlite | 500 | 250.0 | 500.0 | 1.5 | 0.50 | 3.00 | 3.00 |"),
+            "{out}"
+        );
+        assert!(
+            out.contains("| postgres | not measured | | | | | | |"),
+            "{out}"
+        );
+        assert!(crate::chart::from_table(&out).is_ok());
+        // Without the cell (results of an older run), no table.
+        let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
+        assert!(!out.contains("Task stores"), "{out}");
     }
 
     /// Without bare-tokio's stdio cell (results of an older run) there is no split table.
