@@ -6,6 +6,7 @@
 //! ```
 
 use presa::tasks::{SqliteStore, Tasks};
+use presa::{RequestContext, ToolError};
 use std::path::Path;
 
 /// Rebuilds the search index; a task when the client declared Tasks.
@@ -15,6 +16,43 @@ async fn reindex() -> String {
     "index rebuilt".into()
 }
 
+// ANCHOR: idempotent
+/// Sends the invoice for `order` once, however many times the task runs: the billing
+/// service keeps one invoice per idempotency key.
+#[presa::tool(task = "required")]
+async fn invoice(order: String, ctx: RequestContext) -> Result<String, ToolError> {
+    // The same on every run of this task, on any replica; None outside a task.
+    let key = ctx
+        .idempotency_key()
+        .ok_or_else(|| ToolError::new("invoice runs only as a task"))?;
+    let number = billing::send_invoice(&order, key).await;
+    // ctx.attempt(): 1 for the first run, 2 once the task was claimed again, …
+    Ok(format!(
+        "invoice {number} for {order} (run {})",
+        ctx.attempt()
+    ))
+}
+// ANCHOR_END: idempotent
+
+/// A stand-in for a billing service that takes an idempotency key: a second request
+/// with the same key returns the first one's invoice instead of sending another.
+mod billing {
+    use std::collections::HashMap;
+    use std::sync::Mutex;
+
+    static SENT: Mutex<Option<HashMap<String, u64>>> = Mutex::new(None);
+
+    /// The number of the invoice sent for `key` (sent now if it was not before).
+    pub async fn send_invoice(_order: &str, key: &str) -> u64 {
+        let mut sent = SENT
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let sent = sent.get_or_insert_with(HashMap::new);
+        let next = sent.len() as u64 + 1;
+        *sent.entry(key.to_owned()).or_insert(next)
+    }
+}
+
 // ANCHOR: server
 /// The server, its tasks kept in the SQLite file at `path`.
 async fn server(path: &Path) -> Result<presa::Server, Box<dyn std::error::Error>> {
@@ -22,8 +60,14 @@ async fn server(path: &Path) -> Result<presa::Server, Box<dyn std::error::Error>
     // unwritable, not a database, or written by a newer presa is an `OpenError`
     // naming the file.
     let store = SqliteStore::open(path).await?;
+    // Spent single-use request states are kept in the same file.
+    let spent = store.clone();
     let tasks = Tasks::builder().store(store).build();
-    Ok(presa::server!().registered().extension(tasks).build()?)
+    Ok(presa::server!()
+        .registered()
+        .extension(tasks)
+        .replay_store(spent)
+        .build()?)
 }
 // ANCHOR_END: server
 
@@ -62,6 +106,23 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(20)).await;
         }
         panic!("the task did not settle");
+    }
+
+    #[tokio::test]
+    async fn an_invoice_is_sent_once_per_key() {
+        let dir = tempfile::tempdir().unwrap();
+        let server = server(&dir.path().join("tasks.db")).await.unwrap();
+        let created = client(&server)
+            .call_tool("invoice", json!({"order": "A-17"}))
+            .await;
+        let id = created.result()["taskId"].clone();
+        let done = settle(&client(&server), &id).await;
+        let text = done["result"]["content"][0]["text"].as_str().unwrap();
+        assert!(text.ends_with("for A-17 (run 1)"), "{text}");
+        // Another run with the same key (as after a claim) gets the same invoice.
+        let first = billing::send_invoice("A-17", "key-1").await;
+        assert_eq!(billing::send_invoice("A-17", "key-1").await, first);
+        assert_ne!(billing::send_invoice("A-18", "key-2").await, first);
     }
 
     #[tokio::test]
