@@ -911,7 +911,9 @@ impl Tasks {
     /// replica has free worker slots, and runs them again. It holds the extension and the
     /// server weakly and ends with them.
     fn start_claimer(&self) {
-        if self.inner.attached.get().is_none()
+        // Once it runs, this is one load (it is called on every `tools/call`).
+        if self.inner.claimer.load(Ordering::Relaxed)
+            || self.inner.attached.get().is_none()
             || tokio::runtime::Handle::try_current().is_err()
             || self.inner.claimer.swap(true, Ordering::SeqCst)
         {
@@ -1334,7 +1336,7 @@ impl Extension for Tasks {
         params: Map<String, Value>,
         ctx: RequestContext,
     ) -> BoxFuture<Result<Map<String, Value>, Error>> {
-        // A server built outside a runtime starts its claimer with its first request.
+        // A server built outside a runtime starts its claimer with its first task request.
         self.start_claimer();
         let this = self.clone();
         match method {
@@ -1349,6 +1351,8 @@ impl Extension for Tasks {
     }
 
     fn intercept_tool_call(&self, call: ToolInvocation) -> Result<Intercepted, Error> {
+        // A server built outside a runtime starts its claimer with its first call.
+        self.start_claimer();
         let mode = call
             .tool()
             .extension_data()

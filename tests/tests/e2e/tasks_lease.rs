@@ -454,3 +454,66 @@ async fn a_direct_call_has_no_key_and_is_attempt_one() {
     let seen: Value = serde_json::from_str(&text).expect("json");
     assert_eq!(seen, json!({"key": null, "attempt": 1}));
 }
+
+/// A `working` task left in the store by a replica that died (its lease ran out) is run
+/// by a replica started afterwards, without any request: the claimer starts when the
+/// server is built on a runtime.
+#[tokio::test]
+async fn a_replica_started_later_runs_the_tasks_left_behind_unasked() {
+    let shared = Shared::new();
+    let (store, view_a, view_b) = views();
+    let a = replica("a", &shared, view_a.clone(), Tasks::builder().lease(LEASE));
+    let mut on_a = Client::start(Kind::Http, &a).await;
+    let id = on_a.create("durable", json!({})).await;
+    shared.until_runs(1, "the first run starts").await;
+    // a dies: cut off for good, and its server dropped.
+    view_a.cut.store(true, SeqCst);
+    drop((on_a, a));
+    let _b = replica("b", &shared, view_b, Tasks::builder().lease(LEASE));
+    shared.until_runs(2, "b runs the task left behind").await;
+    let runs = shared.runs();
+    assert_eq!((runs[1].replica, runs[1].attempt), ("b", 2));
+    assert_eq!(runs[1].key, runs[0].key);
+    shared.gate.add_permits(1);
+    let deadline = Deadline::new("the task completes");
+    loop {
+        let record = stored(&store, &id).await;
+        if record.status == TaskStatus::Completed {
+            break;
+        }
+        deadline.tick(format!("{:?}", record.status)).await;
+    }
+}
+
+/// A replica built outside a runtime starts its claimer with its first call: a task left
+/// behind is then run there.
+#[test]
+fn a_replica_built_outside_a_runtime_claims_once_it_is_called() {
+    let shared = Shared::new();
+    let (store, view_a, view_b) = views();
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let id = runtime.block_on(async {
+        let a = replica("a", &shared, view_a.clone(), Tasks::builder().lease(LEASE));
+        let mut on_a = Client::start(Kind::Http, &a).await;
+        let id = on_a.create("durable", json!({})).await;
+        shared.until_runs(1, "the first run starts").await;
+        view_a.cut.store(true, SeqCst);
+        id
+    });
+    // Built with no runtime entered.
+    let b = replica("b", &shared, view_b, Tasks::builder().lease(LEASE));
+    runtime.block_on(async {
+        // Its lease runs out; nothing claims it while b is not called.
+        tokio::time::sleep(LEASE * 2).await;
+        assert_eq!(shared.runs().len(), 1, "not claimed before b is called");
+        let mut on_b = Client::start(Kind::Http, &b).await;
+        let got = on_b
+            .send("tools/call", declared(tool("direct", json!({}))))
+            .await;
+        assert!(got.result()["content"].is_array());
+        shared.until_runs(2, "b runs the task left behind").await;
+        assert_eq!(shared.runs()[1].replica, "b");
+        let record = stored(&store, &id).await;
+        assert_eq!(record.lease.map(|l| l.generation), Some(2));
+    });
+}
