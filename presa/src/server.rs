@@ -735,6 +735,11 @@ impl Server {
         })
     }
 
+    /// Whether this server has a tool named `name` now.
+    pub(crate) fn has_tool(&self, name: &str) -> bool {
+        self.core.catalog().tools.get(name).is_some()
+    }
+
     /// What a context made away from any request is served by.
     pub(crate) fn host(&self) -> Arc<dyn crate::context::Host> {
         Arc::clone(&self.core) as Arc<dyn crate::context::Host>

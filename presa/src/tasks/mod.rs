@@ -861,7 +861,20 @@ impl Tasks {
                 () = done.cancelled() => return,
                 () = tokio::time::sleep(every) => {}
             }
-            match self.renew(&id, worker.generation).await {
+            // Unless renewed a renewal interval before its lease runs out, the run stops
+            // then, however long the store takes to answer: it never runs on past its
+            // lease, when another replica may claim the task.
+            let stop_at = expires_at.saturating_sub(wire_ms(every));
+            let left = Duration::from_millis(stop_at.saturating_sub(time::now_ms()));
+            let renewed = tokio::select! {
+                () = done.cancelled() => return,
+                renewed = self.renew(&id, worker.generation) => renewed,
+                () = tokio::time::sleep(left) => {
+                    tracing::error!(task = %id, "a task's run stops: its lease runs out before the store answers");
+                    break;
+                }
+            };
+            match renewed {
                 Ok(Some(renewed)) => expires_at = renewed,
                 Ok(None) => break,
                 Err(e) => {
@@ -967,6 +980,15 @@ impl Tasks {
     /// from its stored work. Another replica claiming it first, or any change since it
     /// was read, leaves it alone.
     async fn resume(&self, server: &crate::Server, record: TaskRecord, slot: OwnedSemaphorePermit) {
+        // A replica that cannot run the work (a build without its tool, or not serving
+        // its protocol version) leaves it to one that can; it ends at its TTL otherwise.
+        let runnable = server.has_tool(&record.work.tool)
+            && crate::wire::meta::RequestMeta::detached(&record.work.protocol_version, Map::new())
+                .is_some();
+        if !runnable {
+            tracing::warn!(task = %record.id, tool = %record.work.tool, "a task whose lease ran out is left to a replica that serves its tool and protocol version");
+            return;
+        }
         let generation = record
             .lease
             .as_ref()
@@ -977,6 +999,20 @@ impl Tasks {
             generation,
             time::now_ms().saturating_add(self.lease_ms()),
         ));
+        // A record stored before leases has neither a key nor its principal: it gets a
+        // key of its own now (kept by the claim, so every later run reads it too), and
+        // acts for the principal its scope names.
+        if next.work.idempotency_key.is_empty() {
+            let Some(key) = mrtr::token::random_id(24) else {
+                return;
+            };
+            next.work.idempotency_key = key;
+        }
+        if next.work.principal.is_none()
+            && let Some(id) = next.scope.strip_prefix(PRINCIPAL_SCOPE)
+        {
+            next.work.principal = Some(crate::auth::Principal::new(id));
+        }
         let claimed = match self.store().compare_and_set(record.revision, next).await {
             Ok(claimed) => claimed,
             Err(StoreError::Conflict) => return,
@@ -996,11 +1032,10 @@ impl Tasks {
         });
         match invocation {
             Some(invocation) => self.start_run(invocation, &claimed, worker, slot),
+            // Checked before the claim; the catalog changed since (the tool was removed
+            // while the server runs). The lease runs out and another replica may run it.
             None => {
-                // This build has no such tool (or serves no such protocol version): the
-                // task ends as a call of it would.
-                let error = Error::invalid_params(format!("Unknown tool: {}", claimed.work.tool));
-                self.fail(server, &claimed.id, generation, &error).await;
+                tracing::warn!(task = %claimed.id, "a claimed task's tool is gone from this server")
             }
         }
     }

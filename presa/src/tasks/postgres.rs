@@ -32,7 +32,7 @@
 //! (`sslmode=require` or stricter) is refused at connect time. Reach the database on the
 //! same host or over a private network.
 
-use super::rows::{Columns, instant, parse, status_named};
+use super::rows::{Columns, claimable_records, instant, parse, status_named};
 use super::store::{ChangeFeed, StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
 use feed::Feed;
 use sqlx::pool::PoolConnection;
@@ -634,7 +634,7 @@ impl TaskStore for PgStore {
             let records = self
                 .answered(&mut conn, answer)?
                 .map_err(|e| self.unavailable(&e))?;
-            records.iter().map(|json| parse(json)).collect()
+            Ok(claimable_records(&records))
         })
     }
 

@@ -58,6 +58,20 @@ pub(super) fn parse(json: &str) -> Result<TaskRecord, StoreError> {
         .map_err(|e| StoreError::Unavailable(format!("a stored task record is unreadable: {e}")))
 }
 
+/// The records of a `claimable` query: one this build cannot read is logged and left
+/// out, so it never keeps the others from being claimed.
+pub(super) fn claimable_records(json: &[String]) -> Vec<TaskRecord> {
+    json.iter()
+        .filter_map(|json| match parse(json) {
+            Ok(record) => Some(record),
+            Err(e) => {
+                tracing::warn!("a task whose lease ran out is left alone: {e}");
+                None
+            }
+        })
+        .collect()
+}
+
 /// The status a status column holds; anything else is a fault of the database.
 pub(super) fn status_named(name: &str) -> Result<TaskStatus, StoreError> {
     TaskStatus::from_wire(name).ok_or_else(|| {

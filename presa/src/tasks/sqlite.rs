@@ -13,7 +13,7 @@
 //! the file writable and not held by another writer, and two processes opening one file
 //! at once migrate it once.
 
-use super::rows::{Columns, instant, parse, status_named};
+use super::rows::{Columns, claimable_records, instant, parse, status_named};
 use super::store::{StoreError, StoreFuture, TaskRecord, TaskStatus, TaskStore};
 use sqlx::Row;
 use sqlx::sqlite::{
@@ -420,7 +420,7 @@ impl TaskStore for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(|e| unavailable(&e))?;
-            records.iter().map(|json| parse(json)).collect()
+            Ok(claimable_records(&records))
         })
     }
 }

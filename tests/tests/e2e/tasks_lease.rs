@@ -26,15 +26,20 @@ use tokio::sync::Semaphore;
 const LEASE: Duration = Duration::from_millis(300);
 
 /// One replica's view of the shared store: while `cut`, every call fails, as a replica
-/// that lost its database sees it.
+/// that lost its database sees it; while `hung`, no call ever answers, as behind a
+/// network that drops packets.
 #[derive(Clone)]
 struct View {
     shared: Arc<MemoryStore>,
     cut: Arc<AtomicBool>,
+    hung: Arc<AtomicBool>,
 }
 
 impl View {
     fn fault<T: Send + 'static>(&self) -> Option<StoreFuture<'static, T>> {
+        if self.hung.load(SeqCst) {
+            return Some(Box::pin(std::future::pending()));
+        }
         self.cut.load(SeqCst).then(|| -> StoreFuture<'static, T> {
             Box::pin(async { Err(StoreError::Unavailable("cut off".into())) })
         })
@@ -210,6 +215,7 @@ fn views() -> (Arc<MemoryStore>, View, View) {
     let view = || View {
         shared: Arc::clone(&shared),
         cut: Arc::default(),
+        hung: Arc::default(),
     };
     let (a, b) = (view(), view());
     (shared, a, b)
@@ -516,4 +522,109 @@ fn a_replica_built_outside_a_runtime_claims_once_it_is_called() {
         let record = stored(&store, &id).await;
         assert_eq!(record.lease.map(|l| l.generation), Some(2));
     });
+}
+
+/// A replica whose store stops answering (no error, no answer) stops its run before the
+/// lease it holds runs out, though the renewal it sent never comes back: it never runs on
+/// while another replica may have claimed the task.
+#[tokio::test]
+async fn a_run_stops_before_its_lease_runs_out_when_the_store_hangs() {
+    let shared = Shared::new();
+    let (_, view, _) = views();
+    let a = replica("a", &shared, view.clone(), Tasks::builder().lease(LEASE));
+    let mut on_a = Client::start(Kind::Http, &a).await;
+    on_a.create("durable", json!({})).await;
+    shared.until_runs(1, "the run starts").await;
+    view.hung.store(true, SeqCst);
+    let hung = Instant::now();
+    shared.until_dropped(1, "the run stops").await;
+    // Its last renewal, at most a renewal interval before the store hung, holds it a
+    // lease from then; the run stops a renewal interval before that.
+    assert!(
+        hung.elapsed() < LEASE,
+        "stopped within its lease: {:?}",
+        hung.elapsed()
+    );
+}
+
+/// A task stored before leases (no idempotency key, no principal, no lease) is claimed
+/// with a key of its own, kept for every later run, and acts for the principal its scope
+/// names.
+#[tokio::test]
+async fn a_task_stored_before_leases_gets_a_key_and_its_principal_when_claimed() {
+    let shared = Shared::new();
+    let (store, _, view) = views();
+    let now = now_ms();
+    let mut record: TaskRecord = serde_json::from_value(json!({
+        "id": "before-leases",
+        "scope": "principal:alice",
+        "status": "working",
+        "status_message": "Task accepted",
+        "created_at": now,
+        "last_updated_at": now,
+        "ttl_ms": 600_000,
+        "poll_interval_ms": 250,
+        "input_requests": {},
+        "answers": {},
+        "result": null,
+        "error": null,
+        "work": {
+            "tool": "durable",
+            "arguments": {},
+            "client_capabilities": {},
+            "protocol_version": "2026-07-28"
+        },
+        "revision": 0
+    }))
+    .expect("a record as a build before leases stored it");
+    assert!(record.work.idempotency_key.is_empty() && record.lease.is_none());
+    store.insert(record.clone()).await.expect("stored");
+    let _b = replica("b", &shared, view, Tasks::builder().lease(LEASE));
+    shared.until_runs(1, "b claims and runs it").await;
+    let run = &shared.runs()[0];
+    assert_eq!(
+        run.attempt, 1,
+        "the first claim of a record without a lease"
+    );
+    let key = run.key.clone().expect("a key");
+    assert!(!key.is_empty());
+    record = stored(&store, "before-leases").await;
+    assert_eq!(record.work.idempotency_key, key, "the key is kept");
+    assert_eq!(
+        record.work.principal.as_ref().map(|p| p.id()),
+        Some("alice")
+    );
+}
+
+/// A replica without the task's tool leaves a task whose lease ran out to one that has
+/// it: the task is not failed, and is run by the replica serving the tool.
+#[tokio::test]
+async fn a_replica_without_the_tool_leaves_the_task_to_one_with_it() {
+    let shared = Shared::new();
+    let (store, view_a, view_b) = views();
+    let a = replica("a", &shared, view_a.clone(), Tasks::builder().lease(LEASE));
+    let mut on_a = Client::start(Kind::Http, &a).await;
+    let id = on_a.create("durable", json!({})).await;
+    shared.until_runs(1, "the run starts").await;
+    view_a.cut.store(true, SeqCst);
+    drop((on_a, a));
+    // A replica of another build: no `durable` tool.
+    let _other = Server::builder(Implementation::new("presa-lease-tests", "0.0.2"))
+        .tool(
+            Tool::new("direct")
+                .description("Answers in the request")
+                .handler(|_: ToolCall| async { "direct" }),
+        )
+        .extension(Tasks::builder().lease(LEASE).store(view_b.clone()).build())
+        .build()
+        .expect("builds");
+    tokio::time::sleep(LEASE * 3).await;
+    let left = stored(&store, &id).await;
+    assert_eq!(left.status, TaskStatus::Working, "not failed: {left:?}");
+    assert_eq!(left.lease.map(|l| l.generation), Some(1), "not claimed");
+    let _b = replica("b", &shared, view_b, Tasks::builder().lease(LEASE));
+    shared
+        .until_runs(2, "the replica with the tool runs it")
+        .await;
+    assert_eq!(shared.runs()[1].replica, "b");
 }

@@ -274,3 +274,25 @@ async fn a_closed_store_reports_faults() {
         Err(StoreError::Unavailable(_))
     ));
 }
+
+/// A row whose record this build cannot read is left out of `claimable` (and logged), so
+/// it never keeps the other tasks from being claimed.
+#[tokio::test]
+async fn an_unreadable_row_never_keeps_others_from_being_claimed() {
+    let dir = tempfile::tempdir().expect("a temporary folder");
+    let store = SqliteStore::open(dir.path().join("tasks.db"))
+        .await
+        .expect("opens");
+    let good = contract::record("good", "s", None);
+    store.insert(good.clone()).await.expect("inserted");
+    // Sorted first (no lease), and not a record.
+    sqlx::query(
+        "INSERT INTO tasks (id, scope, status, created_at, expires_at, revision, record)
+         VALUES ('bad', 's', 'working', 0, NULL, 0, '{\"not\": \"a record\"}')",
+    )
+    .execute(&store.pool)
+    .await
+    .expect("inserted");
+    assert_eq!(store.claimable(1, 10).await, Ok(vec![good]));
+    assert!(store.get("bad").await.is_err(), "get reports it as a fault");
+}
