@@ -2158,6 +2158,71 @@ async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() 
     assert!(status.success(), "exit status {status}");
 }
 
+/// A client that reads, but too slowly to take everything queued, does not hold serving
+/// for ever: the fixture stops writing at most 5 s past its grace and exits; every line
+/// it wrote before the last is whole.
+#[tokio::test]
+async fn a_very_slow_reader_holds_serving_at_most_five_seconds_past_the_grace() {
+    use tokio::io::AsyncReadExt;
+    const N: i64 = 256;
+    let mut bytes = Vec::new();
+    for id in 1..=N {
+        bytes.extend(checked_line(&request(id, "tools/list", json!({}))));
+    }
+    let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::null());
+    let mut stdin = child.stdin.take().expect("stdin");
+    let mut stdout = child.stdout.take().expect("stdout");
+    let writer = tokio::spawn(async move {
+        stdin.write_all(&bytes).await.expect("write the requests");
+        drop(stdin); // end of input
+    });
+    let started = Instant::now();
+    // 1 KiB every 50 ms: about 20 KiB/s, far too slow for the whole output.
+    let read = async {
+        let mut out = Vec::new();
+        let mut chunk = vec![0; 1024];
+        loop {
+            let n = stdout.read(&mut chunk).await.expect("read stdout");
+            if n == 0 {
+                return out;
+            }
+            out.extend_from_slice(&chunk[..n]);
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    };
+    let out = tokio::time::timeout(Duration::from_secs(20), read)
+        .await
+        .expect("the output ends");
+    writer.await.expect("the writer finished");
+    let took = started.elapsed();
+    let bound = presa_fixture::cli::DRAIN + Duration::from_secs(5);
+    assert!(took >= bound, "it wrote on while the client read: {took:?}");
+    assert!(
+        took < bound + Duration::from_secs(3),
+        "ended within the grace and 5 s: {took:?}"
+    );
+    let lines: Vec<&[u8]> = out.split(|b| *b == b'\n').collect();
+    let whole = &lines[..lines.len() - 1];
+    assert!(
+        whole.len() < N as usize,
+        "not everything was written: {}",
+        whole.len()
+    );
+    for text in whole {
+        let m: Value = serde_json::from_slice(text).unwrap_or_else(|e| {
+            panic!(
+                "a line is not JSON ({e}): {}",
+                String::from_utf8_lossy(text)
+            )
+        });
+        assert!(m["result"]["tools"].is_array(), "{m}");
+    }
+    let status = within("the fixture exits", child.wait())
+        .await
+        .expect("wait");
+    assert!(status.success(), "exit status {status}");
+}
+
 /// At the end of input the fixture exits as soon as nothing is in flight, not once its
 /// grace has passed: with nothing in flight, and with a request that ends well within
 /// the grace (a sleep of a fifth of it), it exits before the grace would have run out.

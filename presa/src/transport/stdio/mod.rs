@@ -23,9 +23,9 @@
 //! waits for input or for a slot. From then on nothing more is read, and everything ends
 //! within [`StdioConfig::shutdown_grace`]: requests in flight finish or are cancelled at
 //! its end, and the writer writes what they queued until then (or for `LAST_WRITE`, when
-//! the requests took the whole grace), and past that for as long as the client keeps
-//! reading; serving ends as soon as nothing is in flight and everything queued is
-//! written. A client that stops reading is given up on between two lines, what was not
+//! the requests took the whole grace), and past that while the client keeps reading,
+//! for at most `MOST_PAST_GRACE` (5 s); serving ends as soon as nothing is in flight and
+//! everything queued is written. A client that stops reading is given up on between two lines, what was not
 //! written dropped whole: a client that reads never gets half a line (only one that
 //! took no byte of a line begun for `STALLED` is left it). Pipes are read and written
 //! on the reactor;
@@ -64,8 +64,9 @@ pub struct StdioConfig {
     pub max_in_flight: usize,
     /// How long serving may go on once it stops (stdin closed, or a stop signal):
     /// requests in flight may finish until then and are cancelled after; what they queued
-    /// for stdout is written until then too, and after it while the client keeps reading
-    /// (default 10 s).
+    /// for stdout is written until then too, and after it while the client keeps reading,
+    /// for at most 5 s more (`MOST_PAST_GRACE`), so a stop always ends within the grace
+    /// and 5 s (default 10 s).
     pub shutdown_grace: Duration,
     /// Whether [`Server::serve_stdio`] stops on SIGINT and SIGTERM (Ctrl-C off Unix)
     /// (default on). Off, the signals are left to the program; [`Server::serve_io`] never
@@ -753,6 +754,12 @@ impl Server {
 /// take no byte, between two lines, before the writer gives up on it.
 const LAST_WRITE: Duration = Duration::from_millis(200);
 
+/// The longest the writer goes on past its deadline for a client that keeps reading (too
+/// slowly to take everything queued): so that a stop always ends within a known time (a
+/// supervisor's stop timeout can count on the grace and this). A client still reading
+/// then may be left part of a line.
+const MOST_PAST_GRACE: Duration = Duration::from_secs(5);
+
 /// How long a client may take no byte of a line begun, past the writer's deadline,
 /// before the writer gives up on it: longer than [`LAST_WRITE`], since giving up then
 /// leaves the client half a line. Only a client that has stopped reading gets there.
@@ -1138,8 +1145,9 @@ async fn write_frames<W: AsyncWrite + Unpin>(
 /// When the writer gives up on its client. Before serving ends, never. Once told a
 /// deadline, it gives up on a client that has taken no byte for [`LAST_WRITE`] (past the
 /// deadline), between two lines; within a line, only one that has taken no byte of it
-/// for [`STALLED`]. A client that keeps reading is written everything queued, which is
-/// finite (the frames still queued when serving ends, nothing after).
+/// for [`STALLED`]. A client that keeps reading is written everything queued (which is
+/// finite: the frames still queued when serving ends, nothing after), for at most
+/// [`MOST_PAST_GRACE`] past the deadline.
 struct Pace {
     ending: watch::Receiver<Option<Instant>>,
     /// The deadline, once told (the moment serving was dropped, if it was).
@@ -1176,7 +1184,8 @@ impl Pace {
     /// When to give up waiting for the client, at a line's start or within one.
     fn give_up_at(&self, line_start: bool) -> Option<Instant> {
         let patience = if line_start { LAST_WRITE } else { STALLED };
-        self.deadline.map(|d| d.max(self.taken + patience))
+        self.deadline
+            .map(|d| d.max(self.taken + patience).min(d + MOST_PAST_GRACE))
     }
 
     /// Waits for `io` until the client is given up on (`None` then).
