@@ -345,7 +345,7 @@ async fn listen(addr: SocketAddr, id: usize) -> Result<Opened, String> {
     let mut body = response.into_body();
     let mut buffer = Vec::new();
     loop {
-        while let Some(event) = next_event(&mut buffer) {
+        if let Some(event) = next_event(&mut buffer) {
             let m = message(&event)?;
             if m["method"] == "notifications/subscriptions/acknowledged" {
                 return Ok(Opened {
