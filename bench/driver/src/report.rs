@@ -1,7 +1,8 @@
 //! The table: medians over the repeats of each cell, ratios to bare (and presa to rmcp),
 //! the targets checked against those ratios, presa's legacy-session and
-//! authenticated cells beside its own c=32 cell, the task stores side by side, and the
-//! criterion results; and, when asked, the chart of that table beside it (`chart.rs`).
+//! authenticated cells beside its own c=32 cell, the task stores side by side, the
+//! fan-out's publish-to-delivery latency across replicas, and the criterion results;
+//! and, when asked, the chart of that table beside it (`chart.rs`).
 
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -558,6 +559,40 @@ fn task_stores(s: &Samples, out: &mut String) {
     }
 }
 
+/// The fan-out's cell (bench-stores fanout) and the fan-out it measures.
+const FANOUT_CELL: &str = "fanout";
+const FANOUT: &str = "postgres";
+
+/// Publish to delivery across replicas, under the table: the latency from a resource
+/// update published on one replica to its read on each listen stream of another, both on
+/// one PostgreSQL database. Medians over the repeats of each run's p50 and p99. Measured,
+/// with no target; only when the cell ran.
+fn fanout(s: &Samples, out: &mut String) {
+    if s.count(FANOUT_CELL, FANOUT, "p50_us") == 0 {
+        return;
+    }
+    let m = |metric: &str| s.median(FANOUT_CELL, FANOUT, metric);
+    let _ = writeln!(
+        out,
+        "\nPublish to delivery across replicas (presa only): two servers on one PostgreSQL database, each with `PgStore::fanout`; {} `subscriptions/listen` streams over HTTP on one, subscribed to a resource; {} updates of resources under it published on the other, one at a time, each timed from the publishing call to its read on every stream. Medians over the repeats of each run's p50 and p99. Measured, with no target:\n",
+        fmt(m("streams"), 0),
+        fmt(m("events"), 0),
+    );
+    let _ = writeln!(
+        out,
+        "| fan-out | streams | updates | publish to delivery p50 (µs) | p99 (µs) |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: | ---: |");
+    let _ = writeln!(
+        out,
+        "| {FANOUT} | {} | {} | {} | {} |",
+        fmt(m("streams"), 0),
+        fmt(m("events"), 0),
+        fmt(m("p50_us"), 1),
+        fmt(m("p99_us"), 1),
+    );
+}
+
 fn fmt(v: Option<f64>, decimals: usize) -> String {
     match v {
         Some(v) if v.is_finite() => format!("{v:.decimals$}"),
@@ -697,6 +732,7 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
     authorization(&s, &mut out);
     stdio_split(&s, &mut out);
     task_stores(&s, &mut out);
+    fanout(&s, &mut out);
 
     if !micro.is_empty() {
         let _ = writeln!(
@@ -1271,6 +1307,41 @@ mod tests {
         // Without the cell (results of an older run), no table.
         let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
         assert!(!out.contains("Task stores"), "{out}");
+    }
+
+    /// A fan-out line, as bench-stores fanout prints it.
+    fn fanout_line(p50: f64) -> String {
+        serde_json::json!({
+            "kind": "fanout", "server": "postgres", "streams": 1000, "events": 200,
+            "samples": 200_000, "p50_us": p50, "p99_us": p50 * 3.0,
+        })
+        .to_string()
+    }
+
+    /// The fan-out gets its table, medians of its runs' p50 and p99; the main table and
+    /// its chart are untouched, and without the cell there is no table.
+    #[test]
+    fn fanout_has_its_table() {
+        let lines = [
+            presa_cpu_line(10.0),
+            fanout_line(1000.0),
+            fanout_line(3000.0),
+            fanout_line(2000.0),
+        ]
+        .join("\n");
+        let out = render(&lines, &BTreeMap::new()).expect("a table");
+        assert!(
+            out.contains("Publish to delivery across replicas (presa only)"),
+            "{out}"
+        );
+        assert!(out.contains("1000 `subscriptions/listen` streams"), "{out}");
+        assert!(
+            out.contains("| postgres | 1000 | 200 | 2000.0 | 6000.0 |"),
+            "{out}"
+        );
+        assert!(crate::chart::from_table(&out).is_ok());
+        let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
+        assert!(!out.contains("Publish to delivery"), "{out}");
     }
 
     /// Without bare-tokio's stdio cell (results of an older run) there is no split table.

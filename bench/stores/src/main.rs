@@ -6,7 +6,12 @@
 //!
 //! ```text
 //! bench-stores --store memory|sqlite|postgres --clients C --duration SECS --warmup SECS
+//! bench-stores fanout --streams N --events E
 //! ```
+//!
+//! The second form is the cross-replica fan-out's cell (src/fanout.rs): the latency from
+//! a resource update published on one replica to its delivery on another's listen
+//! streams, the replicas sharing one PostgreSQL database.
 //!
 //! One server, built as a user builds one with the Tasks extension on the chosen store,
 //! serves one tool that is always a task and answers at once. C clients, each in a loop:
@@ -33,6 +38,17 @@
 #[allow(dead_code)]
 #[path = "../../../tests/src/postgres.rs"]
 mod postgres;
+
+mod fanout;
+
+/// A loopback port free when asked: the PostgreSQL module asks its crate root for one (in
+/// the tests, presa-tests' own `free_port`).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
 
 use presa::tasks::{MemoryStore, PgStore, SqliteStore, TaskMode, Tasks, TasksBuilder};
 use presa::testing::TestClient;
@@ -150,9 +166,16 @@ impl Options {
 #[tokio::main]
 async fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let result = match Options::parse(&args) {
-        Ok(options) => run(&options).await,
-        Err(e) => Err(e),
+    let result = if args.first().is_some_and(|a| a == "fanout") {
+        match fanout::Options::parse(&args[1..]) {
+            Ok(options) => fanout::run(&options).await,
+            Err(e) => Err(e),
+        }
+    } else {
+        match Options::parse(&args) {
+            Ok(options) => run(&options).await,
+            Err(e) => Err(e),
+        }
     };
     match result {
         Ok(Some(line)) => println!("{line}"),
