@@ -570,6 +570,11 @@ async fn a_listener_hears_changes_made_through_another_replica() {
         "the notification is the task as stored"
     );
 
+    // The permit below must reach the local task's gate: the cancelled run's future,
+    // which waited at the gate first, is dropped once A's worker hears the cancel (the
+    // listener above may hear it sooner).
+    a.wait_count(&a.probe.dropped, 1, "the cancelled run's future is dropped")
+        .await;
     let l = wa
         .listen_tasks(listen(&local))
         .await
