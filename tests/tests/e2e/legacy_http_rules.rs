@@ -6,11 +6,10 @@
 //! on questions awaiting answers, and a session used just within its idle limit.
 
 use crate::legacy_http::greet_tool;
-use crate::legacy_stdio::{items_server, scoop_tool};
+use crate::legacy_stdio::{items_server, scoop_tool, task_tools_server};
 use crate::mrtr::{CONSENT_URL, accept};
 use crate::subscriptions::plain_tool;
-use presa::tasks::{TaskMode, Tasks};
-use presa::{HttpConfig, Implementation, LogLevel, Server, SessionConfig, Tool, ToolCall};
+use presa::{HttpConfig, Implementation, LogLevel, Server, SessionConfig};
 use presa_tests::http::{Harness, Reply, Stream};
 use presa_tests::legacy::{Legacy, request};
 use presa_tests::sse::Next;
@@ -184,22 +183,7 @@ async fn completion_is_served_in_a_session_over_http() {
 /// a task); one that may be a task runs in the request; `tasks/get` is not found.
 #[tokio::test]
 async fn task_tools_for_a_legacy_client_over_http() {
-    let server = Server::builder(Implementation::new("legacy-http-rules", "1"))
-        .tool(
-            Tool::new("job")
-                .description("Runs only as a task")
-                .task(TaskMode::Required)
-                .handler(|_: ToolCall| async { "job done" }),
-        )
-        .tool(
-            Tool::new("maybe")
-                .description("Runs as a task if asked")
-                .task(TaskMode::Optional)
-                .handler(|_: ToolCall| async { "ran in the request" }),
-        )
-        .extension(Tasks::new())
-        .build()
-        .expect("builds");
+    let server = task_tools_server();
     let h = Harness::start(server).await;
     for version in VERSIONS {
         let mut c = Legacy::open(&h, version).await;

@@ -1172,12 +1172,10 @@ async fn cancelling_a_call_withdraws_its_question() {
 
 // ---- tasks ----
 
-/// A tool that runs only as a task is -32601 for a legacy client (its revision cannot
-/// ask for one); one that may run as a task runs in the request; the Tasks methods are
-/// not found.
-#[tokio::test]
-async fn task_tools_for_a_legacy_client() {
-    let server = Server::builder(Implementation::new("legacy-stdio", "1"))
+/// A server with Tasks and two tools: `job`, which runs only as a task, and `maybe`,
+/// which runs as a task if asked.
+pub(crate) fn task_tools_server() -> Server {
+    Server::builder(Implementation::new("legacy-tasks", "1"))
         .tool(
             Tool::new("job")
                 .description("Runs only as a task")
@@ -1192,7 +1190,15 @@ async fn task_tools_for_a_legacy_client() {
         )
         .extension(Tasks::new())
         .build()
-        .expect("builds");
+        .expect("builds")
+}
+
+/// A tool that runs only as a task is -32601 for a legacy client (its revision cannot
+/// ask for one); one that may run as a task runs in the request; the Tasks methods are
+/// not found.
+#[tokio::test]
+async fn task_tools_for_a_legacy_client() {
+    let server = task_tools_server();
     for version in VERSIONS {
         let mut c = LegacyStdio::open(server.clone(), version).await;
         let r = c.call("tools/call", json!({"name": "job"})).await;

@@ -61,11 +61,10 @@ impl ReplayStore for SqliteStore {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{MIGRATIONS, SCHEMA_VERSION};
+    use super::super::SCHEMA_VERSION;
     use super::*;
     use crate::mrtr::contract;
     use sqlx::Connection;
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
     async fn expired_rows(store: &SqliteStore) -> i64 {
         sqlx::query_scalar("SELECT count(*) FROM presa_replay WHERE expires_at < ?1")
@@ -90,22 +89,7 @@ mod tests {
     async fn a_tasks_only_file_gains_the_replay_record() {
         let dir = tempfile::tempdir().expect("a temporary folder");
         let path = dir.path().join("old.db");
-        let options = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true);
-        let mut conn = SqliteConnection::connect_with(&options)
-            .await
-            .expect("opens");
-        for statement in MIGRATIONS[0] {
-            sqlx::query(statement)
-                .execute(&mut conn)
-                .await
-                .expect("applied");
-        }
-        sqlx::query("PRAGMA user_version = 1")
-            .execute(&mut conn)
-            .await
-            .expect("set");
+        let conn = super::super::tests::older_file(&path, 1).await;
         conn.close().await.expect("closed");
         let store = SqliteStore::open(&path).await.expect("opens");
         assert_eq!(SCHEMA_VERSION, 3);

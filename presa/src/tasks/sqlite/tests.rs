@@ -14,6 +14,28 @@ async fn other_connection(path: &Path) -> SqliteConnection {
         .expect("another connection opens")
 }
 
+/// A new file at `path` with the schema of `version` (its first `version` migrations),
+/// as an earlier build left it, and a connection of its own on it.
+pub(super) async fn older_file(path: &Path, version: usize) -> SqliteConnection {
+    let options = SqliteConnectOptions::new()
+        .filename(path)
+        .create_if_missing(true);
+    let mut conn = SqliteConnection::connect_with(&options)
+        .await
+        .expect("opens");
+    for statement in MIGRATIONS[..version].iter().flat_map(|step| step.iter()) {
+        sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .expect("applied");
+    }
+    sqlx::query(&format!("PRAGMA user_version = {version}"))
+        .execute(&mut conn)
+        .await
+        .expect("set");
+    conn
+}
+
 #[tokio::test]
 async fn the_sqlite_store_keeps_the_contract() {
     let dir = tempfile::tempdir().expect("a temporary folder");
@@ -63,22 +85,7 @@ async fn a_task_survives_reopening_the_file() {
 async fn a_file_before_leases_gains_them_and_its_working_tasks_are_claimable() {
     let dir = tempfile::tempdir().expect("a temporary folder");
     let path = dir.path().join("v2.db");
-    let options = SqliteConnectOptions::new()
-        .filename(&path)
-        .create_if_missing(true);
-    let mut conn = SqliteConnection::connect_with(&options)
-        .await
-        .expect("opens");
-    for statement in MIGRATIONS[..2].iter().flat_map(|step| step.iter()) {
-        sqlx::query(statement)
-            .execute(&mut conn)
-            .await
-            .expect("applied");
-    }
-    sqlx::query("PRAGMA user_version = 2")
-        .execute(&mut conn)
-        .await
-        .expect("set");
+    let mut conn = older_file(&path, 2).await;
     let record = contract::record("left-running", "s", None);
     let json = serde_json::to_string(&record).expect("json");
     // As a build before leases wrote it: no lease in the record, no lease column.
