@@ -2099,17 +2099,18 @@ async fn a_pipelined_flood_is_answered_before_exit_over_real_pipes() {
     assert!(status.success(), "exit status {status}");
 }
 
-/// A client that reads its stdout slowly, well past the fixture's grace, still gets every
-/// answer made before the end of its input, each a whole line: the grace bounds the
-/// requests, not the writing of answers already made to a client that reads them, and
-/// stdout never ends within a line. The reading is paced so that writing everything
-/// takes longer than the grace (the test checks that it did).
-#[tokio::test]
-async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() {
+/// The fixture over real pipes, sent `n` `tools/list` requests and then the end of its
+/// input, its stdout read `chunk` bytes at a time with `pause` between reads until it
+/// ends (failing past `within_at_most`): what it wrote, and the fixture.
+async fn slow_reader(
+    n: i64,
+    chunk: usize,
+    pause: Duration,
+    within_at_most: Duration,
+) -> (Vec<u8>, tokio::process::Child) {
     use tokio::io::AsyncReadExt;
-    const N: i64 = 128;
     let mut bytes = Vec::new();
-    for id in 1..=N {
+    for id in 1..=n {
         bytes.extend(checked_line(&request(id, "tools/list", json!({}))));
     }
     let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::null());
@@ -2119,21 +2120,35 @@ async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() 
         stdin.write_all(&bytes).await.expect("write the requests");
         drop(stdin); // end of input
     });
-    let started = Instant::now();
     let read = async {
         let mut out = Vec::new();
-        let mut chunk = vec![0; 8 * 1024];
+        let mut buf = vec![0; chunk];
         loop {
-            let n = stdout.read(&mut chunk).await.expect("read stdout");
-            if n == 0 {
+            let got = stdout.read(&mut buf).await.expect("read stdout");
+            if got == 0 {
                 return out;
             }
-            out.extend_from_slice(&chunk[..n]);
-            tokio::time::sleep(Duration::from_millis(5)).await;
+            out.extend_from_slice(&buf[..got]);
+            tokio::time::sleep(pause).await;
         }
     };
-    let out = within("the output ends", read).await;
+    let out = tokio::time::timeout(within_at_most, read)
+        .await
+        .expect("the output ends");
     writer.await.expect("the writer finished");
+    (out, child)
+}
+
+/// A client that reads its stdout slowly, well past the fixture's grace, still gets every
+/// answer made before the end of its input, each a whole line: the grace bounds the
+/// requests, not the writing of answers already made to a client that reads them, and
+/// stdout never ends within a line. The reading is paced so that writing everything
+/// takes longer than the grace (the test checks that it did).
+#[tokio::test]
+async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() {
+    const N: i64 = 128;
+    let started = Instant::now();
+    let (out, mut child) = slow_reader(N, 8 * 1024, Duration::from_millis(5), PATIENCE).await;
     assert!(
         started.elapsed() > presa_fixture::cli::DRAIN,
         "the reading outlasted the grace ({:?}): the test tests nothing",
@@ -2163,38 +2178,12 @@ async fn a_slow_reader_gets_every_answer_whole_past_the_grace_over_real_pipes() 
 /// it wrote before the last is whole.
 #[tokio::test]
 async fn a_very_slow_reader_holds_serving_at_most_five_seconds_past_the_grace() {
-    use tokio::io::AsyncReadExt;
     const N: i64 = 256;
-    let mut bytes = Vec::new();
-    for id in 1..=N {
-        bytes.extend(checked_line(&request(id, "tools/list", json!({}))));
-    }
-    let mut child = piped_child(FIXTURE, &["--transport", "stdio"], Stdio::null());
-    let mut stdin = child.stdin.take().expect("stdin");
-    let mut stdout = child.stdout.take().expect("stdout");
-    let writer = tokio::spawn(async move {
-        stdin.write_all(&bytes).await.expect("write the requests");
-        drop(stdin); // end of input
-    });
     let started = Instant::now();
     // Paced so that taking the whole output would outlast the grace and the 5 s after
     // it (the test checks that not everything was written).
-    let read = async {
-        let mut out = Vec::new();
-        let mut chunk = vec![0; 1024];
-        loop {
-            let n = stdout.read(&mut chunk).await.expect("read stdout");
-            if n == 0 {
-                return out;
-            }
-            out.extend_from_slice(&chunk[..n]);
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    };
-    let out = tokio::time::timeout(Duration::from_secs(20), read)
-        .await
-        .expect("the output ends");
-    writer.await.expect("the writer finished");
+    let (out, mut child) =
+        slow_reader(N, 1024, Duration::from_millis(50), Duration::from_secs(20)).await;
     let took = started.elapsed();
     let bound = presa_fixture::cli::DRAIN + Duration::from_secs(5);
     assert!(took >= bound, "it wrote on while the client read: {took:?}");
