@@ -55,6 +55,32 @@ async fn message(receiver: &mut broadcast::Receiver<Delivery>) -> String {
     }
 }
 
+/// Two stores on one database, A's fan-out listening and B's sending: what B sends,
+/// A's `received` gets. The stores and A's fan-out are held, so neither stops.
+struct Pair {
+    _stores: (PgStore, PgStore),
+    _on_a: PgFanout,
+    from_b: PgFanout,
+    received: broadcast::Receiver<Delivery>,
+}
+
+impl Pair {
+    /// The pair, once A's fan-out listens.
+    async fn listening(pg: &Postgres) -> Pair {
+        let a = PgStore::connect(&pg.url()).await.expect("connects");
+        let b = PgStore::connect(&pg.url()).await.expect("connects");
+        let (on_a, from_b) = (a.fanout(), b.fanout());
+        let received = on_a.subscribe();
+        listening(pg, 1).await;
+        Pair {
+            _stores: (a, b),
+            _on_a: on_a,
+            from_b,
+            received,
+        }
+    }
+}
+
 /// One replica's messages reach another in the order sent, whatever their length: one of
 /// [`PgFanout::MAX_INLINE_BYTES`] travels in the notification (nothing stored), one byte
 /// more through a row of `presa_events`.
@@ -63,11 +89,13 @@ async fn messages_arrive_in_order_at_and_past_the_payload_bound() {
     let Some(pg) = Postgres::start().await else {
         return;
     };
-    let a = PgStore::connect(&pg.url()).await.expect("connects");
-    let b = PgStore::connect(&pg.url()).await.expect("connects");
-    let (on_a, from_b) = (a.fanout(), b.fanout());
-    let mut received = on_a.subscribe();
-    listening(&pg, 1).await;
+    // Every field bound: one left to `..` would be dropped here, ending the fan-out.
+    let Pair {
+        _stores,
+        _on_a,
+        from_b,
+        mut received,
+    } = Pair::listening(&pg).await;
     assert_eq!(
         tokio::time::timeout(PATIENCE, received.recv()).await.ok(),
         Some(Ok(Delivery::Gap)),
@@ -116,11 +144,13 @@ async fn the_send_queue_keeps_its_bound_and_drops_past_it() {
     let Some(pg) = Postgres::start().await else {
         return;
     };
-    let a = PgStore::connect(&pg.url()).await.expect("connects");
-    let b = PgStore::connect(&pg.url()).await.expect("connects");
-    let (on_a, from_b) = (a.fanout(), b.fanout());
-    let mut received = on_a.subscribe();
-    listening(&pg, 1).await;
+    // Every field bound: one left to `..` would be dropped here, ending the fan-out.
+    let Pair {
+        _stores,
+        _on_a,
+        from_b,
+        mut received,
+    } = Pair::listening(&pg).await;
     let queued = from_b.clone();
     std::thread::spawn(move || {
         for n in 0..=PgFanout::MAX_QUEUED {
@@ -149,11 +179,13 @@ async fn stored_messages_older_than_a_minute_are_deleted() {
     let Some(pg) = Postgres::start().await else {
         return;
     };
-    let a = PgStore::connect(&pg.url()).await.expect("connects");
-    let b = PgStore::connect(&pg.url()).await.expect("connects");
-    let (on_a, from_b) = (a.fanout(), b.fanout());
-    let mut received = on_a.subscribe();
-    listening(&pg, 1).await;
+    // Every field bound: one left to `..` would be dropped here, ending the fan-out.
+    let Pair {
+        _stores,
+        _on_a,
+        from_b,
+        mut received,
+    } = Pair::listening(&pg).await;
     let mut conn = pg.connection().await;
     for (payload, age) in [("younger", 59), ("older", 61)] {
         sqlx::query(
