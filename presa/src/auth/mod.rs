@@ -508,6 +508,11 @@ impl Guard {
         Err(challenge::insufficient_scope(&self.metadata_url, &scopes))
     }
 
+    /// The scopes every request needs.
+    pub(crate) fn required_scopes(&self) -> &[String] {
+        &self.required
+    }
+
     /// The challenge for a refusal before the request was read.
     pub(crate) fn challenge(&self, denied: Denied) -> Option<String> {
         challenge::header(denied, &self.metadata_url, &self.required)

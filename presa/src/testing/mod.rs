@@ -1,7 +1,9 @@
 //! An in-process test client: drives a [`Server`] through the same pipeline as the
 //! transports, with no socket. It fills each request's `_meta` (protocol version, client
 //! capabilities and info, and optionally a log level or progress token), collects the
-//! notifications the request produced, and offers the assertions a test wants.
+//! notifications the request produced, and offers the assertions a test wants. On it,
+//! [`assert_surface`] snapshots a server's tool surface in a committed file and fails a
+//! test on a breaking change to it (see [`Surface`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")] async fn main() {
@@ -390,6 +392,12 @@ impl TestResponse {
 
 #[cfg(test)]
 mod pipeline;
+pub mod surface;
+
+pub use surface::{
+    ChangeClass, FORMAT_VERSION, MAX_PAGES, Surface, SurfaceChange, SurfaceDiff, SurfaceError,
+    SurfaceOutcome, SurfaceSnapshot, UPDATE_VARIABLE, assert_surface,
+};
 
 #[cfg(test)]
 mod tests {
