@@ -807,6 +807,38 @@ mod resources {
         );
     }
 
+    /// A resource's size and modification time follow its content, not its surface.
+    #[tokio::test]
+    async fn a_resource_size_and_modification_time_are_left_out() {
+        let at = |size: u64, modified: &str| {
+            let mut annotations = presa::Annotations::default();
+            annotations.last_modified = Some(modified.to_owned());
+            annotations.priority = Some(0.5);
+            build(
+                builder().resource(
+                    resource("notes://a", "text/plain")
+                        .size(size)
+                        .annotations(annotations),
+                ),
+            )
+        };
+        let (old, new) = (
+            at(10, "2026-01-01T00:00:00Z"),
+            at(20, "2026-02-02T00:00:00Z"),
+        );
+        let surface = Surface::of(&old).await.expect("captured");
+        let listed = &surface.as_value()["resources"][0];
+        assert!(listed.get("size").is_none(), "{listed}");
+        assert_eq!(listed["annotations"], json!({"priority": 0.5}));
+        assert!(diff(&old, &new).await.is_empty());
+        // A file that still holds them reads as if it did not.
+        let mut recorded = surface.as_value().clone();
+        recorded["resources"][0]["size"] = json!(10);
+        recorded["resources"][0]["annotations"]["lastModified"] = json!("2026-01-01T00:00:00Z");
+        let read = Surface::from_json(&recorded.to_string()).expect("reads");
+        assert_eq!(read, surface);
+    }
+
     #[tokio::test]
     async fn a_changed_mime_type_is_breaking() {
         let text = build(builder().resource(resource("notes://a", "text/plain")));

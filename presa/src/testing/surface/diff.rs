@@ -135,7 +135,7 @@ fn shown(value: Option<&Value>) -> String {
 /// | a capability (or a member of one) removed / added | breaking / additive |
 /// | prompt argument removed; new required prompt argument; one made required | breaking |
 /// | new optional prompt argument; one made optional | additive |
-/// | `description`, `title`, `icons`, `annotations`, `instructions`, schema `examples`, `$comment`, `deprecated`; a resource's `name` and `size` | cosmetic |
+/// | `description`, `title`, `icons`, `annotations`, `instructions`, schema `examples`, `$comment`, `deprecated`; a resource's or template's `name` | cosmetic |
 /// | anything else removed or changed (a resource's `mimeType`, an item's `_meta`, an unknown keyword added to an input schema) | breaking |
 /// | anything else added (but a schema keyword) | additive |
 ///
@@ -382,7 +382,7 @@ impl Differ {
                     ),
                 },
                 ("prompt", "arguments") => d.prompt_arguments(path, b, a),
-                ("resource" | "template", "name" | "size") => d.cosmetic(path, name, b, a),
+                ("resource" | "template", "name") => d.cosmetic(path, name, b, a),
                 _ => d.generic(path, b, a),
             }
         });

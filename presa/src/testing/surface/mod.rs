@@ -13,7 +13,8 @@
 //!   final newline, so that a diff of the file reads line by line;
 //! - what varies between runs or requests left out: each result's `_meta` (where the
 //!   server's version travels), `resultType`, `nextCursor`, `ttlMs` and `cacheScope`, and
-//!   a resource's `annotations.lastModified`;
+//!   a resource's `size` and `annotations.lastModified` (they follow its content, which
+//!   is not part of the surface);
 //! - the scopes an item needs recorded in the item as `x-presa-scopes`, and those every
 //!   request needs in `server`, as `x-presa-scopes` too.
 //!
@@ -157,9 +158,6 @@ impl Surface {
             let mut items = list_all(&client, method, member).await?;
             for item in &mut items {
                 let Value::Object(item) = item else { continue };
-                if let Some(Value::Object(annotations)) = item.get_mut("annotations") {
-                    annotations.remove("lastModified");
-                }
                 let name = item.get(key).and_then(Value::as_str);
                 let needed = scopes
                     .iter()
@@ -227,6 +225,8 @@ impl Surface {
         diff::compare(&self.value, &after.value)
     }
 
+    /// `value` sorted and canonical, without the members that follow a resource's
+    /// content (a file written by hand, or by another version, is read the same way).
     fn normalised(mut value: Value) -> Surface {
         if let Value::Object(members) = &mut value {
             for (member, _, key) in LISTINGS {
@@ -234,6 +234,14 @@ impl Surface {
                     .entry(member)
                     .or_insert_with(|| Value::Array(Vec::new()));
                 if let Value::Array(items) = items {
+                    for item in items.iter_mut().filter_map(Value::as_object_mut) {
+                        if member == "resources" {
+                            item.remove("size");
+                        }
+                        if let Some(Value::Object(annotations)) = item.get_mut("annotations") {
+                            annotations.remove("lastModified");
+                        }
+                    }
                     items.sort_by(|a, b| {
                         let k = |v: &Value| v.get(key).and_then(Value::as_str).map(str::to_owned);
                         k(a).cmp(&k(b))
@@ -587,7 +595,10 @@ impl fmt::Display for SurfaceError {
                 f,
                 "no surface snapshot at {}\nhelp: run the test once with \
                  {UPDATE_VARIABLE}=update to write it, then review and commit it",
-                path.display()
+                std::path::absolute(path)
+                    .as_deref()
+                    .unwrap_or(path)
+                    .display()
             ),
             SurfaceError::Io { path, error } => {
                 write!(f, "surface snapshot {}: {error}", path.display())
