@@ -6,7 +6,7 @@
 
 use presa::auth::{Authorization, TokenError, TokenVerifier, Verifying};
 use presa::testing::{
-    ChangeClass, Surface, SurfaceDiff, SurfaceError, SurfaceOutcome, SurfaceSnapshot,
+    ChangeClass, MAX_PAGES, Surface, SurfaceDiff, SurfaceError, SurfaceOutcome, SurfaceSnapshot,
 };
 use presa::{
     Implementation, Prompt, PromptArgument, PromptGet, Resource, ResourceRead, ResourceTemplate,
@@ -972,6 +972,24 @@ mod capture {
             .filter_map(|t| t["name"].as_str())
             .collect();
         assert_eq!(names, ["a", "b", "c", "d", "e"]);
+    }
+
+    /// At most `MAX_PAGES` pages are followed: a listing of exactly that many is
+    /// captured, one of a page more is refused rather than followed forever.
+    #[tokio::test]
+    async fn a_listing_is_followed_for_at_most_max_pages() {
+        let names: Vec<String> = (0..=MAX_PAGES).map(|i| format!("t{i:05}")).collect();
+        let refs: Vec<&str> = names.iter().map(String::as_str).collect();
+        let at = build(many(&refs[..MAX_PAGES]).page_size(1));
+        let surface = Surface::of(&at).await.expect("captured at the bound");
+        assert_eq!(
+            surface.as_value()["tools"].as_array().map(Vec::len),
+            Some(MAX_PAGES)
+        );
+        let past = build(many(&refs).page_size(1));
+        let err = Surface::of(&past).await.expect_err("one page too many");
+        assert!(matches!(err, SurfaceError::Capture { .. }), "{err}");
+        assert!(err.to_string().contains("tools/list"), "{err}");
     }
 
     /// The server's version, the results' `_meta` and the order items were added in do

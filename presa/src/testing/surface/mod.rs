@@ -90,9 +90,10 @@ pub const UPDATE_VARIABLE: &str = "PRESA_SURFACE";
 /// The version of the surface file's format, its `presaSurface` member.
 pub const FORMAT_VERSION: u64 = 1;
 
-/// Most pages one listing is followed for before the capture gives up (a server whose
-/// cursors never end).
-pub const MAX_PAGES: usize = 10_000;
+/// Most pages one listing is followed for before the capture gives up, so that a server
+/// whose cursors never end fails the capture instead of hanging it (at the default page
+/// size of 100, a listing of 100 000 items).
+pub const MAX_PAGES: usize = 1_000;
 
 /// The listings of a surface: the member that holds them, the list method, the member of
 /// its result, and the key of each item.
