@@ -193,6 +193,7 @@ mod tools {
         let d = diff(&both, &one).await;
         assert!(d.is_breaking());
         assert_changes(&d, &[(Breaking, "tool \"fetch\"", "", "removed tool")]);
+        assert_eq!(d.to_string(), "breaking  tool \"fetch\": removed tool\n");
         let d = diff(&one, &both).await;
         assert!(!d.is_breaking());
         assert_changes(&d, &[(Additive, "tool \"fetch\"", "", "new tool")]);
@@ -683,6 +684,45 @@ mod tools {
                 ),
             ],
         );
+    }
+}
+
+mod report {
+    use super::*;
+
+    /// One line per difference, the breaking ones first, each with its item, its path in
+    /// the schema, and the values before and after; long values are cut.
+    #[tokio::test]
+    async fn the_report_reads_one_line_per_difference_breaking_first() {
+        let server = |description: &str, input: Value| {
+            build(builder().tool(tool("t", input, None).description(description)))
+        };
+        let before = server("old", arg(json!({"type": "string"}), false));
+        let long = "a description long enough to be cut in the report ".repeat(4);
+        let after = server(
+            &long,
+            json!({
+                "type": "object",
+                "properties": {
+                    "x": {"type": "string", "maxLength": 3},
+                    "y": {"type": "integer"}
+                },
+                "required": []
+            }),
+        );
+        let d = diff(&before, &after).await;
+        let cut: String = json!(long).to_string().chars().take(120).collect();
+        assert_eq!(
+            d.to_string(),
+            format!(
+                "breaking  tool \"t\" /inputSchema/properties/x/maxLength: maxLength tightened: (absent) → 3\n\
+                 additive  tool \"t\" /inputSchema/properties/y: new optional argument: (absent) → {{\"type\":\"integer\"}}\n\
+                 cosmetic  tool \"t\" /description: description changed: \"old\" → {cut}…\n"
+            )
+        );
+        assert_eq!(d.of_class(Breaking).count(), 1);
+        assert_eq!(d.of_class(Additive).count(), 1);
+        assert_eq!(d.of_class(Cosmetic).count(), 1);
     }
 }
 

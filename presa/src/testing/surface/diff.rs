@@ -58,12 +58,15 @@ pub struct SurfaceChange {
     pub after: Option<Value>,
 }
 
+/// `class item path: what: before → after`; an item added or removed whole reads
+/// `class item: what`, its value being the whole item.
 impl fmt::Display for SurfaceChange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{:<9} {}", self.class.as_str(), self.item)?;
-        if !self.path.is_empty() {
-            write!(f, " {}", self.path)?;
+        if self.path.is_empty() {
+            return write!(f, ": {}", self.what);
         }
+        write!(f, " {}", self.path)?;
         write!(
             f,
             ": {}: {} → {}",
@@ -95,7 +98,7 @@ fn shown(value: Option<&Value>) -> String {
 ///
 /// ```text
 /// breaking  tool "search" /inputSchema/properties/limit: new required argument: (absent) → {"type":"integer"}
-/// additive  tool "fetch": new tool: (absent) → {"name":"fetch",…}
+/// additive  tool "fetch": new tool
 /// ```
 ///
 /// How each difference is classified, an input schema's first (what the server accepts:
