@@ -42,7 +42,7 @@
 //! | `pipeline` | the serving state (`Core`) and the path of a request: admission, dispatch, shaping |
 //! | `server` | [`Server`], the handle, and [`ServerBuilder`] |
 //! | [`transport`] | stdio and Streamable HTTP framing |
-//! | [`testing`] | an in-process client that drives the same pipeline with no socket |
+//! | [`testing`] | an in-process client that drives the same pipeline with no socket; surface snapshots that catch breaking changes to the tools a server offers |
 //! | `tasks` | the Tasks extension (the `tasks` feature) |
 //! | `skills` | the Skills extension (the `skills` feature) |
 //! | [`prelude`] | the items most servers need, for `use presa::prelude::*;` |

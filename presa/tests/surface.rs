@@ -427,6 +427,72 @@ mod tools {
         }
     }
 
+    /// The rest of the input rows of the table: each change one way, then back.
+    #[tokio::test]
+    async fn the_other_input_keywords_narrow_and_widen_as_the_table_says() {
+        let cases = [
+            (
+                json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}),
+                json!({"anyOf": [{"type": "string"}]}),
+                "/inputSchema/properties/x/anyOf",
+                ("alternative removed", "new alternative"),
+            ),
+            (
+                json!({"type": "array"}),
+                json!({"type": "array", "uniqueItems": true}),
+                "/inputSchema/properties/x/uniqueItems",
+                ("uniqueItems required", "uniqueItems lifted"),
+            ),
+            (
+                json!({"type": "number"}),
+                json!({"type": "number", "multipleOf": 5}),
+                "/inputSchema/properties/x/multipleOf",
+                ("multipleOf added", "multipleOf removed"),
+            ),
+            (
+                json!({"type": "string"}),
+                json!({"type": "string", "const": "on"}),
+                "/inputSchema/properties/x/const",
+                ("const added", "const removed"),
+            ),
+            (
+                json!({"type": "string"}),
+                json!({"type": "string", "not": {"const": "off"}}),
+                "/inputSchema/properties/x/not",
+                ("keyword not added", "not removed"),
+            ),
+            (
+                json!({"type": "array", "items": {"type": ["string", "integer"]}}),
+                json!({"type": "array", "items": {"type": "string"}}),
+                "/inputSchema/properties/x/items/type",
+                ("narrowed type", "widened type"),
+            ),
+        ];
+        for (wide, narrow, path, (narrowed, widened)) in cases {
+            let (wide, narrow) = (taking(arg(wide, true)), taking(arg(narrow, true)));
+            assert_changes(
+                &diff(&wide, &narrow).await,
+                &[(Breaking, "tool \"t\"", path, narrowed)],
+            );
+            assert_changes(
+                &diff(&narrow, &wide).await,
+                &[(Additive, "tool \"t\"", path, widened)],
+            );
+        }
+    }
+
+    /// A caller that leaves the argument out gets another value: breaking, both ways.
+    #[tokio::test]
+    async fn a_changed_default_is_breaking() {
+        let with =
+            |default: Value| taking(arg(json!({"type": "integer", "default": default}), false));
+        let path = "/inputSchema/properties/x/default";
+        assert_changes(
+            &diff(&with(json!(10)), &with(json!(20))).await,
+            &[(Breaking, "tool \"t\"", path, "default changed")],
+        );
+    }
+
     #[tokio::test]
     async fn closing_additional_properties_is_breaking_and_opening_them_additive() {
         let open = taking(json!({"type": "object", "properties": {"x": {}}}));
@@ -553,6 +619,36 @@ mod tools {
         assert_changes(
             &diff(&number, &nullable).await,
             &[(Breaking, "tool \"t\"", path, "widened output type")],
+        );
+    }
+
+    /// A reader may match the values it knows: a new one breaks it, and one gone is a
+    /// narrowed output, breaking as the other narrowings are.
+    #[tokio::test]
+    async fn any_output_enum_change_is_breaking() {
+        let out = |values: Value| {
+            returning(json!({
+                "type": "object",
+                "properties": {"v": {"type": "string", "enum": values}},
+                "required": ["v"]
+            }))
+        };
+        let (two, three) = (out(json!(["a", "b"])), out(json!(["a", "b", "c"])));
+        let path = "/outputSchema/properties/v/enum";
+        assert_changes(
+            &diff(&two, &three).await,
+            &[(Breaking, "tool \"t\"", path, "new output enum value")],
+        );
+        assert_changes(
+            &diff(&three, &two).await,
+            &[(Breaking, "tool \"t\"", path, "output enum value removed")],
+        );
+        let free = returning(json!({
+            "type": "object", "properties": {"v": {"type": "string"}}, "required": ["v"]
+        }));
+        assert_changes(
+            &diff(&two, &free).await,
+            &[(Breaking, "tool \"t\"", path, "output enum lifted")],
         );
     }
 

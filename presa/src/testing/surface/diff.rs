@@ -646,6 +646,16 @@ impl Differ {
                 (ChangeClass::Breaking, "enum value removed"),
                 (ChangeClass::Additive, "new enum value"),
             ),
+            (None, _, Dir::Output) => self.push(
+                ChangeClass::Breaking,
+                path,
+                "output narrowed to an enum",
+                b,
+                a,
+            ),
+            (_, None, Dir::Output) => {
+                self.push(ChangeClass::Breaking, path, "output enum lifted", b, a)
+            }
             (_, _, Dir::Output) => self.set(
                 path,
                 b,
