@@ -1,0 +1,121 @@
+//! The catalog page: a development page, served beside the endpoint at `<path>/dev`, that
+//! lists the server's tools, resources, templates and prompts and calls them through the
+//! endpoint itself, as any 2026-07-28 client would (`fetch`, the `_meta` and the headers
+//! the wire asks for).
+//!
+//! What holds:
+//!
+//! - It is off unless [`HttpConfig::catalog`] turns it on; off, its paths are the
+//!   endpoint's 404 like any other.
+//! - [`Server::serve_http_on`](crate::Server::serve_http_on) refuses to serve it on an
+//!   address that is not loopback unless [`HttpConfig::catalog_beyond_loopback`] says so:
+//!   the page calls every tool for whoever loads it.
+//! - Its three assets are compiled into the binary and served with a Content-Security-Policy
+//!   that allows nothing but themselves and `fetch` to the same origin: no inline script,
+//!   no other origin, no framing.
+//! - Each GET passes the endpoint's Origin and Host rules first; the page's own calls are
+//!   ordinary POSTs to the endpoint, with its every rule (and authorization, through the
+//!   token field of the page).
+
+use super::{Endpoint, check_origin, host_verdict};
+use axum::Router;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use std::net::SocketAddr;
+
+/// The page.
+const HTML: &str = include_str!("catalog.html");
+/// Its script: builds the page from the server's listings, with DOM calls only.
+const JS: &str = include_str!("catalog.js");
+/// Its style.
+const CSS: &str = include_str!("catalog.css");
+
+/// What the page may load and reach: its own script and style, images in `data:` URLs (a
+/// tool's image content), and `fetch` to its own origin.
+pub(super) const CSP: &str = "default-src 'none'; script-src 'self'; style-src 'self'; \
+     img-src 'self' data:; connect-src 'self'; form-action 'none'; base-uri 'none'; \
+     frame-ancestors 'none'";
+
+/// The page's path for an endpoint at `endpoint` (`/mcp` → `/mcp/dev`, `/` → `/dev`).
+pub(super) fn page_path(endpoint: &str) -> String {
+    if endpoint.ends_with('/') {
+        format!("{endpoint}dev")
+    } else {
+        format!("{endpoint}/dev")
+    }
+}
+
+/// Adds the page's three routes for an endpoint at `endpoint`. The page names its assets
+/// relative to itself (`dev/catalog.js`), so they sit under its path.
+pub(super) fn routes(router: Router<Endpoint>, endpoint: &str) -> Router<Endpoint> {
+    let page = page_path(endpoint);
+    router
+        .route(&page, get(html))
+        .route(&format!("{page}/catalog.js"), get(js))
+        .route(&format!("{page}/catalog.css"), get(css))
+}
+
+/// Refuses a page that would be served on an address other than loopback, unless forced.
+pub(super) fn check_address(config: &super::HttpConfig, addr: SocketAddr) -> std::io::Result<()> {
+    if config.catalog && !config.catalog_beyond_loopback && !addr.ip().to_canonical().is_loopback()
+    {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!(
+                "the catalog page lets whoever loads it call every tool, so it is served on a \
+                 loopback address only, and {addr} is not one: bind 127.0.0.1 or [::1], turn \
+                 the page off, or call HttpConfig::catalog_beyond_loopback(true) to serve it \
+                 there anyway"
+            ),
+        ));
+    }
+    Ok(())
+}
+
+async fn html(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    asset(&endpoint, &headers, HTML, "text/html; charset=utf-8")
+}
+
+async fn js(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    asset(&endpoint, &headers, JS, "text/javascript; charset=utf-8")
+}
+
+async fn css(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    asset(&endpoint, &headers, CSS, "text/css; charset=utf-8")
+}
+
+/// One asset, after the endpoint's Origin and Host rules. (A page that is off has no
+/// route: its paths get the endpoint's 404.)
+fn asset(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    body: &'static str,
+    kind: &'static str,
+) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, headers) {
+        return forbidden;
+    }
+    if let Err(forbidden) = host_verdict(&endpoint.config, headers.get(header::HOST)) {
+        return forbidden;
+    }
+    let mut response = (StatusCode::OK, body).into_response();
+    let h = response.headers_mut();
+    h.insert(header::CONTENT_TYPE, HeaderValue::from_static(kind));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(CSP),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    response
+}
