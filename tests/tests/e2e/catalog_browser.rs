@@ -4,14 +4,21 @@
 //! resource, a template and a prompt read, each checked by what the page shows. Skipped,
 //! saying so, where Chromium or chromedriver is absent.
 //!
+//! A second test serves a server with authorization: its page says the endpoint refused
+//! it until the token field holds a token, and then calls as that token's subject.
+//!
 //! With `PRESA_SCREENSHOT=<file.png>` the test also saves a screenshot of the page (the
 //! book's `book/src/developer-loop/catalog.png` is made so).
 
 use fantoccini::elements::Element;
 use fantoccini::{Client, Locator};
+use presa::auth::{Authorization, TokenError, TokenVerifier, VerifiedToken, Verifying};
+use presa::{HttpConfig, Server, Tool, ToolCall};
 use presa_tests::browser::Browser;
+use presa_tests::http::Harness;
 use presa_tests::replicas::Replicas;
-use std::time::Duration;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
 
 /// What the page shows within the time the tests wait for anything.
 const PATIENCE: Duration = presa_tests::wait::PATIENCE;
@@ -309,6 +316,29 @@ async fn the_catalog_page_runs_tools_elicits_and_reads_in_a_browser() {
     );
 
     if let Some(path) = std::env::var_os("PRESA_SCREENSHOT") {
+        // The window's size is its outside: grown by what the browser keeps for itself,
+        // so the page shown is the size asked for.
+        let (w, h) = presa_tests::browser::WINDOW;
+        let inner = c
+            .execute("return window.innerHeight;", vec![])
+            .await
+            .expect("the viewport's height")
+            .as_u64()
+            .and_then(|v| u32::try_from(v).ok())
+            .unwrap_or(h);
+        c.set_window_size(w, h + h.saturating_sub(inner))
+            .await
+            .expect("the window resized");
+        find(c, &format!("{item} > summary"))
+            .await
+            .click()
+            .await
+            .expect("the item is in view");
+        find(c, &format!("{item} > summary"))
+            .await
+            .click()
+            .await
+            .expect("the item is open again");
         let png = c.screenshot().await.expect("a screenshot");
         std::fs::write(&path, png).expect("the screenshot is written");
         eprintln!(
@@ -316,5 +346,80 @@ async fn the_catalog_page_runs_tools_elicits_and_reads_in_a_browser() {
             std::path::Path::new(&path).display()
         );
     }
+    browser.close().await;
+}
+
+/// The canonical URI of the server with authorization: its tokens name it.
+const RESOURCE: &str = "https://mcp.example.test/mcp";
+
+/// Accepts the token `dev-token` (subject `dev`) and refuses any other.
+struct OneToken;
+
+impl TokenVerifier for OneToken {
+    fn verify<'a>(&'a self, token: &'a str) -> Verifying<'a> {
+        Box::pin(async move {
+            if token != "dev-token" {
+                return Err(TokenError::Invalid("unknown token".into()));
+            }
+            let mut t = VerifiedToken::default();
+            t.subject = Some("dev".into());
+            t.audience = vec![RESOURCE.to_owned()];
+            t.expires_at = Some(SystemTime::now() + Duration::from_secs(3600));
+            Ok(t)
+        })
+    }
+}
+
+#[tokio::test]
+async fn the_catalog_page_calls_with_the_token_it_is_given() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    let server = Server::builder(presa::Implementation::new("catalog-auth", "1"))
+        .tool(
+            Tool::new("whoami")
+                .description("Says who is asking")
+                .handler(|call: ToolCall| async move {
+                    call.ctx
+                        .principal()
+                        .map_or("anonymous".to_owned(), |p| p.id().to_owned())
+                }),
+        )
+        .canonical_uri(RESOURCE)
+        .authorization(
+            Authorization::with_verifier(Arc::new(OneToken))
+                .authorization_server("https://auth.example.test"),
+        )
+        .build()
+        .expect("builds");
+    let h = Harness::start_with(server, HttpConfig::default().catalog(true)).await;
+    let c = &browser.client;
+    c.goto(&format!("{}/dev", h.url))
+        .await
+        .expect("the page loads");
+    // Without a token the endpoint refuses the page's first call, and the page says so.
+    let refused = find(c, "#status.bad").await.text().await.expect("text");
+    assert!(refused.contains("server/discover failed"), "{refused}");
+    fill(c, "#token", "dev-token").await;
+    find(c, "#reload").await.click().await.expect("load");
+    find(c, "body[data-loaded='true']").await;
+    let item = open(c, "tool", "whoami").await;
+    find(c, &format!("{item} form.call button.run"))
+        .await
+        .click()
+        .await
+        .expect("run");
+    let shown = result(c, &item, 1).await;
+    assert!(shown.contains("dev"), "{shown}");
+    // The raw request shows that a token was sent, never the token itself.
+    let raw = find(c, &format!("{item} .raw"))
+        .await
+        .html(true)
+        .await
+        .expect("html");
+    assert!(
+        raw.contains("Authorization: Bearer …") && !raw.contains("dev-token"),
+        "{raw}"
+    );
     browser.close().await;
 }

@@ -525,8 +525,9 @@
       h('div', { class: 'body' }, bodyParts));
   }
 
+  // The first paragraph of a description on one line, cut at 100 characters.
   function firstLine(s) {
-    const l = String(s).split('\n')[0];
+    const l = String(s).split(/\n\s*\n/)[0].replace(/\s+/g, ' ').trim();
     return l.length > 100 ? l.slice(0, 99) + '…' : l;
   }
 
