@@ -102,6 +102,28 @@ async fn the_catalog_page_runs_tools_elicits_and_reads_in_a_browser() {
     assert!(raw.contains("\"seconds\": 0.05"), "{raw}");
     close(c, &item).await;
 
+    // An argument mirrored into a header (Mcp-Param-Region), base64-wrapped when it is
+    // not plain ASCII.
+    let item = open(c, "tool", "custom_header_region").await;
+    fill(c, &format!("{item} [data-field='region']"), "Zürich").await;
+    find(c, &format!("{item} form.call button.run"))
+        .await
+        .click()
+        .await
+        .expect("run");
+    let shown = result(c, &item, 1).await;
+    assert!(shown.contains("region: Zürich"), "{shown}");
+    let raw = find(c, &format!("{item} .raw"))
+        .await
+        .html(true)
+        .await
+        .expect("html");
+    assert!(
+        raw.contains("Mcp-Param-Region: =?base64?WsO8cmljaA==?="),
+        "{raw}"
+    );
+    close(c, &item).await;
+
     // An object nested through a $ref, an optional enum, strings.
     let item = open(c, "tool", "json_schema_2020_12_tool").await;
     fill(c, &format!("{item} [data-field='name']"), "Ada").await;
