@@ -119,3 +119,46 @@ fn asset(
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::http::HttpConfig;
+
+    #[test]
+    fn the_page_sits_under_the_endpoint() {
+        assert_eq!(page_path("/mcp"), "/mcp/dev");
+        assert_eq!(page_path("/"), "/dev");
+        assert_eq!(page_path("/api/mcp/"), "/api/mcp/dev");
+    }
+
+    #[test]
+    fn only_loopback_addresses_pass_unless_forced() {
+        let addr = |s: &str| s.parse::<SocketAddr>().expect("an address");
+        let on = HttpConfig::default().catalog(true);
+        for ok in [
+            "127.0.0.1:3000",
+            "127.255.255.254:1",
+            "[::1]:3000",
+            "[::ffff:127.0.0.1]:3000",
+        ] {
+            assert!(check_address(&on, addr(ok)).is_ok(), "{ok}");
+        }
+        // Just past 127.0.0.0/8 and ::1, and the wildcard addresses.
+        for refused in [
+            "128.0.0.0:1",
+            "126.255.255.255:1",
+            "0.0.0.0:3000",
+            "[::]:3000",
+            "[::2]:3000",
+            "[::ffff:10.0.0.1]:3000",
+            "192.168.1.10:3000",
+        ] {
+            let e = check_address(&on, addr(refused)).expect_err(refused);
+            assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput, "{refused}");
+        }
+        let forced = on.clone().catalog_beyond_loopback(true);
+        assert!(check_address(&forced, addr("0.0.0.0:3000")).is_ok());
+        assert!(check_address(&HttpConfig::default(), addr("0.0.0.0:3000")).is_ok());
+    }
+}
