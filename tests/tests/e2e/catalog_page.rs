@@ -94,9 +94,31 @@ async fn the_page_and_its_assets_are_served_with_their_types_and_policy() {
 
 #[tokio::test]
 async fn the_page_sits_beside_the_configured_path() {
+    // The page names its endpoint relative to itself, so it holds under a prefix too.
+    let h = Harness::start_with(fixture(), HttpConfig::default().catalog(true)).await;
+    let (_, _, page) = get(&format!("{}/mcp/dev", h.base), &[]).await;
+    assert!(
+        page.contains(r#"<meta name="mcp-endpoint" content="../mcp">"#),
+        "{page}"
+    );
     let h = Harness::start_with(fixture(), HttpConfig::default().path("/").catalog(true)).await;
-    let (status, _, _) = get(&format!("{}/dev", h.base), &[]).await;
+    let (status, _, page) = get(&format!("{}/dev", h.base), &[]).await;
     assert_eq!(status, 200);
+    assert!(
+        page.contains(r#"<meta name="mcp-endpoint" content="./">"#),
+        "{page}"
+    );
+    let h = Harness::start_with(
+        fixture(),
+        HttpConfig::default().path("/api/mcp/").catalog(true),
+    )
+    .await;
+    let (status, _, page) = get(&format!("{}/api/mcp/dev", h.base), &[]).await;
+    assert_eq!(status, 200);
+    assert!(
+        page.contains(r#"<meta name="mcp-endpoint" content="./">"#),
+        "{page}"
+    );
     let h = Harness::start_with(
         fixture(),
         HttpConfig::default().path("/api/mcp").catalog(true),

@@ -12,8 +12,9 @@
 
 (() => {
   const PROTOCOL = '2026-07-28';
-  // The page is `<endpoint>/dev`; the endpoint is its path without `/dev`.
-  const ENDPOINT = location.pathname.replace(/\/dev$/, '') || '/';
+  // The endpoint, named by the page relative to itself (so a router nested under a
+  // prefix finds it too).
+  const ENDPOINT = new URL(document.querySelector('meta[name="mcp-endpoint"]').content, location.href).pathname;
   const CLIENT = { name: 'presa-catalog', version: '1' };
   const CAPABILITIES = { elicitation: {} };
   let nextId = 1;

@@ -19,13 +19,14 @@
 
 use super::{Endpoint, check_origin, host_verdict};
 use axum::Router;
+use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use std::net::SocketAddr;
 
-/// The page.
+/// The page; `{{endpoint}}` stands for where its endpoint is, relative to it.
 const HTML: &str = include_str!("catalog.html");
 /// Its script: builds the page from the server's listings, with DOM calls only.
 const JS: &str = include_str!("catalog.js");
@@ -47,14 +48,46 @@ pub(super) fn page_path(endpoint: &str) -> String {
     }
 }
 
+/// The endpoint as a reference relative to its page, for the page's `mcp-endpoint` meta
+/// tag: from `/mcp/dev`, `../mcp`; from `/mcp/dev` of an endpoint at `/mcp/`, `./`.
+/// Relative, so that it still holds when an app nests the router under a prefix.
+fn endpoint_from_page(endpoint: &str) -> String {
+    match endpoint.rsplit('/').next() {
+        Some(last) if !last.is_empty() => format!("../{last}"),
+        _ => "./".to_owned(),
+    }
+}
+
+/// The page, naming its endpoint (HTML-escaped: the path is the app's to choose).
+fn page(endpoint: &str) -> String {
+    let mut escaped = String::new();
+    for c in endpoint_from_page(endpoint).chars() {
+        match c {
+            '&' => escaped.push_str("&amp;"),
+            '"' => escaped.push_str("&quot;"),
+            '<' => escaped.push_str("&lt;"),
+            '>' => escaped.push_str("&gt;"),
+            c => escaped.push(c),
+        }
+    }
+    HTML.replace("{{endpoint}}", &escaped)
+}
+
 /// Adds the page's three routes for an endpoint at `endpoint`. The page names its assets
 /// relative to itself (`dev/catalog.js`), so they sit under its path.
 pub(super) fn routes(router: Router<Endpoint>, endpoint: &str) -> Router<Endpoint> {
-    let page = page_path(endpoint);
+    let path = page_path(endpoint);
+    let html: Bytes = page(endpoint).into();
     router
-        .route(&page, get(html))
-        .route(&format!("{page}/catalog.js"), get(js))
-        .route(&format!("{page}/catalog.css"), get(css))
+        .route(
+            &path,
+            get(move |State(e): State<Endpoint>, headers: HeaderMap| {
+                let html = html.clone();
+                async move { asset(&e, &headers, html, "text/html; charset=utf-8") }
+            }),
+        )
+        .route(&format!("{path}/catalog.js"), get(js))
+        .route(&format!("{path}/catalog.css"), get(css))
 }
 
 /// Refuses a page that would be served on an address other than loopback, unless forced.
@@ -74,26 +107,27 @@ pub(super) fn check_address(config: &super::HttpConfig, addr: SocketAddr) -> std
     Ok(())
 }
 
-async fn html(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
-    asset(&endpoint, &headers, HTML, "text/html; charset=utf-8")
-}
-
 async fn js(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
-    asset(&endpoint, &headers, JS, "text/javascript; charset=utf-8")
+    asset(
+        &endpoint,
+        &headers,
+        Bytes::from_static(JS.as_bytes()),
+        "text/javascript; charset=utf-8",
+    )
 }
 
 async fn css(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
-    asset(&endpoint, &headers, CSS, "text/css; charset=utf-8")
+    asset(
+        &endpoint,
+        &headers,
+        Bytes::from_static(CSS.as_bytes()),
+        "text/css; charset=utf-8",
+    )
 }
 
 /// One asset, after the endpoint's Origin and Host rules. (A page that is off has no
 /// route: its paths get the endpoint's 404.)
-fn asset(
-    endpoint: &Endpoint,
-    headers: &HeaderMap,
-    body: &'static str,
-    kind: &'static str,
-) -> Response {
+fn asset(endpoint: &Endpoint, headers: &HeaderMap, body: Bytes, kind: &'static str) -> Response {
     if let Err(forbidden) = check_origin(&endpoint.config, headers) {
         return forbidden;
     }
@@ -130,6 +164,10 @@ mod tests {
         assert_eq!(page_path("/mcp"), "/mcp/dev");
         assert_eq!(page_path("/"), "/dev");
         assert_eq!(page_path("/api/mcp/"), "/api/mcp/dev");
+        assert_eq!(endpoint_from_page("/mcp"), "../mcp");
+        assert_eq!(endpoint_from_page("/"), "./");
+        assert_eq!(endpoint_from_page("/api/mcp/"), "./");
+        assert!(page("/a\"<b>&").contains(r#"content="../a&quot;&lt;b&gt;&amp;""#));
     }
 
     #[test]
