@@ -35,7 +35,7 @@ pub const DRAIN: Duration = Duration::from_millis(500);
 pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
-usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close] [--auth ISSUER]
+usage: presa-fixture [--transport http|stdio] [--port N] [--dev] [--exit-on-stdin-close] [--auth ISSUER]
                      [--tasks-store URL [--store-timeout MS]] [--task-lease MS]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
@@ -47,6 +47,9 @@ conformance runner calls.
   --transport stdio      newline-delimited JSON-RPC on stdin and stdout; stops when stdin
                          reaches its end.
   --port N               the HTTP port (also from MCP_PORT); 0, the default, picks a free one.
+  --dev                  over HTTP, also serve the catalog page at /mcp/dev: every tool,
+                         resource and prompt, with forms that call them (the ready line
+                         then names it as \"catalog\").
   --exit-on-stdin-close  over HTTP, also stop when stdin reaches its end.
   --auth ISSUER          over HTTP, an OAuth 2.1 resource server: every request needs a JWT
                          access token from the authorization server ISSUER (its keys found
@@ -84,6 +87,8 @@ struct Args {
     transport: Transport,
     port: u16,
     exit_on_stdin_close: bool,
+    /// `--dev`: the catalog page.
+    dev: bool,
     /// The authorization server's issuer, in `--auth` mode.
     auth: Option<String>,
     /// `--tasks-store`.
@@ -158,6 +163,7 @@ fn parse_args(
 ) -> Result<Command, String> {
     let mut transport = Transport::Http;
     let mut exit_on_stdin_close = false;
+    let mut dev = false;
     let mut auth = None;
     let mut store = None;
     let mut store_timeout = STORE_TIMEOUT;
@@ -182,6 +188,7 @@ fn parse_args(
                     .map_err(|_| format!("--port {p:?} is not a port number"))?;
             }
             "--exit-on-stdin-close" => exit_on_stdin_close = true,
+            "--dev" => dev = true,
             "--auth" => {
                 let issuer = args.next().ok_or("--auth takes an issuer URL")?;
                 if !issuer.starts_with("https://") && !issuer.starts_with("http://") {
@@ -222,10 +229,14 @@ fn parse_args(
     if auth.is_some() && transport == Transport::Stdio {
         return Err("--auth is for HTTP: over stdio credentials come from the environment".into());
     }
+    if dev && transport == Transport::Stdio {
+        return Err("--dev is for HTTP: the catalog page is served beside the endpoint".into());
+    }
     Ok(Command::Serve(Args {
         transport,
         port,
         exit_on_stdin_close,
+        dev,
         auth,
         store,
         store_timeout,
@@ -321,24 +332,28 @@ async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
         None => None,
     };
     let server = build_with_store(auth, store, args.task_lease).map_err(std::io::Error::other)?;
+    let config = HttpConfig::default()
+        .shutdown_grace(DRAIN)
+        .catalog(args.dev);
     if args.exit_on_stdin_close {
-        serve_on(server, listener, stdin_closed()?).await
+        serve_on(server, listener, config, stdin_closed()?).await
     } else {
-        serve_on(server, listener, std::future::pending()).await
+        serve_on(server, listener, config, std::future::pending()).await
     }
 }
 
-/// Serves over Streamable HTTP on 127.0.0.1 until a signal arrives (presa's own stop)
-/// or `stop` completes; requests still open then get [`DRAIN`] to finish. The ready line
-/// is printed once serving has begun, so a signal sent as soon as it is seen stops
-/// serving, never the process by the signal's default action.
+/// Serves over Streamable HTTP on 127.0.0.1 with `config` until a signal arrives
+/// (presa's own stop) or `stop` completes; requests still open then get [`DRAIN`] to
+/// finish. The ready line is printed once serving has begun, so a signal sent as soon as
+/// it is seen stops serving, never the process by the signal's default action.
 async fn serve_on(
     server: Server,
     listener: tokio::net::TcpListener,
+    config: HttpConfig,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
-    let config = HttpConfig::default().shutdown_grace(DRAIN);
+    let catalog = config.catalog;
     let serving = server.serve_http_on(listener, config, stop);
     let mut serving = std::pin::pin!(serving);
     // The first poll installs presa's signal handlers and starts accepting.
@@ -347,10 +362,12 @@ async fn serve_on(
     {
         return served;
     }
-    println!(
-        "{}",
-        serde_json::json!({"conformanceReady": true, "url": format!("http://{addr}/mcp")})
-    );
+    let mut ready =
+        serde_json::json!({"conformanceReady": true, "url": format!("http://{addr}/mcp")});
+    if catalog {
+        ready["catalog"] = format!("http://{addr}/mcp/dev").into();
+    }
+    println!("{ready}");
     serving.await
 }
 
@@ -399,6 +416,7 @@ mod tests {
         assert_eq!(args.transport, Transport::Http);
         assert_eq!(args.port, 0);
         assert!(!args.exit_on_stdin_close);
+        assert!(!args.dev);
         assert_eq!(args.auth, None);
         assert_eq!(args.store, None);
         assert_eq!(args.store_timeout, STORE_TIMEOUT);
@@ -475,6 +493,12 @@ mod tests {
         assert_eq!(args.transport, Transport::Stdio);
         assert_eq!(args.port, 3001);
         assert!(args.exit_on_stdin_close);
+    }
+
+    #[test]
+    fn dev_is_for_http_only() {
+        assert!(serve(&["--dev"], None).dev);
+        assert!(parse(&["--transport", "stdio", "--dev"], None).is_err());
     }
 
     #[test]

@@ -2,6 +2,8 @@
 
 use presa::extract::Args;
 use presa::{CallToolResult, Content, LogLevel, RequestContext, ResourceContents, ServerBuilder};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use std::time::Duration;
 
@@ -24,6 +26,7 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<custom_header_region>()
         .add::<json_schema_2020_12_tool>()
         .add::<a_header_probe>()
+        .add::<plan_trip>()
 }
 
 /// Returns one text content item.
@@ -141,4 +144,29 @@ async fn json_schema_2020_12_tool(Args(arguments): Args<Map<String, Value>>) -> 
 #[presa::tool]
 async fn a_header_probe() -> &'static str {
     "header probe ok"
+}
+
+/// A cabin class.
+#[derive(Clone, Copy, Debug, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum Cabin {
+    Economy,
+    Business,
+    First,
+}
+
+/// Plans a trip through the cities given: an enum, a boolean, an array and a default,
+/// shapes the catalog page builds its forms for.
+#[presa::tool]
+async fn plan_trip(
+    #[arg(description = "The cabin class")] cabin: Cabin,
+    #[arg(description = "Whether to sit by the window")] window: bool,
+    #[arg(description = "The cities on the way, in order")] stops: Vec<String>,
+    #[arg(description = "Nights in each city", default = 2)] nights: u32,
+) -> String {
+    let seat = if window { "window" } else { "aisle" };
+    format!(
+        "{cabin:?} trip, {seat} seat, {nights} nights each in: {}",
+        stops.join(" -> ")
+    )
 }

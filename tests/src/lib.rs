@@ -6,10 +6,11 @@
 //! revisions), the one client that runs a rule over both, the one SSE reader, waits
 //! on conditions, a real OAuth 2.1 authorization server for the authorization tests
 //! (`authz`), a throwaway PostgreSQL server for the PostgreSQL task store
-//! (`postgres`), and fixture replicas (`replicas`) behind a throwaway HAProxy
-//! (`haproxy`).
+//! (`postgres`), fixture replicas (`replicas`) behind a throwaway HAProxy (`haproxy`),
+//! and headless Chromium over WebDriver for the catalog page (`browser`).
 
 pub mod authz;
+pub mod browser;
 pub mod client;
 pub mod haproxy;
 pub mod http;

@@ -8,6 +8,8 @@
 mod auth_http;
 mod auth_verifiers;
 mod blocking;
+mod catalog_browser;
+mod catalog_page;
 mod fanout_postgres;
 mod http;
 mod http_admission;

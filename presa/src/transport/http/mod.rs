@@ -14,6 +14,7 @@
 
 mod budget;
 mod cap;
+mod catalog;
 mod legacy;
 mod queue;
 mod serve;
@@ -120,6 +121,13 @@ pub struct HttpConfig {
     /// How long requests in flight get to finish once serving stops (default 10 s);
     /// what still runs then is dropped, which cancels its handler.
     pub shutdown_grace: Duration,
+    /// Whether the catalog page is served at `<path>/dev` (default false): a development
+    /// page listing every tool, resource, template and prompt, with forms that call them
+    /// through this endpoint. See [`HttpConfig::catalog`].
+    pub catalog: bool,
+    /// Whether the catalog page may be served on an address that is not loopback
+    /// (default false). See [`HttpConfig::catalog_beyond_loopback`].
+    pub catalog_beyond_loopback: bool,
 }
 
 impl Default for HttpConfig {
@@ -147,6 +155,8 @@ impl Default for HttpConfig {
             memory_budget: 128 * 1024 * 1024,
             stop_on_signals: true,
             shutdown_grace: crate::transport::shutdown::DEFAULT_DRAIN,
+            catalog: false,
+            catalog_beyond_loopback: false,
         }
     }
 }
@@ -282,6 +292,33 @@ impl HttpConfig {
         self
     }
 
+    /// Serves the catalog page, for development, at `<path>/dev` (`/mcp/dev` by
+    /// default): every tool, resource, template and prompt with its description,
+    /// annotations and schemas, a form for each tool's arguments that makes a real
+    /// `tools/call` through the endpoint (showing progress, log messages, the raw
+    /// exchange, and a form for any elicitation the tool asks for), resource reads and
+    /// prompt gets. A token field sends `Authorization: Bearer` when the server has
+    /// authorization.
+    ///
+    /// The page and its script and style are compiled in, served with a strict
+    /// Content-Security-Policy, and pass the endpoint's Origin and Host rules.
+    /// [`Server::serve_http_on`] refuses to serve it on an address that is not loopback
+    /// (see [`HttpConfig::catalog_beyond_loopback`]); a router mounted in an app with
+    /// [`Server::router`] cannot know its address, so there the choice is the app's.
+    pub fn catalog(mut self, on: bool) -> Self {
+        self.catalog = on;
+        self
+    }
+
+    /// Lets [`Server::serve_http_on`] serve the catalog page on an address that is not
+    /// loopback (`0.0.0.0`, a public interface). Whoever reaches the page can call every
+    /// tool: use it only on a network you trust, such as inside a development container
+    /// whose port is forwarded to loopback.
+    pub fn catalog_beyond_loopback(mut self, on: bool) -> Self {
+        self.catalog_beyond_loopback = on;
+        self
+    }
+
     /// Turns on the Host allow-list.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
@@ -329,6 +366,7 @@ impl Server {
     fn router_closing(&self, config: HttpConfig, closing: CancellationToken) -> Router {
         self.core.start_fanout();
         let path = config.path.clone();
+        let catalog = config.catalog;
         let endpoint = Endpoint(Arc::new(Shared {
             server: self.clone(),
             streams: Cap::new(config.max_streams),
@@ -346,6 +384,9 @@ impl Server {
                 .delete(legacy::handle_delete)
                 .fallback(method_not_allowed),
         );
+        if catalog {
+            router = catalog::routes(router, &path);
+        }
         if let Some(guard) = &self.core.auth {
             for at in guard.metadata_paths() {
                 router = router.route(at, axum::routing::get(protected_resource_metadata));

@@ -371,6 +371,10 @@ impl Server {
     /// request it is serving for up to `config.shutdown_grace`, drops what is still
     /// running after that (cancelling its handler), and returns.
     ///
+    /// With [`HttpConfig::catalog`] on, a listener on an address that is not loopback is
+    /// refused (an [`io::ErrorKind::InvalidInput`] error, before anything is served)
+    /// unless [`HttpConfig::catalog_beyond_loopback`] is on too.
+    ///
     /// Connections are bounded by `config.max_connections`, `header_read_timeout`,
     /// `idle_timeout` and `write_timeout`; accepted sockets get `TCP_NODELAY`.
     pub async fn serve_http_on(
@@ -379,6 +383,7 @@ impl Server {
         config: HttpConfig,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> io::Result<()> {
+        super::catalog::check_address(&config, listener.local_addr()?)?;
         let stop = Stop::new(shutdown, config.stop_on_signals)?;
         let grace = config.shutdown_grace;
         let max_connections = config.max_connections.clamp(1, Semaphore::MAX_PERMITS);
