@@ -151,6 +151,13 @@ async fn the_send_queue_keeps_its_bound_and_drops_past_it() {
         from_b,
         mut received,
     } = Pair::listening(&pg).await;
+    // The gap listening begins with, read first: the kept messages alone then fit in a
+    // subscription's capacity, so a test descheduled while they arrive does not lag.
+    assert_eq!(
+        tokio::time::timeout(PATIENCE, received.recv()).await.ok(),
+        Some(Ok(Delivery::Gap)),
+        "listening begins with a gap"
+    );
     let queued = from_b.clone();
     std::thread::spawn(move || {
         for n in 0..=PgFanout::MAX_QUEUED {
