@@ -63,3 +63,8 @@ pub(crate) fn traceparent_of(_span: &tracing::Span) -> Option<String> {
 /// Nothing to link without `otel`.
 #[inline(always)]
 pub(crate) fn link(_span: &tracing::Span, _traceparent: &str) {}
+
+/// Names the span (`otel.name`).
+pub(crate) fn rename(span: &tracing::Span, name: &str) {
+    span.record("otel.name", name);
+}

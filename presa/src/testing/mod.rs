@@ -391,6 +391,9 @@ impl TestResponse {
 #[cfg(test)]
 mod pipeline;
 
+#[cfg(all(test, feature = "otel"))]
+mod otel;
+
 #[cfg(test)]
 mod tests {
     use super::*;
