@@ -385,3 +385,52 @@ async fn the_duration_histogram_records_each_request() {
     assert!(!keys.iter().any(|k| k == "error.type"), "{keys:?}");
     let _ = provider.shutdown();
 }
+
+/// A task's run has a span of its own, `execute_tool {tool}`, linked to the request
+/// that created the task.
+#[cfg(feature = "tasks")]
+#[tokio::test(flavor = "current_thread")]
+async fn a_task_run_is_linked_to_the_request_that_created_it() {
+    use crate::tasks::{TaskMode, Tasks};
+    let spans = spans(|_| async move {
+        let server = Server::builder(Implementation::new("otel", "1"))
+            .tool(
+                Tool::new("slowish")
+                    .task(TaskMode::Required)
+                    .handler(|_: ToolCall| async {
+                        tokio::task::yield_now().await;
+                        "done"
+                    }),
+            )
+            .extension(Tasks::new())
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server)
+            .with_capabilities(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+        let created = client.call_tool("slowish", json!({})).await;
+        let id = created.result()["taskId"].clone();
+        for _ in 0..250 {
+            let task = client.request("tasks/get", json!({"taskId": id})).await;
+            if task.result()["status"] == "completed" {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+        panic!("the task did not complete");
+    })
+    .await;
+    let request = spans
+        .iter()
+        .find(|s| s.name == "tools/call slowish")
+        .expect("the creating request's span");
+    let run = spans
+        .iter()
+        .find(|s| s.name == "execute_tool slowish")
+        .expect("the run's span");
+    assert_eq!(run.span_kind, SpanKind::Internal);
+    assert_eq!(text(run, "gen_ai.tool.name").as_deref(), Some("slowish"));
+    assert_eq!(run.links.links.len(), 1, "{:?}", run.links);
+    let linked = &run.links.links[0].span_context;
+    assert_eq!(linked.trace_id(), request.span_context.trace_id());
+    assert_eq!(linked.span_id(), request.span_context.span_id());
+}
