@@ -391,7 +391,8 @@ impl TestResponse {
 #[cfg(test)]
 mod pipeline;
 
-#[cfg(all(test, feature = "otel"))]
+#[cfg(feature = "otel")]
+#[cfg(test)]
 mod otel;
 
 #[cfg(test)]
