@@ -150,6 +150,7 @@ pub(crate) fn request_span(
 
 /// The span of a task's run (the Tasks extension's worker), as the GenAI conventions
 /// name a tool's execution: `execute_tool {gen_ai.tool.name}`, kind INTERNAL.
+#[cfg(feature = "tasks")]
 pub(crate) fn task_span(tool: &str) -> tracing::Span {
     let span = tracing::info_span!(
         target: "presa::observe",

@@ -39,6 +39,7 @@ pub(crate) fn listen_closed() {}
 pub(crate) fn listen_event_dropped() {}
 
 /// Nothing: no metrics without `otel`.
+#[cfg(feature = "tasks")]
 #[inline(always)]
 pub(crate) fn task_status(_status: &'static str) {}
 

@@ -46,6 +46,7 @@ struct Instruments {
     rejections: Counter<u64>,
     streams: UpDownCounter<i64>,
     dropped: Counter<u64>,
+    #[cfg(feature = "tasks")]
     tasks: Counter<u64>,
     state_failures: Counter<u64>,
     sessions: UpDownCounter<i64>,
@@ -90,6 +91,7 @@ pub(crate) fn start_metrics(meter: &opentelemetry::metrics::Meter) {
                 .with_unit("{event}")
                 .with_description("Events dropped because a listener's queue was full")
                 .build(),
+            #[cfg(feature = "tasks")]
             tasks: meter
                 .u64_counter("presa.tasks.status_changes")
                 .with_unit("{task}")
@@ -230,6 +232,7 @@ pub(crate) fn listen_event_dropped() {
 }
 
 /// A task entered `status`.
+#[cfg(feature = "tasks")]
 pub(crate) fn task_status(status: &'static str) {
     if let Some(i) = instruments() {
         i.tasks
