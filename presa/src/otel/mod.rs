@@ -169,7 +169,17 @@ impl Telemetry {
                 )
         });
         tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            // Spans and events at INFO and above become OpenTelemetry spans and span
+            // events; without the layer's per-span code location, thread and busy/idle
+            // attributes, which the conventions do not name and every span would pay for.
+            .with(
+                tracing_opentelemetry::layer()
+                    .with_tracer(tracer)
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_tracked_inactivity(false)
+                    .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+            )
             .with(metrics_layer())
             .with(fmt)
             .try_init()
