@@ -31,6 +31,13 @@ mod prometheus;
 
 pub use prometheus::prometheus_text;
 
+/// The process-wide pull reader, for the tests of `/metrics`.
+#[cfg(test)]
+pub(crate) fn prometheus_reader_for_tests() -> impl opentelemetry_sdk::metrics::reader::MetricReader
+{
+    prometheus::reader()
+}
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
