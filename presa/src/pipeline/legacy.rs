@@ -53,7 +53,14 @@ impl Core {
             return Step::Done(Err(refused(&method, &params)));
         }
         match &*method {
-            "initialize" => return answer(self.initialize(&session, &params)),
+            "initialize" => {
+                let answer = answer(self.initialize(&session, &params));
+                // The revision the handshake settled on, when it did.
+                if let Some(version) = session.version() {
+                    crate::observe::protocol_version(&super::request_span(), version);
+                }
+                return answer;
+            }
             "ping" => return answer(Ok(Map::new())),
             _ => {}
         }
@@ -344,18 +351,10 @@ fn subscribe(
     Ok(Map::new())
 }
 
-/// W3C trace context from `_meta`, carried into the request's span.
+/// What admission learnt that the request's span records: the protocol version. (The
+/// trace context became the span's parent before admission, [`super::Core::serve`].)
 fn record_trace_context(meta: &RequestMeta) {
-    let span = super::request_span();
-    for (field, value) in [
-        ("trace_parent", &meta.traceparent),
-        ("trace_state", &meta.tracestate),
-        ("baggage", &meta.baggage),
-    ] {
-        if let Some(v) = value {
-            span.record(field, v.as_str());
-        }
-    }
+    crate::observe::protocol_version(&super::request_span(), meta.protocol_version);
 }
 
 /// Serves a request in rounds: `run` runs the handler with a round's context; while the

@@ -399,6 +399,10 @@ pub use surface::{
     SurfaceOutcome, SurfaceSnapshot, UPDATE_VARIABLE, assert_surface,
 };
 
+#[cfg(feature = "otel")]
+#[cfg(test)]
+mod otel;
+
 #[cfg(test)]
 mod tests {
     use super::*;
