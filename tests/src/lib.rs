@@ -6,8 +6,9 @@
 //! revisions), the one client that runs a rule over both, the one SSE reader, waits
 //! on conditions, a real OAuth 2.1 authorization server for the authorization tests
 //! (`authz`), a throwaway PostgreSQL server for the PostgreSQL task store
-//! (`postgres`), and fixture replicas (`replicas`) behind a throwaway HAProxy
-//! (`haproxy`).
+//! (`postgres`), fixture replicas (`replicas`) behind a throwaway HAProxy
+//! (`haproxy`), and the receivers of what a server observes of itself: an OTLP/HTTP
+//! receiver run in process (`otlp`) and a throwaway Prometheus (`prometheus`).
 
 pub mod authz;
 pub mod client;
@@ -15,7 +16,9 @@ pub mod haproxy;
 pub mod http;
 pub mod legacy;
 pub mod legacy_stdio;
+pub mod otlp;
 pub mod postgres;
+pub mod prometheus;
 pub mod replicas;
 pub mod schema;
 pub mod sse;
