@@ -35,8 +35,9 @@ pub const DRAIN: Duration = Duration::from_millis(500);
 pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 
 const USAGE: &str = "\
-usage: presa-fixture [--transport http|stdio] [--port N] [--exit-on-stdin-close] [--auth ISSUER]
-                     [--tasks-store URL [--store-timeout MS]] [--task-lease MS]
+usage: presa-fixture [--transport http|stdio] [--port N] [--http ADDR] [--exit-on-stdin-close]
+                     [--auth ISSUER] [--tasks-store URL [--store-timeout MS]] [--task-lease MS]
+                     [--otel ENDPOINT [--otel-interval MS]] [--metrics]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
 conformance runner calls.
@@ -47,7 +48,15 @@ conformance runner calls.
   --transport stdio      newline-delimited JSON-RPC on stdin and stdout; stops when stdin
                          reaches its end.
   --port N               the HTTP port (also from MCP_PORT); 0, the default, picks a free one.
+  --http ADDR            Streamable HTTP on ADDR (127.0.0.1:PORT; port 0 picks a free one):
+                         --transport http with that address.
   --exit-on-stdin-close  over HTTP, also stop when stdin reaches its end.
+  --otel ENDPOINT        export spans and metrics over OTLP/HTTP (protobuf) to the collector
+                         at ENDPOINT, a base URL (http://127.0.0.1:4318): POST
+                         ENDPOINT/v1/traces and ENDPOINT/v1/metrics.
+  --otel-interval MS     how often metrics are exported (default 1000).
+  --metrics              over HTTP, serve the metrics at GET /metrics in the Prometheus text
+                         format.
   --auth ISSUER          over HTTP, an OAuth 2.1 resource server: every request needs a JWT
                          access token from the authorization server ISSUER (its keys found
                          through its metadata, fetched at start), issued for the fixture's
@@ -92,6 +101,14 @@ struct Args {
     store_timeout: Duration,
     /// `--task-lease`.
     task_lease: Option<Duration>,
+    /// `--http`'s address (else 127.0.0.1 and `port`).
+    addr: Option<std::net::SocketAddr>,
+    /// `--otel`: the OTLP/HTTP collector's base URL.
+    otel: Option<String>,
+    /// `--otel-interval`.
+    otel_interval: Duration,
+    /// `--metrics`.
+    metrics: bool,
 }
 
 /// Where `--tasks-store` keeps tasks and spent single-use request states.
@@ -162,6 +179,10 @@ fn parse_args(
     let mut store = None;
     let mut store_timeout = STORE_TIMEOUT;
     let mut task_lease = None;
+    let mut addr = None;
+    let mut otel = None;
+    let mut otel_interval = Duration::from_secs(1);
+    let mut metrics = false;
     let mut port = match mcp_port {
         Some(p) => p
             .parse()
@@ -182,6 +203,35 @@ fn parse_args(
                     .map_err(|_| format!("--port {p:?} is not a port number"))?;
             }
             "--exit-on-stdin-close" => exit_on_stdin_close = true,
+            "--http" => {
+                let a = args
+                    .next()
+                    .ok_or("--http takes an address (127.0.0.1:PORT)")?;
+                addr = Some(
+                    a.parse()
+                        .map_err(|_| format!("--http {a:?} is not an address (127.0.0.1:PORT)"))?,
+                );
+                transport = Transport::Http;
+            }
+            "--otel" => {
+                let endpoint = args.next().ok_or("--otel takes the collector's URL")?;
+                if !endpoint.starts_with("http://") {
+                    return Err(format!("--otel {endpoint:?} is not an http:// URL"));
+                }
+                otel = Some(endpoint);
+            }
+            "--otel-interval" => {
+                let ms = args.next().ok_or("--otel-interval takes milliseconds")?;
+                otel_interval = match ms.parse::<u64>() {
+                    Ok(ms) if ms > 0 => Duration::from_millis(ms),
+                    _ => {
+                        return Err(format!(
+                            "--otel-interval {ms:?} is not a number of milliseconds above 0"
+                        ));
+                    }
+                };
+            }
+            "--metrics" => metrics = true,
             "--auth" => {
                 let issuer = args.next().ok_or("--auth takes an issuer URL")?;
                 if !issuer.starts_with("https://") && !issuer.starts_with("http://") {
@@ -222,8 +272,15 @@ fn parse_args(
     if auth.is_some() && transport == Transport::Stdio {
         return Err("--auth is for HTTP: over stdio credentials come from the environment".into());
     }
+    if metrics && transport == Transport::Stdio {
+        return Err("--metrics is served over HTTP".into());
+    }
     Ok(Command::Serve(Args {
         transport,
+        addr,
+        otel,
+        otel_interval,
+        metrics,
         port,
         exit_on_stdin_close,
         auth,
@@ -247,13 +304,35 @@ pub fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
-        )
-        .init();
+    // Telemetry, when asked for, installs the subscriber itself (with the same stderr log);
+    // its guard flushes what is left when `main` returns.
+    let _telemetry = if args.otel.is_some() || args.metrics {
+        let telemetry = match &args.otel {
+            Some(endpoint) => presa::otel::Telemetry::otlp(endpoint.as_str()),
+            None => presa::otel::Telemetry::local(),
+        };
+        match telemetry
+            .service_name("presa-fixture")
+            .metric_interval(args.otel_interval)
+            .prometheus(args.metrics)
+            .install()
+        {
+            Ok(guard) => Some(guard),
+            Err(e) => {
+                eprintln!("presa-fixture: telemetry: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    } else {
+        tracing_subscriber::fmt()
+            .with_writer(std::io::stderr)
+            .with_env_filter(
+                tracing_subscriber::EnvFilter::try_from_default_env()
+                    .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+            )
+            .init();
+        None
+    };
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(r) => r,
         Err(e) => {
@@ -305,7 +384,10 @@ async fn run(args: Args) -> ExitCode {
 /// Binds 127.0.0.1, builds the server (in `--auth` mode for the bound address, after
 /// fetching the authorization server's keys) and serves it until stopped.
 async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?;
+    let listener = match args.addr {
+        Some(addr) => tokio::net::TcpListener::bind(addr).await?,
+        None => tokio::net::TcpListener::bind(("127.0.0.1", args.port)).await?,
+    };
     let addr = listener.local_addr()?;
     let settings = args.auth.as_ref().map(|issuer| AuthSettings {
         issuer: issuer.clone(),
@@ -321,10 +403,13 @@ async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
         None => None,
     };
     let server = build_with_store(auth, store, args.task_lease).map_err(std::io::Error::other)?;
+    let config = HttpConfig::default()
+        .shutdown_grace(DRAIN)
+        .metrics(args.metrics);
     if args.exit_on_stdin_close {
-        serve_on(server, listener, stdin_closed()?).await
+        serve_on(server, listener, config, stdin_closed()?).await
     } else {
-        serve_on(server, listener, std::future::pending()).await
+        serve_on(server, listener, config, std::future::pending()).await
     }
 }
 
@@ -335,10 +420,10 @@ async fn serve_http(args: &Args, store: Option<&Store>) -> std::io::Result<()> {
 async fn serve_on(
     server: Server,
     listener: tokio::net::TcpListener,
+    config: HttpConfig,
     stop: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
     let addr = listener.local_addr()?;
-    let config = HttpConfig::default().shutdown_grace(DRAIN);
     let serving = server.serve_http_on(listener, config, stop);
     let mut serving = std::pin::pin!(serving);
     // The first poll installs presa's signal handlers and starts accepting.

@@ -60,6 +60,9 @@ mod error;
 pub mod extension;
 pub mod extract;
 pub mod mrtr;
+mod observe;
+#[cfg(feature = "otel")]
+pub mod otel;
 mod pipeline;
 pub mod registry;
 mod schema;

@@ -10,6 +10,10 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[&str] = &[
     "error",
     "wire",
+    // What presa tells about its work (spans, metrics), and their export: called from
+    // everywhere above, knowing nothing of it.
+    "observe",
+    "otel",
     "shape",
     "schema",
     "auth",

@@ -215,18 +215,10 @@ fn admit_meta(
     }
 }
 
-/// W3C trace context from `_meta`, carried into the request's span.
+/// What admission learnt that the request's span records: the protocol version. (The
+/// trace context became the span's parent before admission, [`super::Core::serve`].)
 fn record_trace_context(meta: &RequestMeta) {
-    let span = super::request_span();
-    for (field, value) in [
-        ("trace_parent", &meta.traceparent),
-        ("trace_state", &meta.tracestate),
-        ("baggage", &meta.baggage),
-    ] {
-        if let Some(v) = value {
-            span.record(field, v.as_str());
-        }
-    }
+    crate::observe::protocol_version(&super::request_span(), meta.protocol_version);
 }
 
 /// The HTTP mirror checks of `Mcp-Method` and `Mcp-Name` (wire sections 13.4 and 13.5).

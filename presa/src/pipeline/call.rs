@@ -10,6 +10,7 @@ use super::{Core, Step, headers};
 use crate::error::Error;
 use crate::extension::{Intercepted, ToolInvocation};
 use crate::mrtr::round::Closing;
+use crate::observe::{self, Target};
 use crate::registry::BoxFuture;
 use crate::registry::tool::{ToolEntry, ToolOutput};
 use crate::shape::Shaper;
@@ -74,7 +75,12 @@ pub(super) fn shape(
 ) -> Result<String, Error> {
     entry.check(result).and_then(|output| match output {
         ToolOutput::Text(text) => shaper.text(&text, buffer),
-        ToolOutput::Result(result) => shaper.call(&result, buffer),
+        ToolOutput::Result(result) => {
+            if result.is_error {
+                observe::tool_error(&super::request_span());
+            }
+            shaper.call(&result, buffer)
+        }
     })
 }
 
@@ -108,14 +114,14 @@ pub(super) fn prepare(
     // found nothing, the name is checked here, and an unknown one is reported after the
     // arguments are checked.
     let entry = if let Some(entry) = tool {
-        super::request_span().record("mcp.name", entry.tool.name.as_str());
+        observe::target(&super::request_span(), Target::Tool, &entry.tool.name);
         Ok(entry)
     } else {
         let name = super::dispatch::required_string(
             params.get("name"),
             "tools/call requires a non-empty string name",
         )?;
-        super::request_span().record("mcp.name", name);
+        // An unknown name is the client's arbitrary string: not recorded.
         Err(format!("Unknown tool: {name}"))
     };
     let arguments = match params.take("arguments") {
@@ -139,6 +145,7 @@ pub(super) fn prepare(
             "Invalid arguments for tool {}: {problems}",
             entry.tool.name
         ));
+        observe::tool_error(&super::request_span());
         return Ok(Prepared::Answered(shaper.call(&result, String::new())));
     }
     let Value::Object(arguments) = arguments else {

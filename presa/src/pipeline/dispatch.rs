@@ -192,7 +192,12 @@ async fn read_resource(
         "resources/read requires a non-empty string uri",
     )?
     .to_owned();
-    super::request_span().record("mcp.name", uri.as_str());
+    // Recorded only when opted in: a URI may carry what the client asked for.
+    crate::observe::target(
+        &super::request_span(),
+        crate::observe::Target::Resource,
+        &uri,
+    );
     if !crate::wire::uri::is_absolute_uri(&uri) {
         return Err(Error::invalid_params(
             "resources/read uri must be an absolute URI",
@@ -268,7 +273,6 @@ async fn get_prompt(
         "prompts/get requires a non-empty string name",
     )?
     .to_owned();
-    super::request_span().record("mcp.name", name.as_str());
     let arguments = string_map(
         params.get("arguments"),
         "prompts/get arguments must map strings to strings",
@@ -278,6 +282,12 @@ async fn get_prompt(
         .get(&name)
         .cloned()
         .ok_or_else(|| Error::invalid_params(format!("Unknown prompt: {name}")))?;
+    // Only a prompt the server has names the span: a client's arbitrary string does not.
+    crate::observe::target(
+        &super::request_span(),
+        crate::observe::Target::Prompt,
+        &entry.prompt.name,
+    );
     core.authorize(ctx.principal(), &entry.prompt.scopes)?;
     let missing: Vec<&str> = entry
         .prompt

@@ -344,18 +344,10 @@ fn subscribe(
     Ok(Map::new())
 }
 
-/// W3C trace context from `_meta`, carried into the request's span.
+/// What admission learnt that the request's span records: the protocol version. (The
+/// trace context became the span's parent before admission, [`super::Core::serve`].)
 fn record_trace_context(meta: &RequestMeta) {
-    let span = super::request_span();
-    for (field, value) in [
-        ("trace_parent", &meta.traceparent),
-        ("trace_state", &meta.tracestate),
-        ("baggage", &meta.baggage),
-    ] {
-        if let Some(v) = value {
-            span.record(field, v.as_str());
-        }
-    }
+    crate::observe::protocol_version(&super::request_span(), meta.protocol_version);
 }
 
 /// Serves a request in rounds: `run` runs the handler with a round's context; while the

@@ -36,6 +36,7 @@ use crate::context::{Host, Outbound};
 use crate::error::Error;
 use crate::extension::Extension;
 use crate::mrtr::round::Seals;
+use crate::observe;
 use crate::registry::Catalog;
 use crate::session::{Session, SessionConfig};
 use crate::shape::Shaper;
@@ -344,19 +345,24 @@ impl Core {
     /// poll is answered now; one that waits comes back as the rest (see [`Served`]).
     /// Everything runs inside the request's span and under the panic guard.
     pub(crate) fn serve(self: &Arc<Self>, request: Request, exchange: Exchange) -> Served {
-        let span = tracing::info_span!(
-            "mcp.request",
-            mcp.method.name = self.method_label(&request.method),
-            jsonrpc.request.id = %request.id,
-            mcp.name = tracing::field::Empty,
-            // Who the request acts for (the principal's id); never its token.
-            enduser.id = tracing::field::Empty,
-            outcome = tracing::field::Empty,
-            duration_us = tracing::field::Empty,
-            trace_parent = tracing::field::Empty,
-            trace_state = tracing::field::Empty,
-            baggage = tracing::field::Empty,
-        );
+        let network = match &exchange.transport {
+            Transport::Http(_) => observe::Network::Http,
+            Transport::Stdio => observe::Network::Pipe,
+            Transport::InProcess => observe::Network::InProcess,
+        };
+        let span = observe::request_span(self.method_label(&request.method), &request.id, network);
+        // The parent `_meta` names, set before the span is first entered (an
+        // OpenTelemetry span's parent is fixed once it starts); admission checks the
+        // rest of `_meta` later.
+        if !span.is_disabled() {
+            let (traceparent, tracestate, baggage) = request.meta.trace_context();
+            observe::set_parent(&span, traceparent, tracestate, baggage);
+            if let Era::Legacy(session) = &exchange.era {
+                if let Some(id) = session.id() {
+                    observe::session(&span, id);
+                }
+            }
+        }
         let end = End {
             // The clock is read only when someone records the span.
             started: (!span.is_disabled()).then(Instant::now),
@@ -410,7 +416,7 @@ impl Core {
         } = exchange;
         let principal = self.principal_of(principal, &transport);
         if let Some(p) = &principal {
-            request_span().record("enduser.id", p.id());
+            observe::enduser(&request_span(), p.id());
         }
         if let Era::Legacy(session) = era {
             return self.start_legacy(request, session, outbound, buffer, principal);
@@ -589,19 +595,19 @@ impl End {
         let _entered = span.enter();
         match outcome {
             None => {
-                span.record("outcome", "cancelled");
+                observe::end(span, observe::Outcome::Cancelled);
                 tracing::debug!("request cancelled");
                 Reply::Cancelled
             }
             Some(Ok(Ok(result))) if self.listen => {
-                span.record("outcome", "stream ended");
+                observe::end(span, observe::Outcome::StreamEnded);
                 Reply::StreamEnded {
                     body: encode_result_owned(&id, result),
                     id,
                 }
             }
             Some(Ok(Ok(result))) => {
-                span.record("outcome", "ok");
+                observe::end(span, observe::Outcome::Ok);
                 tracing::debug!("request served");
                 Reply::Response {
                     body: encode_result_owned(&id, result),
@@ -610,12 +616,14 @@ impl End {
                 }
             }
             Some(Ok(Err(error))) => {
-                span.record("outcome", "error");
+                observe::end(span, observe::Outcome::Error(error.code()));
+                observe::rejected(error.code());
                 tracing::debug!(code = error.code(), "request failed");
                 error_reply(Some(&id), &error)
             }
             Some(Err(_panic)) => {
-                span.record("outcome", "panic");
+                observe::end(span, observe::Outcome::Panic);
+                observe::rejected(crate::error::code::INTERNAL_ERROR);
                 tracing::error!("handler panicked; answering -32603");
                 error_reply(Some(&id), &Error::internal())
             }

@@ -170,8 +170,29 @@ async fn the_request_span_records_its_fields() {
         fields.get("jsonrpc.request.id").map(String::as_str),
         Some("7")
     );
-    assert_eq!(fields.get("mcp.name").map(String::as_str), Some("echo"));
+    assert_eq!(
+        fields.get("gen_ai.tool.name").map(String::as_str),
+        Some("echo")
+    );
+    assert_eq!(
+        fields.get("gen_ai.operation.name").map(String::as_str),
+        Some("execute_tool")
+    );
+    assert_eq!(
+        fields.get("otel.name").map(String::as_str),
+        Some("tools/call echo")
+    );
+    assert_eq!(fields.get("otel.kind").map(String::as_str), Some("server"));
+    assert_eq!(
+        fields.get("mcp.protocol.version").map(String::as_str),
+        Some(crate::PROTOCOL_VERSION)
+    );
     assert_eq!(fields.get("outcome").map(String::as_str), Some("ok"));
+    assert!(!fields.contains_key("error.type"), "{fields:?}");
+    // In process: no network attributes.
+    assert!(!fields.contains_key("network.transport"), "{fields:?}");
+    // Without `otel` the trace context is a field; with it, the span's parent.
+    #[cfg(not(feature = "otel"))]
     assert_eq!(
         fields.get("trace_parent").map(String::as_str),
         Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")

@@ -291,6 +291,24 @@ impl MetaFields {
 }
 
 impl RawMeta {
+    /// The W3C trace context members (`traceparent`, `tracestate`, `baggage`), those that
+    /// are strings, before admission.
+    pub(crate) fn trace_context(&self) -> (Option<&str>, Option<&str>, Option<&str>) {
+        match self {
+            RawMeta::Object(fields) => {
+                fn text(v: &Option<Value>) -> Option<&str> {
+                    v.as_ref().and_then(Value::as_str)
+                }
+                (
+                    text(&fields.traceparent),
+                    text(&fields.tracestate),
+                    text(&fields.baggage),
+                )
+            }
+            RawMeta::Absent | RawMeta::NotObject => (None, None, None),
+        }
+    }
+
     /// From an already parsed `_meta` member.
     pub(crate) fn from_value(meta: Option<Value>) -> RawMeta {
         match meta {

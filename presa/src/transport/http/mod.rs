@@ -120,6 +120,13 @@ pub struct HttpConfig {
     /// How long requests in flight get to finish once serving stops (default 10 s);
     /// what still runs then is dropped, which cancels its handler.
     pub shutdown_grace: Duration,
+    /// Where `GET` serves the metrics in the Prometheus text format (feature `otel`; off
+    /// by default; [`HttpConfig::metrics`] mounts it at `/metrics`). The path is checked
+    /// like the MCP endpoint: `Origin` (403 for one not allowed) and, when set, the `Host`
+    /// allow-list. It needs a pull reader, `otel::Telemetry::prometheus`; without one it
+    /// answers 503.
+    #[cfg(feature = "otel")]
+    pub metrics_path: Option<String>,
 }
 
 impl Default for HttpConfig {
@@ -147,6 +154,8 @@ impl Default for HttpConfig {
             memory_budget: 128 * 1024 * 1024,
             stop_on_signals: true,
             shutdown_grace: crate::transport::shutdown::DEFAULT_DRAIN,
+            #[cfg(feature = "otel")]
+            metrics_path: None,
         }
     }
 }
@@ -282,6 +291,14 @@ impl HttpConfig {
         self
     }
 
+    /// Serves the metrics at `GET /metrics`, in the Prometheus text format (feature
+    /// `otel`), or stops serving them; see [`HttpConfig::metrics_path`].
+    #[cfg(feature = "otel")]
+    pub fn metrics(mut self, on: bool) -> Self {
+        self.metrics_path = on.then(|| "/metrics".to_owned());
+        self
+    }
+
     /// Turns on the Host allow-list.
     pub fn allowed_hosts(mut self, hosts: impl IntoIterator<Item = impl Into<String>>) -> Self {
         self.allowed_hosts = Some(hosts.into_iter().map(Into::into).collect());
@@ -346,6 +363,10 @@ impl Server {
                 .delete(legacy::handle_delete)
                 .fallback(method_not_allowed),
         );
+        #[cfg(feature = "otel")]
+        if let Some(at) = &endpoint.config.metrics_path {
+            router = router.route(at, axum::routing::get(metrics));
+        }
         if let Some(guard) = &self.core.auth {
             for at in guard.metadata_paths() {
                 router = router.route(at, axum::routing::get(protected_resource_metadata));
@@ -446,6 +467,29 @@ async fn protected_resource_metadata(State(endpoint): State<Endpoint>) -> Respon
         HeaderValue::from_static("max-age=3600"),
     );
     response
+}
+
+/// The metrics in the Prometheus text format, under the endpoint's Origin and Host rules.
+#[cfg(feature = "otel")]
+async fn metrics(State(endpoint): State<Endpoint>, headers: HeaderMap) -> Response {
+    if let Err(forbidden) = check_origin(&endpoint.config, &headers) {
+        return forbidden;
+    }
+    if let Err(forbidden) = host_verdict(&endpoint.config, headers.get(header::HOST)) {
+        return forbidden;
+    }
+    match crate::otel::prometheus_text() {
+        Some(text) => (
+            StatusCode::OK,
+            [(
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("text/plain; version=0.0.4; charset=utf-8"),
+            )],
+            text,
+        )
+            .into_response(),
+        None => transport_error(StatusCode::SERVICE_UNAVAILABLE, Error::internal()),
+    }
 }
 
 /// The Origin rule (errata W-12) holds for every request, also those answered 405 or 404.

@@ -1,0 +1,232 @@
+//! What presa tells about its work: the span of each request, named and attributed by
+//! the OpenTelemetry MCP semantic conventions, and presa's metrics. The one seam the
+//! pipeline, the subscriptions hub, the legacy sessions, the request-state seals and the
+//! Tasks extension call; it knows nothing of them (it takes plain values).
+//!
+//! The span is a `tracing` span in every build: `tracing-opentelemetry` turns its
+//! `otel.*` fields into the span's name, kind and status. With the `otel` feature, this
+//! module also sets the span's parent from the request's `_meta` (W3C trace context and
+//! baggage) and records the metrics through the OpenTelemetry metrics API ([`on`]);
+//! without it, the same functions do nothing but record plain fields ([`off`]), so the
+//! callers compile alike either way.
+//!
+//! The span's fields ([`request_span`]):
+//!
+//! | field | when |
+//! | --- | --- |
+//! | `otel.name` | `{mcp.method.name}`, or `{mcp.method.name} {target}` with a tool or prompt name (a resource URI only when opted in, [`set_resource_uri_opt_in`]) |
+//! | `otel.kind` | `server` |
+//! | `otel.status_code` | `ERROR` when `error.type` is set |
+//! | `mcp.method.name` | always; `other` for a method nobody serves (a client's arbitrary string is not recorded) |
+//! | `jsonrpc.request.id` | always |
+//! | `gen_ai.tool.name`, `gen_ai.operation.name` (`execute_tool`) | `tools/call` with a name |
+//! | `gen_ai.prompt.name` | `prompts/get` with a name |
+//! | `mcp.resource.uri` | `resources/read`, opted in |
+//! | `mcp.protocol.version` | once admission read it |
+//! | `mcp.session.id` | a legacy session's request |
+//! | `network.transport` | `pipe` (stdio), `tcp` (HTTP); absent in process |
+//! | `network.protocol.name`, `network.protocol.version` | `http`, `1.1` over HTTP |
+//! | `enduser.id` | the principal's id, when the request has one; never a token |
+//! | `rpc.response.status_code` | the JSON-RPC error code of an error answer |
+//! | `error.type` | that code as a string; `tool_error` for an `isError` result; `cancelled` for a cancelled request |
+//!
+//! Never argument values, results or tokens.
+
+#[cfg(not(feature = "otel"))]
+mod off;
+#[cfg(feature = "otel")]
+pub(crate) mod on;
+
+#[cfg(not(feature = "otel"))]
+pub(crate) use off::*;
+#[cfg(feature = "otel")]
+pub(crate) use on::*;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// The name of every request span ([`request_span`] writes it out, as the macro needs):
+/// a layer finds request spans by it and their target, `presa::observe`.
+#[cfg(feature = "otel")]
+pub(crate) const SPAN_NAME: &str = "mcp.request";
+
+/// How a request came, as the conventions' `network.*` attributes say it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Network {
+    /// stdio: `network.transport = pipe`.
+    Pipe,
+    /// Streamable HTTP: `tcp`, `http`, `1.1`.
+    Http,
+    /// The in-process test client: no network attributes.
+    InProcess,
+}
+
+/// What a request is about, when it names something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// A `tools/call`'s tool.
+    Tool,
+    /// A `prompts/get`'s prompt.
+    Prompt,
+    /// A `resources/read`'s URI.
+    Resource,
+}
+
+/// How a request ended, as its span and the duration metric record it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Outcome {
+    /// Answered with a result (a tool error is marked apart, [`tool_error`]).
+    Ok,
+    /// A subscription stream the server ended.
+    StreamEnded,
+    /// Answered with a JSON-RPC error of this code.
+    Error(i64),
+    /// The handler panicked: answered -32603.
+    Panic,
+    /// Cancelled: nothing was answered.
+    Cancelled,
+}
+
+/// Whether `mcp.resource.uri` is recorded and names the span (off by default: URIs are
+/// high-cardinality and may carry what a client asked for).
+static RESOURCE_URI: AtomicBool = AtomicBool::new(false);
+
+/// Opts in to (or out of) recording `mcp.resource.uri` on `resources/read` spans and as
+/// the span name's target.
+#[cfg(feature = "otel")]
+pub(crate) fn set_resource_uri_opt_in(on: bool) {
+    RESOURCE_URI.store(on, Ordering::Relaxed);
+}
+
+/// Whether `mcp.resource.uri` is recorded.
+fn resource_uri_opted_in() -> bool {
+    RESOURCE_URI.load(Ordering::Relaxed)
+}
+
+/// The span of one request. Every field the conventions name is declared here (a
+/// `tracing` span cannot gain fields later); those not known yet are empty until
+/// recorded.
+pub(crate) fn request_span(
+    method: &str,
+    id: &dyn std::fmt::Display,
+    network: Network,
+) -> tracing::Span {
+    let transport = match network {
+        Network::Pipe => Some("pipe"),
+        Network::Http => Some("tcp"),
+        Network::InProcess => None,
+    };
+    let http = network == Network::Http;
+    tracing::info_span!(
+        target: "presa::observe",
+        "mcp.request",
+        otel.name = method,
+        otel.kind = "server",
+        otel.status_code = tracing::field::Empty,
+        mcp.method.name = method,
+        jsonrpc.request.id = %id,
+        gen_ai.tool.name = tracing::field::Empty,
+        gen_ai.prompt.name = tracing::field::Empty,
+        gen_ai.operation.name = tracing::field::Empty,
+        mcp.resource.uri = tracing::field::Empty,
+        mcp.protocol.version = tracing::field::Empty,
+        mcp.session.id = tracing::field::Empty,
+        network.transport = transport,
+        network.protocol.name = http.then_some("http"),
+        network.protocol.version = http.then_some("1.1"),
+        // Who the request acts for (the principal's id); never its token.
+        enduser.id = tracing::field::Empty,
+        rpc.response.status_code = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+        // presa's own: how the request ended, and how long it took (when recorded).
+        outcome = tracing::field::Empty,
+        duration_us = tracing::field::Empty,
+        // The W3C trace context as sent, in a build without `otel` (with it, the
+        // context is the span's parent instead).
+        trace_parent = tracing::field::Empty,
+        trace_state = tracing::field::Empty,
+        baggage = tracing::field::Empty,
+    )
+}
+
+/// Records what the request is about: the tool's or prompt's name (and the span's name
+/// with it), or the resource's URI when opted in.
+pub(crate) fn target(span: &tracing::Span, target: Target, name: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    let method = match target {
+        Target::Tool => {
+            span.record("gen_ai.tool.name", name);
+            span.record("gen_ai.operation.name", "execute_tool");
+            "tools/call"
+        }
+        Target::Prompt => {
+            span.record("gen_ai.prompt.name", name);
+            "prompts/get"
+        }
+        Target::Resource => {
+            if !resource_uri_opted_in() {
+                return;
+            }
+            span.record("mcp.resource.uri", name);
+            "resources/read"
+        }
+    };
+    span.record("otel.name", format!("{method} {name}").as_str());
+}
+
+/// Records the protocol version the request was admitted under.
+pub(crate) fn protocol_version(span: &tracing::Span, version: &str) {
+    span.record("mcp.protocol.version", version);
+}
+
+/// Records the legacy session a request belongs to.
+pub(crate) fn session(span: &tracing::Span, id: &str) {
+    span.record("mcp.session.id", id);
+}
+
+/// Records who the request acts for.
+pub(crate) fn enduser(span: &tracing::Span, id: &str) {
+    span.record("enduser.id", id);
+}
+
+/// Marks a `tools/call` answered with `isError: true`.
+pub(crate) fn tool_error(span: &tracing::Span) {
+    span.record("error.type", "tool_error");
+    span.record("otel.status_code", "ERROR");
+}
+
+/// Records how the request ended on its span: `error.type`, `rpc.response.status_code`
+/// and the status for an error, and presa's `outcome`.
+pub(crate) fn end(span: &tracing::Span, outcome: Outcome) {
+    if span.is_disabled() {
+        return;
+    }
+    let word = match outcome {
+        Outcome::Ok => "ok",
+        Outcome::StreamEnded => "stream ended",
+        Outcome::Cancelled => {
+            span.record("error.type", "cancelled");
+            span.record("otel.status_code", "ERROR");
+            "cancelled"
+        }
+        Outcome::Error(code) => {
+            error_code(span, code);
+            "error"
+        }
+        Outcome::Panic => {
+            error_code(span, crate::error::code::INTERNAL_ERROR);
+            "panic"
+        }
+    };
+    span.record("outcome", word);
+}
+
+/// A JSON-RPC error answer's code, as `rpc.response.status_code` and `error.type`.
+fn error_code(span: &tracing::Span, code: i64) {
+    let mut digits = itoa::Buffer::new();
+    let code = digits.format(code);
+    span.record("rpc.response.status_code", code);
+    span.record("error.type", code);
+    span.record("otel.status_code", "ERROR");
+}

@@ -1,0 +1,233 @@
+//! OpenTelemetry export, in one call (feature `otel`).
+//!
+//! ```no_run
+//! # fn main() -> Result<(), presa::otel::TelemetryError> {
+//! let _telemetry = presa::otel::Telemetry::otlp("http://127.0.0.1:4318")
+//!     .service_name("notes")
+//!     .install()?;
+//! // … build and serve the server; dropping `_telemetry` flushes and shuts down.
+//! # Ok(()) }
+//! ```
+//!
+//! [`Telemetry::install`] installs, for the whole process: a tracer provider exporting
+//! spans in batches over OTLP/HTTP (protobuf, `POST {endpoint}/v1/traces`), a meter
+//! provider exporting metrics every interval (`POST {endpoint}/v1/metrics`, cumulative),
+//! the W3C trace context and baggage propagators as the global propagator, and a
+//! `tracing` subscriber made of the OpenTelemetry layer, presa's metrics layer and a
+//! `fmt` layer on stderr filtered by `RUST_LOG` (default `warn`). It must run before the
+//! server serves, and once.
+//!
+//! Every request becomes a span named and attributed by the OpenTelemetry MCP semantic
+//! conventions (kind SERVER; parent taken from `params._meta` `traceparent`,
+//! `tracestate` and `baggage`), and is measured in `mcp.server.operation.duration`;
+//! presa's own metrics are listed in the book. Neither ever records argument values,
+//! results or tokens. [`Telemetry::resource_uris`] opts in to `mcp.resource.uri`.
+//!
+//! For those who scrape: [`Telemetry::prometheus`] keeps a pull reader, and
+//! [`HttpConfig::metrics`](crate::HttpConfig::metrics) mounts `GET /metrics` on the
+//! HTTP endpoint, serving [`prometheus_text`] (the Prometheus text exposition format).
+
+mod prometheus;
+
+pub use prometheus::prometheus_text;
+
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider, Temporality};
+use opentelemetry_sdk::propagation::{BaggagePropagator, TraceContextPropagator};
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use std::time::Duration;
+use tracing_subscriber::Layer as _;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+/// The default interval between two metric exports.
+pub const DEFAULT_METRIC_INTERVAL: Duration = Duration::from_secs(60);
+
+/// The one-call setup of OpenTelemetry export: what to export where, then
+/// [`Telemetry::install`].
+#[derive(Clone, Debug)]
+#[must_use = "nothing is installed until `install` is called"]
+pub struct Telemetry {
+    endpoint: Option<String>,
+    service_name: String,
+    metric_interval: Duration,
+    prometheus: bool,
+    resource_uris: bool,
+    fmt: bool,
+}
+
+impl Telemetry {
+    /// Export spans and metrics over OTLP/HTTP (protobuf) to a collector at `endpoint`,
+    /// its base URL (`http://127.0.0.1:4318`): spans go to `{endpoint}/v1/traces`,
+    /// metrics to `{endpoint}/v1/metrics`. Plain HTTP only (no TLS).
+    pub fn otlp(endpoint: impl Into<String>) -> Telemetry {
+        Telemetry {
+            endpoint: Some(endpoint.into().trim_end_matches('/').to_owned()),
+            ..Telemetry::local()
+        }
+    }
+
+    /// No export: spans go nowhere but the `tracing` subscriber, metrics only to the
+    /// Prometheus reader when [`Telemetry::prometheus`] asks for it.
+    pub fn local() -> Telemetry {
+        Telemetry {
+            endpoint: None,
+            service_name: "presa".into(),
+            metric_interval: DEFAULT_METRIC_INTERVAL,
+            prometheus: false,
+            resource_uris: false,
+            fmt: true,
+        }
+    }
+
+    /// The `service.name` resource attribute (default `presa`).
+    pub fn service_name(mut self, name: impl Into<String>) -> Telemetry {
+        self.service_name = name.into();
+        self
+    }
+
+    /// How often metrics are exported over OTLP (default [`DEFAULT_METRIC_INTERVAL`]).
+    pub fn metric_interval(mut self, interval: Duration) -> Telemetry {
+        self.metric_interval = interval;
+        self
+    }
+
+    /// Keep a pull reader for [`prometheus_text`] and `GET /metrics` (default off).
+    pub fn prometheus(mut self, on: bool) -> Telemetry {
+        self.prometheus = on;
+        self
+    }
+
+    /// Record `mcp.resource.uri` on `resources/read` spans and name the span after it
+    /// (default off: URIs are high-cardinality and may carry what a client asked for).
+    pub fn resource_uris(mut self, on: bool) -> Telemetry {
+        self.resource_uris = on;
+        self
+    }
+
+    /// Whether the installed subscriber also logs to stderr, filtered by `RUST_LOG`
+    /// (default on).
+    pub fn log_to_stderr(mut self, on: bool) -> Telemetry {
+        self.fmt = on;
+        self
+    }
+
+    /// Installs the providers, the propagators and the `tracing` subscriber (see the
+    /// module docs). Fails when an exporter cannot be built or a global subscriber is
+    /// already set.
+    pub fn install(self) -> Result<TelemetryGuard, TelemetryError> {
+        let resource = Resource::builder()
+            .with_service_name(self.service_name.clone())
+            .build();
+        let mut tracers = SdkTracerProvider::builder().with_resource(resource.clone());
+        let mut meters = SdkMeterProvider::builder().with_resource(resource);
+        if let Some(endpoint) = &self.endpoint {
+            let spans = SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(format!("{endpoint}/v1/traces"))
+                .build()
+                .map_err(|e| TelemetryError(format!("the OTLP span exporter: {e}")))?;
+            tracers = tracers.with_batch_exporter(spans);
+            let metrics = MetricExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(format!("{endpoint}/v1/metrics"))
+                .with_temporality(Temporality::Cumulative)
+                .build()
+                .map_err(|e| TelemetryError(format!("the OTLP metric exporter: {e}")))?;
+            meters = meters.with_reader(
+                PeriodicReader::builder(metrics)
+                    .with_interval(self.metric_interval)
+                    .build(),
+            );
+        }
+        if self.prometheus {
+            meters = meters.with_reader(prometheus::reader());
+        }
+        let tracers = tracers.build();
+        let meters = meters.build();
+        opentelemetry::global::set_text_map_propagator(
+            opentelemetry::propagation::TextMapCompositePropagator::new(vec![
+                Box::new(TraceContextPropagator::new()),
+                Box::new(BaggagePropagator::new()),
+            ]),
+        );
+        opentelemetry::global::set_tracer_provider(tracers.clone());
+        opentelemetry::global::set_meter_provider(meters.clone());
+        crate::observe::set_resource_uri_opt_in(self.resource_uris);
+        let tracer = tracers.tracer("presa");
+        let fmt = self.fmt.then(|| {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(
+                    tracing_subscriber::EnvFilter::try_from_default_env()
+                        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+                )
+        });
+        tracing_subscriber::registry()
+            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            .with(metrics_layer())
+            .with(fmt)
+            .try_init()
+            .map_err(|e| TelemetryError(format!("the tracing subscriber: {e}")))?;
+        Ok(TelemetryGuard { tracers, meters })
+    }
+}
+
+/// presa's metrics layer, for a `tracing` subscriber set up by hand instead of by
+/// [`Telemetry::install`] (beside a `tracing_opentelemetry` layer of your own): it
+/// records `mcp.server.operation.duration` and `presa.server.active_requests` from the
+/// request spans, into the global meter provider, which must be set before the first
+/// request. Give the request spans (target `presa::observe`, INFO) to it unfiltered.
+pub fn metrics_layer<S>() -> impl tracing_subscriber::Layer<S>
+where
+    S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
+{
+    crate::observe::MetricsLayer
+}
+
+/// What [`Telemetry::install`] installed: dropping it flushes spans and metrics and
+/// shuts the providers down.
+#[must_use = "dropping the guard shuts telemetry down"]
+pub struct TelemetryGuard {
+    tracers: SdkTracerProvider,
+    meters: SdkMeterProvider,
+}
+
+impl TelemetryGuard {
+    /// Exports what is pending now (spans and metrics), waiting for it.
+    pub fn flush(&self) {
+        let _ = self.tracers.force_flush();
+        let _ = self.meters.force_flush();
+    }
+}
+
+impl std::fmt::Debug for TelemetryGuard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TelemetryGuard")
+    }
+}
+
+impl Drop for TelemetryGuard {
+    fn drop(&mut self) {
+        let _ = self.tracers.force_flush();
+        let _ = self.tracers.shutdown();
+        let _ = self.meters.shutdown();
+    }
+}
+
+/// Why [`Telemetry::install`] failed.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct TelemetryError(String);
+
+impl std::fmt::Display for TelemetryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for TelemetryError {}
