@@ -654,6 +654,45 @@ async fn otel_a_completed_tool_call_is_a_server_span_by_the_conventions() {
     );
 }
 
+/// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
+/// that, and its duration sample (in seconds) is at least 0.3, in the bucket above 0.2.
+#[tokio::test]
+async fn otel_a_span_and_its_duration_cover_the_handler() {
+    let (receiver, fixture) = exporting().await;
+    let reply = fixture
+        .http()
+        .call(
+            23,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 0.3}}),
+        )
+        .await;
+    result(&reply);
+    let span = span_of(&receiver, 23).await;
+    let lasted = span.end_unix_nano.saturating_sub(span.start_unix_nano);
+    assert!(
+        lasted >= 300_000_000,
+        "the span lasts the handler's 300 ms, not {lasted} ns: {span:#?}"
+    );
+    let point = duration_point(&receiver, &[("gen_ai.tool.name", "slow_compute")]).await;
+    match point.value {
+        PointValue::Histogram {
+            count,
+            sum,
+            ref bucket_counts,
+            ..
+        } => {
+            assert_eq!(count, 1, "{point:#?}");
+            assert!(sum.is_some_and(|s| s >= 0.3), "{point:#?}");
+            // The five buckets up to 0.2 s are empty; the one count is above (in
+            // (0.2, 0.5] unless the machine stalled).
+            assert_eq!(bucket_counts[..5], [0; 5], "{point:#?}");
+            assert_eq!(bucket_counts.iter().sum::<u64>(), 1, "{point:#?}");
+        }
+        ref other => panic!("a histogram: {other:?}"),
+    }
+}
+
 /// A tool whose result is `isError: true`: `error.type` is `tool_error` and the status
 /// ERROR; the response carried no error code, so no `rpc.response.status_code`.
 #[tokio::test]
