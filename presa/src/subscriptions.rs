@@ -256,6 +256,7 @@ impl Drop for Registration<'_> {
         if let Ok(mut l) = self.hub.listeners.lock() {
             l.remove(&self.id);
         }
+        crate::observe::listen_closed();
     }
 }
 
@@ -306,6 +307,9 @@ impl Hub {
                     Event::ResourcesListChanged => p.resources = true,
                     Event::ResourceUpdated(uri) => {
                         if p.updated.len() >= MAX_PENDING_UPDATES && !p.updated.contains(uri) {
+                            // The update itself is dropped (the stream is told that
+                            // some were, by the overflow).
+                            crate::observe::listen_event_dropped();
                             p.overflow = true;
                         } else {
                             p.updated.insert(uri.clone());
@@ -379,6 +383,7 @@ impl Hub {
 
     fn register(&self, filter: Filter) -> (Registration<'_>, Arc<Listener>) {
         let (id, listener) = self.add(filter);
+        crate::observe::listen_opened();
         (Registration { hub: self, id }, listener)
     }
 

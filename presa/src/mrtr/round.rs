@@ -64,7 +64,14 @@ impl Seals {
         };
         if let Some(Value::String(state)) = state {
             let bind = token::binding(method, params, principal);
-            let payload = self.keys.open(state, &self.audience, &bind)?;
+            let payload = self
+                .keys
+                .open(state, &self.audience, &bind)
+                .inspect_err(|_| crate::observe::state_failure("open"))?;
+            // This round's span follows from the one that asked for the input.
+            if let Some(tp) = &payload.tp {
+                crate::observe::link(&tracing::Span::current(), tp);
+            }
             if payload.once {
                 round.spend = Some(self.spend(payload.jti, payload.exp));
             }
@@ -90,7 +97,10 @@ impl Seals {
         Box::pin(async move {
             match replay.first_use(&id, expires_at).await {
                 Ok(true) => Ok(()),
-                Ok(false) => Err(token::invalid()),
+                Ok(false) => {
+                    crate::observe::state_failure("open");
+                    Err(token::invalid())
+                }
                 Err(fault) => {
                     tracing::error!("a single-use request state could not be checked: {fault}");
                     Err(Error::retryable(
@@ -128,9 +138,14 @@ impl Seals {
             answers: outcome.accepted,
             data: outcome.carry,
             once: outcome.single_use,
+            // Called inside the request's span: the next round links to it.
+            tp: crate::observe::traceparent_of(&tracing::Span::current()),
             ..Default::default()
         };
-        let state = self.keys.seal(payload, self.ttl)?;
+        let state = self
+            .keys
+            .seal(payload, self.ttl)
+            .inspect_err(|_| crate::observe::state_failure("seal"))?;
         let requests: Map<String, Value> = outcome
             .missing
             .into_iter()

@@ -204,6 +204,10 @@ pub(crate) struct Payload {
         deserialize_with = "read_data"
     )]
     pub(crate) data: Option<Value>,
+    /// The W3C `traceparent` of the round that sealed the state (with `otel`, when that
+    /// round's span was recorded): the next round's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tp: Option<String>,
 }
 
 /// The values a state carries are read through `wire::Json`, not serde_json's own `Value`

@@ -148,6 +148,24 @@ pub(crate) fn request_span(
     )
 }
 
+/// The span of a task's run (the Tasks extension's worker), as the GenAI conventions
+/// name a tool's execution: `execute_tool {gen_ai.tool.name}`, kind INTERNAL.
+#[cfg(feature = "tasks")]
+pub(crate) fn task_span(tool: &str) -> tracing::Span {
+    let span = tracing::info_span!(
+        target: "presa::observe",
+        "mcp.task",
+        otel.name = tracing::field::Empty,
+        otel.kind = "internal",
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = tool,
+    );
+    if !span.is_disabled() {
+        rename(&span, &format!("execute_tool {tool}"));
+    }
+    span
+}
+
 /// Records what the request is about: the tool's or prompt's name (and the span's name
 /// with it), or the resource's URI when opted in.
 pub(crate) fn target(span: &tracing::Span, target: Target, name: &str) {
@@ -172,7 +190,7 @@ pub(crate) fn target(span: &tracing::Span, target: Target, name: &str) {
             "resources/read"
         }
     };
-    span.record("otel.name", format!("{method} {name}").as_str());
+    rename(span, &format!("{method} {name}"));
 }
 
 /// Records the protocol version the request was admitted under.

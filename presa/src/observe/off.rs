@@ -39,6 +39,7 @@ pub(crate) fn listen_closed() {}
 pub(crate) fn listen_event_dropped() {}
 
 /// Nothing: no metrics without `otel`.
+#[cfg(feature = "tasks")]
 #[inline(always)]
 pub(crate) fn task_status(_status: &'static str) {}
 
@@ -63,3 +64,8 @@ pub(crate) fn traceparent_of(_span: &tracing::Span) -> Option<String> {
 /// Nothing to link without `otel`.
 #[inline(always)]
 pub(crate) fn link(_span: &tracing::Span, _traceparent: &str) {}
+
+/// Names the span (`otel.name`).
+pub(crate) fn rename(span: &tracing::Span, name: &str) {
+    span.record("otel.name", name);
+}

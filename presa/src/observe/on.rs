@@ -1,9 +1,9 @@
 //! The build with `otel`: the request span's parent from `_meta`, links, and every metric
 //! presa records, through the OpenTelemetry API.
 //!
-//! The instruments are made from the global meter provider the first time one is used,
-//! so a provider installed before serving starts (`otel::Telemetry::install`) receives
-//! them all. The duration histogram and the requests in flight are recorded by
+//! The instruments are made once, from the meter [`start_metrics`] is given
+//! (`otel::Telemetry::install` gives the global provider's); until then every record is
+//! a no-op, so a build with the feature but no telemetry installed records nothing. The duration histogram and the requests in flight are recorded by
 //! [`MetricsLayer`] from the request spans themselves: the span is the one record of a
 //! request's attributes, and the layer reads them at its start and end.
 //!
@@ -46,15 +46,24 @@ struct Instruments {
     rejections: Counter<u64>,
     streams: UpDownCounter<i64>,
     dropped: Counter<u64>,
+    #[cfg(feature = "tasks")]
     tasks: Counter<u64>,
     state_failures: Counter<u64>,
     sessions: UpDownCounter<i64>,
 }
 
-fn instruments() -> &'static Instruments {
-    static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+/// The instruments, once [`start_metrics`] made them.
+static INSTRUMENTS: OnceLock<Instruments> = OnceLock::new();
+
+/// The instruments, when metrics were started.
+fn instruments() -> Option<&'static Instruments> {
+    INSTRUMENTS.get()
+}
+
+/// Makes every instrument from `meter`: metrics are recorded from now on. Only the first
+/// call counts (the instruments live as long as the process).
+pub(crate) fn start_metrics(meter: &opentelemetry::metrics::Meter) {
     INSTRUMENTS.get_or_init(|| {
-        let meter = opentelemetry::global::meter("presa");
         Instruments {
             duration: meter
                 .f64_histogram("mcp.server.operation.duration")
@@ -82,6 +91,7 @@ fn instruments() -> &'static Instruments {
                 .with_unit("{event}")
                 .with_description("Events dropped because a listener's queue was full")
                 .build(),
+            #[cfg(feature = "tasks")]
             tasks: meter
                 .u64_counter("presa.tasks.status_changes")
                 .with_unit("{task}")
@@ -98,7 +108,7 @@ fn instruments() -> &'static Instruments {
                 .with_description("Legacy (initialize-based) sessions open")
                 .build(),
         }
-    })
+    });
 }
 
 /// `_meta`'s three W3C members, as a propagator reads them.
@@ -168,6 +178,14 @@ pub(crate) fn traceparent_of(span: &tracing::Span) -> Option<String> {
     })
 }
 
+/// Names the span: `otel.name` while the OpenTelemetry span is still to start, and the
+/// started span itself once it has (entering a span starts it, and `tracing-opentelemetry`
+/// renames only spans not yet started).
+pub(crate) fn rename(span: &tracing::Span, name: &str) {
+    span.record("otel.name", name);
+    span.context().span().update_name(name.to_owned());
+}
+
 /// Links the span to the one a `traceparent` names (one made by [`traceparent_of`]).
 pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
     if span.is_disabled() {
@@ -184,50 +202,66 @@ pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
 
 /// A request answered with a JSON-RPC error.
 pub(crate) fn rejected(code: i64) {
-    instruments().rejections.add(
-        1,
-        &[KeyValue::new("rpc.response.status_code", code.to_string())],
-    );
+    if let Some(i) = instruments() {
+        let mut digits = itoa::Buffer::new();
+        let code = digits.format(code).to_owned();
+        i.rejections
+            .add(1, &[KeyValue::new("rpc.response.status_code", code)]);
+    }
 }
 
 /// A `subscriptions/listen` stream opened.
 pub(crate) fn listen_opened() {
-    instruments().streams.add(1, &[]);
+    if let Some(i) = instruments() {
+        i.streams.add(1, &[]);
+    }
 }
 
 /// A `subscriptions/listen` stream closed.
 pub(crate) fn listen_closed() {
-    instruments().streams.add(-1, &[]);
+    if let Some(i) = instruments() {
+        i.streams.add(-1, &[]);
+    }
 }
 
 /// An event a listener's full queue could not take.
 pub(crate) fn listen_event_dropped() {
-    instruments().dropped.add(1, &[]);
+    if let Some(i) = instruments() {
+        i.dropped.add(1, &[]);
+    }
 }
 
 /// A task entered `status`.
+#[cfg(feature = "tasks")]
 pub(crate) fn task_status(status: &'static str) {
-    instruments()
-        .tasks
-        .add(1, &[KeyValue::new("presa.task.status", status)]);
+    if let Some(i) = instruments() {
+        i.tasks
+            .add(1, &[KeyValue::new("presa.task.status", status)]);
+    }
 }
 
 /// A request state that could not be sealed (`seal`) or was refused (`open`).
 pub(crate) fn state_failure(operation: &'static str) {
-    instruments().state_failures.add(
-        1,
-        &[KeyValue::new("presa.request_state.operation", operation)],
-    );
+    if let Some(i) = instruments() {
+        i.state_failures.add(
+            1,
+            &[KeyValue::new("presa.request_state.operation", operation)],
+        );
+    }
 }
 
 /// A legacy session opened.
 pub(crate) fn session_opened() {
-    instruments().sessions.add(1, &[]);
+    if let Some(i) = instruments() {
+        i.sessions.add(1, &[]);
+    }
 }
 
 /// A legacy session ended.
 pub(crate) fn session_closed() {
-    instruments().sessions.add(-1, &[]);
+    if let Some(i) = instruments() {
+        i.sessions.add(-1, &[]);
+    }
 }
 
 /// The attributes of `mcp.server.operation.duration` that a request span carries.
@@ -290,6 +324,10 @@ where
         if !Self::is_request(attrs.metadata()) {
             return;
         }
+        // Nothing to measure into before metrics are started.
+        let Some(instruments) = instruments() else {
+            return;
+        };
         let Some(span) = ctx.span(id) else { return };
         let mut measure = Measure {
             started: Instant::now(),
@@ -297,7 +335,7 @@ where
             attributes: Vec::with_capacity(8),
         };
         attrs.record(&mut measure);
-        instruments().active.add(
+        instruments.active.add(
             1,
             &[KeyValue::new("mcp.method.name", measure.method.clone())],
         );
@@ -319,7 +357,9 @@ where
         let Some(measure) = span.extensions_mut().remove::<Measure>() else {
             return;
         };
-        let instruments = instruments();
+        let Some(instruments) = instruments() else {
+            return;
+        };
         instruments
             .duration
             .record(measure.started.elapsed().as_secs_f64(), &measure.attributes);

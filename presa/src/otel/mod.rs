@@ -157,6 +157,7 @@ impl Telemetry {
         );
         opentelemetry::global::set_tracer_provider(tracers.clone());
         opentelemetry::global::set_meter_provider(meters.clone());
+        crate::observe::start_metrics(&opentelemetry::global::meter("presa"));
         crate::observe::set_resource_uri_opt_in(self.resource_uris);
         let tracer = tracers.tracer("presa");
         let fmt = self.fmt.then(|| {
@@ -180,12 +181,14 @@ impl Telemetry {
 /// presa's metrics layer, for a `tracing` subscriber set up by hand instead of by
 /// [`Telemetry::install`] (beside a `tracing_opentelemetry` layer of your own): it
 /// records `mcp.server.operation.duration` and `presa.server.active_requests` from the
-/// request spans, into the global meter provider, which must be set before the first
-/// request. Give the request spans (target `presa::observe`, INFO) to it unfiltered.
+/// request spans. Every presa metric is recorded into the global meter provider as it
+/// is when this is first called (or [`Telemetry::install`] runs): set it before. Give
+/// the request spans (target `presa::observe`, INFO) to the layer unfiltered.
 pub fn metrics_layer<S>() -> impl tracing_subscriber::Layer<S>
 where
     S: tracing::Subscriber + for<'a> tracing_subscriber::registry::LookupSpan<'a>,
 {
+    crate::observe::start_metrics(&opentelemetry::global::meter("presa"));
     crate::observe::MetricsLayer
 }
 

@@ -357,10 +357,10 @@ impl Core {
         if !span.is_disabled() {
             let (traceparent, tracestate, baggage) = request.meta.trace_context();
             observe::set_parent(&span, traceparent, tracestate, baggage);
-            if let Era::Legacy(session) = &exchange.era {
-                if let Some(id) = session.id() {
-                    observe::session(&span, id);
-                }
+            if let Era::Legacy(session) = &exchange.era
+                && let Some(id) = session.id()
+            {
+                observe::session(&span, id);
             }
         }
         let end = End {

@@ -99,6 +99,11 @@ struct State {
 impl Session {
     /// A session not yet initialized, with the id its client will send back, if any.
     pub(crate) fn new(id: Option<String>, config: &SessionConfig) -> Arc<Session> {
+        // A session with an id is one a client holds open (Streamable HTTP); the others
+        // (stdio's one, stateless HTTP's per request) are not counted.
+        if id.is_some() {
+            crate::observe::session_opened();
+        }
         Arc::new(Session {
             id,
             state: Mutex::default(),
@@ -310,6 +315,9 @@ impl Session {
 
 impl Drop for Session {
     fn drop(&mut self) {
+        if self.id.is_some() {
+            crate::observe::session_closed();
+        }
         self.closed.cancel();
     }
 }

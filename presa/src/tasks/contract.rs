@@ -74,6 +74,7 @@ pub(crate) fn record(id: &str, scope: &str, ttl_ms: Option<u64>) -> TaskRecord {
             protocol_version: crate::wire::meta::PROTOCOL_VERSION.into(),
             principal: None,
             idempotency_key: format!("key-{id}"),
+            traceparent: None,
         },
         revision: 0,
         lease: None,

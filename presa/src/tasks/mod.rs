@@ -63,6 +63,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 /// How many times a task's update is tried against the store's compare-and-set before
 /// it is given up (each failure means another writer changed the task meanwhile).
@@ -454,6 +455,9 @@ impl Tasks {
             next.last_updated_at = time::now_ms().max(current.last_updated_at.saturating_add(1));
             match store.compare_and_set(current.revision, next).await {
                 Ok(stored) => {
+                    if stored.status != current.status {
+                        crate::observe::task_status(stored.status.as_str());
+                    }
                     self.publish(server, &stored);
                     return Ok(Some(stored));
                 }
@@ -590,6 +594,8 @@ impl Tasks {
             protocol_version: ctx.meta().protocol_version.to_owned(),
             principal: ctx.principal().cloned(),
             idempotency_key,
+            // The creating request's span (this runs inside it): the worker's links to it.
+            traceparent: crate::observe::traceparent_of(&tracing::Span::current()),
         };
         let answers = ctx.inputs().all_answers();
         // The record keeps the work input until it expires: bounded before anything is
@@ -628,6 +634,7 @@ impl Tasks {
             .insert(record.clone())
             .await
             .map_err(|e| fault(Some(&record.id), &e))?;
+        crate::observe::task_status(record.status.as_str());
         self.start_reaper();
         let server = invocation.server();
         self.start_claimer();
@@ -676,10 +683,19 @@ impl Tasks {
         ));
         let this = self.clone();
         let id = record.id.clone();
-        tokio::spawn(async move {
-            let _done = done.drop_guard();
-            this.work(invocation, id, worker, slot).await;
-        });
+        // The worker's own span (it outlives the creating request), linked to the span of
+        // the request that created the task.
+        let span = crate::observe::task_span(&record.work.tool);
+        if let Some(tp) = &record.work.traceparent {
+            crate::observe::link(&span, tp);
+        }
+        tokio::spawn(
+            async move {
+                let _done = done.drop_guard();
+                this.work(invocation, id, worker, slot).await;
+            }
+            .instrument(span),
+        );
     }
 
     /// The worker: runs the tool detached from the request, parks on input, and

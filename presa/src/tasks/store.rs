@@ -92,6 +92,10 @@ pub struct WorkDescriptor {
     /// access to an anonymous caller's task).
     #[serde(default)]
     pub idempotency_key: String,
+    /// The W3C `traceparent` of the creating request's span, when it was recorded (with
+    /// `otel`): each run's span links to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traceparent: Option<String>,
 }
 
 /// Which run of a task holds it, and until when: a replica claims a task with a lease of

@@ -391,6 +391,10 @@ impl TestResponse {
 #[cfg(test)]
 mod pipeline;
 
+#[cfg(feature = "otel")]
+#[cfg(test)]
+mod otel;
+
 #[cfg(test)]
 mod tests {
     use super::*;
