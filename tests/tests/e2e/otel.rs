@@ -648,10 +648,38 @@ async fn otel_a_completed_tool_call_is_a_server_span_by_the_conventions() {
     )
     .await;
     assert_eq!(point.attributes.get("error.type"), None, "{point:#?}");
+    assert_eq!(
+        point.str("mcp.protocol.version"),
+        Some(VERSION),
+        "{point:#?}"
+    );
+    assert_eq!(point.str("network.transport"), Some("tcp"), "{point:#?}");
+    assert_eq!(
+        point.attributes.get("jsonrpc.request.id"),
+        None,
+        "{point:#?}"
+    );
     assert!(
         !format!("{:?}", point.attributes).contains(secret),
         "{point:#?}"
     );
+    assert_eq!(
+        span.resource.get("service.name"),
+        Some(&json!("presa-fixture")),
+        "{span:#?}"
+    );
+    // Both went over OTLP/HTTP in protobuf, each to its path, and were taken.
+    let exports = receiver.exports();
+    for path in ["/v1/traces", "/v1/metrics"] {
+        assert!(
+            exports.iter().any(|e| e.path == path),
+            "an export to {path}: {exports:#?}"
+        );
+    }
+    for e in &exports {
+        assert_eq!(e.content_type, "application/x-protobuf", "{e:#?}");
+        assert_eq!(e.status, 200, "{e:#?}");
+    }
 }
 
 /// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
