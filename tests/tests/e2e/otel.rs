@@ -877,7 +877,7 @@ async fn otel_a_prompt_get_is_named_by_its_prompt() {
 }
 
 /// A `traceparent` in `params._meta` is the span's remote parent: the span joins that
-/// trace, under that span.
+/// trace, under that span. An invalid one is ignored.
 #[tokio::test]
 async fn otel_a_traceparent_in_meta_is_the_spans_parent() {
     let (receiver, fixture) = exporting().await;
@@ -900,6 +900,25 @@ async fn otel_a_traceparent_in_meta_is_the_spans_parent() {
     assert_eq!(span.trace_id, trace_id, "{span:#?}");
     assert_eq!(span.parent_span_id.as_deref(), Some(parent), "{span:#?}");
     assert_ok(&span);
+
+    // One that does not parse (the all-zero trace id is invalid) parents nothing: the
+    // span is a root of a trace of its own, and the request is served all the same.
+    let reply = fixture
+        .http()
+        .call(
+            24,
+            "tools/call",
+            json!({
+                "name": "greet",
+                "_meta": {"traceparent": format!("00-{}-{parent}-01", "0".repeat(32))}
+            }),
+        )
+        .await;
+    result(&reply);
+    let span = span_of(&receiver, 24).await;
+    assert_server_span(&span, "tools/call", Some("greet"), 24);
+    assert_eq!(span.parent_span_id, None, "{span:#?}");
+    assert_ne!(span.trace_id, "0".repeat(32), "{span:#?}");
 }
 
 /// An MRTR call over two rounds: two spans of the same tool, the second linked to the
@@ -943,7 +962,7 @@ async fn otel_the_rounds_of_an_mrtr_call_are_linked() {
 }
 
 /// A task: the request that creates it has its span, and the span of the work that runs
-/// it links to that one.
+/// it (an `execute_tool` span) links to that one.
 #[tokio::test]
 async fn otel_a_tasks_work_is_linked_to_the_request_that_created_it() {
     let (receiver, fixture) = exporting().await;
@@ -968,11 +987,21 @@ async fn otel_a_tasks_work_is_linked_to_the_request_that_created_it() {
             s.links_to(&created)
         })
         .await;
+    // The GenAI conventions' execute_tool span: `execute_tool {gen_ai.tool.name}`,
+    // INTERNAL (it serves no request of its own).
+    assert_eq!(worker.name, "execute_tool slow_compute", "{worker:#?}");
+    assert_eq!(worker.kind, Kind::Internal, "{worker:#?}");
     assert_eq!(
         worker.str("gen_ai.tool.name"),
         Some("slow_compute"),
         "{worker:#?}"
     );
+    assert_eq!(
+        worker.str("gen_ai.operation.name"),
+        Some("execute_tool"),
+        "{worker:#?}"
+    );
+    assert_eq!(worker.attr("error.type"), None, "{worker:#?}");
     assert_ne!(worker.span_id, created.span_id);
 }
 
