@@ -593,4 +593,47 @@ mod tests {
         assert!(parse(&["--exit-on-stdin"], None).is_err());
         assert!(parse(&["--transport", "ws"], None).is_err());
     }
+
+    #[test]
+    fn http_takes_an_address_and_otel_a_collector() {
+        let args = serve(
+            &[
+                "--http",
+                "127.0.0.1:4318",
+                "--otel",
+                "http://127.0.0.1:9",
+                "--metrics",
+            ],
+            None,
+        );
+        assert_eq!(args.transport, Transport::Http);
+        assert_eq!(args.addr, Some(([127, 0, 0, 1], 4318).into()));
+        assert_eq!(args.otel.as_deref(), Some("http://127.0.0.1:9"));
+        assert_eq!(args.otel_interval, Duration::from_secs(1));
+        assert!(args.metrics);
+        let defaults = serve(&[], None);
+        assert_eq!(
+            (defaults.addr, defaults.otel, defaults.metrics),
+            (None, None, false)
+        );
+        assert!(parse(&["--http", "localhost"], None).is_err());
+        assert!(parse(&["--otel", "https://collector.example"], None).is_err());
+        assert!(parse(&["--transport", "stdio", "--metrics"], None).is_err());
+        // stdio may export.
+        let stdio = serve(
+            &["--transport", "stdio", "--otel", "http://127.0.0.1:9"],
+            None,
+        );
+        assert_eq!(stdio.transport, Transport::Stdio);
+    }
+
+    #[test]
+    fn otel_interval_is_milliseconds_above_zero() {
+        assert_eq!(
+            serve(&["--otel-interval", "1"], None).otel_interval,
+            Duration::from_millis(1)
+        );
+        assert!(parse(&["--otel-interval", "0"], None).is_err());
+        assert!(parse(&["--otel-interval", "x"], None).is_err());
+    }
 }

@@ -31,6 +31,13 @@ mod prometheus;
 
 pub use prometheus::prometheus_text;
 
+/// The process-wide pull reader, for the tests of `/metrics`.
+#[cfg(test)]
+pub(crate) fn prometheus_reader_for_tests() -> impl opentelemetry_sdk::metrics::reader::MetricReader
+{
+    prometheus::reader()
+}
+
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, Protocol, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
@@ -169,7 +176,17 @@ impl Telemetry {
                 )
         });
         tracing_subscriber::registry()
-            .with(tracing_opentelemetry::layer().with_tracer(tracer))
+            // Spans and events at INFO and above become OpenTelemetry spans and span
+            // events; without the layer's per-span code location, thread and busy/idle
+            // attributes, which the conventions do not name and every span would pay for.
+            .with(
+                tracing_opentelemetry::layer()
+                    .with_tracer(tracer)
+                    .with_location(false)
+                    .with_threads(false)
+                    .with_tracked_inactivity(false)
+                    .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
+            )
             .with(metrics_layer())
             .with(fmt)
             .try_init()

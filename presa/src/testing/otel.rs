@@ -434,3 +434,66 @@ async fn a_task_run_is_linked_to_the_request_that_created_it() {
     assert_eq!(linked.trace_id(), request.span_context.trace_id());
     assert_eq!(linked.span_id(), request.span_context.span_id());
 }
+
+/// `GET` on `path` over a real connection: the status line and the body.
+async fn get(addr: std::net::SocketAddr, path: &str, origin: Option<&str>) -> (String, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let origin = origin.map_or(String::new(), |o| format!("Origin: {o}\r\n"));
+    let request =
+        format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\n{origin}Connection: close\r\n\r\n");
+    stream.write_all(request.as_bytes()).await.expect("write");
+    let mut response = String::new();
+    stream.read_to_string(&mut response).await.expect("read");
+    let status = response.lines().next().unwrap_or_default().to_owned();
+    let body = response
+        .split_once("\r\n\r\n")
+        .map_or(String::new(), |(_, b)| b.to_owned());
+    (status, body)
+}
+
+/// `/metrics` is mounted only when asked for, under the endpoint's Origin rule; 503
+/// until a pull reader is installed, then the Prometheus text of what was recorded.
+#[tokio::test]
+async fn the_metrics_path_serves_prometheus_text_under_the_origin_rule() {
+    use opentelemetry::metrics::MeterProvider as _;
+    use opentelemetry_sdk::metrics::SdkMeterProvider;
+    let serve = |config: crate::HttpConfig| async move {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let addr = listener.local_addr().expect("addr");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let server = server();
+        tokio::spawn(async move {
+            let _ = server
+                .serve_http_on(listener, config.stop_on_signals(false), async {
+                    let _ = stopped.await;
+                })
+                .await;
+        });
+        (addr, stop)
+    };
+    let (plain, _stop_plain) = serve(crate::HttpConfig::default()).await;
+    assert!(get(plain, "/metrics", None).await.0.contains(" 404 "));
+    let (addr, _stop) = serve(crate::HttpConfig::default().metrics(true)).await;
+    let (status, _) = get(addr, "/metrics", Some("https://evil.example")).await;
+    assert!(status.contains(" 403 "), "{status}");
+    // No test installs the process-wide pull reader but this one.
+    let (status, _) = get(addr, "/metrics", None).await;
+    assert!(status.contains(" 503 "), "{status}");
+    let provider = SdkMeterProvider::builder()
+        .with_reader(crate::otel::prometheus_reader_for_tests())
+        .build();
+    provider
+        .meter("t")
+        .u64_counter("presa.test.scrapes")
+        .build()
+        .add(3, &[KeyValue::new("k", "v")]);
+    let (status, body) = get(addr, "/metrics", Some("http://localhost:3000")).await;
+    assert!(status.contains(" 200 "), "{status}");
+    assert!(
+        body.contains("presa_test_scrapes_total{k=\"v\"} 3\n"),
+        "{body}"
+    );
+}

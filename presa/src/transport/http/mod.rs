@@ -383,6 +383,8 @@ impl Server {
 
 /// A JSON-RPC error body with an HTTP status; `id` left out (it could not be read).
 fn transport_error(status: StatusCode, error: Error) -> Response {
+    // Refused before the pipeline saw a request (no span): counted all the same.
+    crate::observe::rejected(error.code());
     json_response(status, encode_error(None, &error))
 }
 
