@@ -180,9 +180,58 @@ fn assert_server_span(span: &Span, method: &str, target: Option<&str>, id: i64) 
     );
     assert_eq!(span.str("mcp.protocol.version"), Some(VERSION), "{span:#?}");
     assert_eq!(span.str("network.transport"), Some("tcp"), "{span:#?}");
+    assert_eq!(span.str("network.protocol.name"), Some("http"), "{span:#?}");
+    assert_eq!(
+        span.str("network.protocol.version"),
+        Some("1.1"),
+        "{span:#?}"
+    );
+    assert_known_keys(span);
     assert_eq!(span.trace_id.len(), 32, "{span:#?}");
     assert_eq!(span.span_id.len(), 16, "{span:#?}");
     assert!(span.end_unix_nano >= span.start_unix_nano, "{span:#?}");
+}
+
+/// The attributes a request span may carry: the conventions' server span table, less its
+/// two opt-in attributes that would carry a call's arguments and result
+/// (`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`: never recorded); the general
+/// conventions' `enduser.id` (who the request acts for); and presa's own `outcome` and
+/// `duration_us`, with `target`, the `tracing` target the OpenTelemetry layer adds.
+const SPAN_KEYS: [&str; 20] = [
+    "mcp.method.name",
+    "error.type",
+    "gen_ai.prompt.name",
+    "gen_ai.tool.name",
+    "jsonrpc.request.id",
+    "mcp.resource.uri",
+    "rpc.response.status_code",
+    "client.address",
+    "client.port",
+    "gen_ai.operation.name",
+    "jsonrpc.protocol.version",
+    "mcp.protocol.version",
+    "mcp.session.id",
+    "network.protocol.name",
+    "network.protocol.version",
+    "network.transport",
+    "enduser.id",
+    "outcome",
+    "duration_us",
+    "target",
+];
+
+/// Every attribute of the span is one of [`SPAN_KEYS`].
+#[track_caller]
+fn assert_known_keys(span: &Span) {
+    let unknown: Vec<&String> = span
+        .attributes
+        .keys()
+        .filter(|k| !SPAN_KEYS.contains(&k.as_str()))
+        .collect();
+    assert!(
+        unknown.is_empty(),
+        "unexpected attributes {unknown:?}: {span:#?}"
+    );
 }
 
 /// A tool call's attributes: the tool's name and the `execute_tool` operation, no prompt.
@@ -241,7 +290,7 @@ fn assert_never_holds(span: &Span, secret: &str) {
 
 /// Waits for a data point of [`DURATION`] with every attribute of `attrs`, and checks
 /// what the conventions fix: a histogram in seconds with their buckets, counting at
-/// least one request.
+/// least one request, without the span's high-cardinality attributes.
 async fn duration_point(receiver: &Receiver, attrs: &[(&str, &str)]) -> presa_tests::otlp::Point {
     let point = receiver
         .wait_for_point(&format!("{DURATION} {attrs:?}"), |p| {
@@ -251,6 +300,15 @@ async fn duration_point(receiver: &Receiver, attrs: &[(&str, &str)]) -> presa_te
         })
         .await;
     assert_eq!(point.unit, "s", "{point:#?}");
+    // Low-cardinality attributes only: no request id, session, URI or subject.
+    for key in [
+        "jsonrpc.request.id",
+        "mcp.session.id",
+        "mcp.resource.uri",
+        "enduser.id",
+    ] {
+        assert_eq!(point.attributes.get(key), None, "{key}: {point:#?}");
+    }
     match &point.value {
         PointValue::Histogram {
             bounds,
