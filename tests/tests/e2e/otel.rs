@@ -740,6 +740,38 @@ async fn otel_a_completed_tool_call_is_a_server_span_by_the_conventions() {
     }
 }
 
+/// Over stdio the span is the same but for the transport: `network.transport` is `pipe`,
+/// and there is no HTTP. The fixture's telemetry exports what is left when it stops
+/// (stdin's end), so the span arrives after the process ended.
+#[tokio::test]
+async fn otel_a_stdio_request_is_a_span_over_a_pipe() {
+    let receiver = Receiver::start().await;
+    let mut session =
+        presa_tests::stdio::Session::fixture_with(FIXTURE, &["--otel", receiver.endpoint()]).await;
+    let got = session
+        .call(31, "tools/call", json!({"name": "greet"}))
+        .await;
+    let response = got.last().expect("a response");
+    assert!(response.get("result").is_some(), "{response}");
+    assert!(session.finish().await, "the fixture exits cleanly");
+    let span = span_of(&receiver, 31).await;
+    assert_eq!(span.name, "tools/call greet", "{span:#?}");
+    assert_eq!(span.kind, Kind::Server, "{span:#?}");
+    assert_eq!(span.str("mcp.method.name"), Some("tools/call"), "{span:#?}");
+    assert_eq!(span.str("mcp.protocol.version"), Some(VERSION), "{span:#?}");
+    assert_eq!(span.str("network.transport"), Some("pipe"), "{span:#?}");
+    assert_eq!(span.attr("network.protocol.name"), None, "{span:#?}");
+    assert_eq!(span.attr("network.protocol.version"), None, "{span:#?}");
+    assert_tool(&span, "greet");
+    assert_ok(&span);
+    assert_known_keys(&span);
+    duration_point(
+        &receiver,
+        &[("gen_ai.tool.name", "greet"), ("network.transport", "pipe")],
+    )
+    .await;
+}
+
 /// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
 /// that, and its duration sample (in seconds) is at least 0.3, in the bucket above 0.2.
 #[tokio::test]
