@@ -1126,6 +1126,27 @@ async fn otel_a_rejected_request_has_a_span_and_a_sample() {
         .await;
 }
 
+/// A request the HTTP transport refuses before reading it (a foreign `Origin`: 403,
+/// -32600) has no method and no id to name a span by, so it has none; it is counted all
+/// the same in `presa.server.rejections` by its code.
+#[tokio::test]
+async fn otel_a_request_refused_by_the_http_transport_is_counted() {
+    let (receiver, fixture) = exporting().await;
+    let msg = presa_tests::request(25, "tools/call", json!({"name": "greet"}));
+    fixture
+        .http()
+        .post(&msg, &[("Origin", "http://evil.example.com")])
+        .await
+        .assert_error(403, -32600, None);
+    receiver
+        .wait_for_point("presa.server.rejections for -32600", |p| {
+            p.metric == "presa.server.rejections"
+                && p.str("rpc.response.status_code") == Some("-32600")
+                && matches!(p.value, PointValue::Sum { value, monotonic: true } if value >= 1.0)
+        })
+        .await;
+}
+
 /// A request whose client goes away mid-call is cancelled: its span ends with
 /// `error.type` `cancelled` (no JSON-RPC error was answered, so the value is presa's:
 /// the conventions let an instrumentation name its own) and the status ERROR, with no
