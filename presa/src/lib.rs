@@ -29,6 +29,8 @@
 //! | --- | --- |
 //! | `error` | [`Error`] (protocol errors with their codes and HTTP statuses) and [`BuildError`] |
 //! | [`wire`] | the JSON-RPC envelope and its decoder, request `_meta`, typed results and content, method names, URI rules, pagination cursors |
+//! | `observe` | the request span by the OpenTelemetry MCP conventions, and (with `otel`) its parent from `_meta`, links and presa's metrics |
+//! | `otel` | OpenTelemetry export in one call, and the Prometheus text of the metrics (the `otel` feature) |
 //! | `shape` | every result as it goes on the wire (a fast writer and its serde twin) |
 //! | `schema` | compiled tool schemas, the `x-mcp-header` table, URI templates |
 //! | [`auth`] | authorization: [`Principal`], token verifiers, scopes, challenges, protected resource metadata |

@@ -42,7 +42,22 @@ pub(crate) use off::*;
 #[cfg(feature = "otel")]
 pub(crate) use on::*;
 
+use crate::wire::jsonrpc::RequestId;
 use std::sync::atomic::{AtomicBool, Ordering};
+
+/// `jsonrpc.request.id` as the conventions write it: a string id as it is (`request-7`,
+/// not quoted), unless it holds control characters, which a log line must not carry raw
+/// (then quoted and escaped); a number as its digits.
+struct IdText<'a>(&'a RequestId);
+
+impl std::fmt::Display for IdText<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            RequestId::Str(s) if !s.chars().any(char::is_control) => f.write_str(s),
+            other => std::fmt::Display::fmt(other, f),
+        }
+    }
+}
 
 /// The name of every request span ([`request_span`] writes it out, as the macro needs):
 /// a layer finds request spans by it and their target, `presa::observe`.
@@ -105,11 +120,8 @@ fn resource_uri_opted_in() -> bool {
 /// The span of one request. Every field the conventions name is declared here (a
 /// `tracing` span cannot gain fields later); those not known yet are empty until
 /// recorded.
-pub(crate) fn request_span(
-    method: &str,
-    id: &dyn std::fmt::Display,
-    network: Network,
-) -> tracing::Span {
+pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> tracing::Span {
+    let id = IdText(id);
     let transport = match network {
         Network::Pipe => Some("pipe"),
         Network::Http => Some("tcp"),

@@ -53,7 +53,14 @@ impl Core {
             return Step::Done(Err(refused(&method, &params)));
         }
         match &*method {
-            "initialize" => return answer(self.initialize(&session, &params)),
+            "initialize" => {
+                let answer = answer(self.initialize(&session, &params));
+                // The revision the handshake settled on, when it did.
+                if let Some(version) = session.version() {
+                    crate::observe::protocol_version(&super::request_span(), version);
+                }
+                return answer;
+            }
             "ping" => return answer(Ok(Map::new())),
             _ => {}
         }

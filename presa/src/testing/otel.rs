@@ -204,6 +204,28 @@ async fn the_traceparent_in_meta_is_the_parent() {
     assert_eq!(text(span, "jsonrpc.request.id").as_deref(), Some("3"));
 }
 
+/// A string id is recorded as it is, not quoted; one with a control character is
+/// escaped.
+#[tokio::test(flavor = "current_thread")]
+async fn a_string_id_is_recorded_unquoted() {
+    let spans = spans(|server| async move {
+        let client = crate::testing::TestClient::new(&server);
+        for id in ["request-7", "bell\u{7}"] {
+            let r = client
+                .send(json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+                    "params": {"name": "echo", "_meta": client.meta()}}))
+                .await;
+            assert!(r.message.get("result").is_some(), "{}", r.message);
+        }
+    })
+    .await;
+    let ids: Vec<String> = spans
+        .iter()
+        .filter_map(|s| text(s, "jsonrpc.request.id"))
+        .collect();
+    assert_eq!(ids, ["request-7", "\"bell\\u{7}\""], "{ids:?}");
+}
+
 #[tokio::test(flavor = "current_thread")]
 async fn a_traceparent_that_does_not_parse_leaves_a_root() {
     let spans = spans(|server| async move {
