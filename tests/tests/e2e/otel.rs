@@ -772,6 +772,25 @@ async fn otel_a_stdio_request_is_a_span_over_a_pipe() {
     .await;
 }
 
+/// A string request id is `jsonrpc.request.id` as sent (not JSON-quoted).
+#[tokio::test]
+async fn otel_a_string_request_id_is_the_attribute_as_sent() {
+    let (receiver, fixture) = exporting().await;
+    let msg = presa_tests::request("request-7", "tools/call", json!({"name": "greet"}));
+    let reply = fixture.http().post(&msg, &[]).await;
+    result(&reply);
+    let span = receiver
+        .wait_for_span("jsonrpc.request.id request-7", |s| {
+            s.str("mcp.method.name") == Some("tools/call")
+        })
+        .await;
+    assert_eq!(
+        span.attr("jsonrpc.request.id"),
+        Some(&json!("request-7")),
+        "{span:#?}"
+    );
+}
+
 /// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
 /// that, and its duration sample (in seconds) is at least 0.3, in the bucket above 0.2.
 #[tokio::test]
