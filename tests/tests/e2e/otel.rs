@@ -1,26 +1,29 @@
 //! Observability, end to end with real receivers: the fixture's binary (built with
-//! presa's `otel` feature) serves Streamable HTTP and exports its spans and metrics over
-//! OTLP/HTTP to a receiver the test runs ([`presa_tests::otlp`]), and a real Prometheus
-//! scrapes its `/metrics` ([`presa_tests::prometheus`]).
+//! presa's `otel` feature) serves Streamable HTTP (and stdio) and exports its spans and
+//! metrics over OTLP/HTTP to a receiver the test runs ([`presa_tests::otlp`]), and a real
+//! Prometheus scrapes its `/metrics` ([`presa_tests::prometheus`]).
 //!
 //! Each span is asserted name by name and attribute by attribute against the server
 //! span table of OpenTelemetry's MCP semantic conventions
 //! (`open-telemetry/semantic-conventions-genai`, `docs/gen-ai/mcp.md`): the name
 //! `{mcp.method.name} {target}` (the tool's or prompt's name; the method alone for
-//! `resources/read`, whose URI is high-cardinality), kind SERVER, `mcp.method.name`,
-//! `gen_ai.tool.name` with `gen_ai.operation.name` `execute_tool` for a tool call and
-//! neither otherwise, `gen_ai.prompt.name` for a prompt, `mcp.resource.uri` for a read,
-//! `jsonrpc.request.id` as a string, `mcp.protocol.version`, `network.transport` `tcp`,
-//! and, if and only if the operation failed, `error.type` (the JSON-RPC error code as a
-//! string, or `tool_error` for `isError: true`) with the status ERROR, plus
-//! `rpc.response.status_code` when the response carries an error code. The
-//! `mcp.server.operation.duration` histogram is in seconds with the conventions'
-//! buckets, and carries the same low-cardinality attributes. No attribute carries an
-//! argument's value.
+//! `resources/read`, whose URI is high-cardinality, and for an unknown name), kind
+//! SERVER, `mcp.method.name`, `gen_ai.tool.name` with `gen_ai.operation.name`
+//! `execute_tool` for a tool call and neither otherwise, `gen_ai.prompt.name` for a
+//! prompt, `jsonrpc.request.id` as a string, `mcp.protocol.version`, `network.transport`
+//! (`tcp`, with `network.protocol.name` `http` and `network.protocol.version` `1.1`; `pipe`
+//! over stdio), and, if and only if the operation failed, `error.type` (the JSON-RPC error
+//! code as a string, `tool_error` for `isError: true`, `cancelled` for a cancelled
+//! request) with the status ERROR described by the error's message, plus
+//! `rpc.response.status_code` when the response carries an error code; no attribute
+//! outside the table but `enduser.id` and presa's own. `mcp.resource.uri` is presa's
+//! opt-in (issue 36), off in the fixture. The `mcp.server.operation.duration` histogram
+//! is in seconds with the conventions' buckets, and carries the same low-cardinality
+//! attributes. No attribute carries an argument's value.
 //!
-//! The first tests hold the receiver itself to OTLP/HTTP: a hand-built protobuf export
-//! (plain and gzipped) is decoded into what was sent, and what it does not read is
-//! refused with the status the specification gives.
+//! The first tests hold the receiver itself to OTLP/HTTP (a hand-built protobuf export,
+//! plain and gzipped, is decoded into what was sent, and what it does not read is
+//! refused) and the Prometheus harness to a target serving one gauge.
 
 use presa_tests::http::Http;
 use presa_tests::otlp::{Kind, PointValue, Receiver, Span, SpanStatus};
