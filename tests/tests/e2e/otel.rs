@@ -794,6 +794,57 @@ async fn otel_a_string_request_id_is_the_attribute_as_sent() {
     );
 }
 
+/// A legacy session's requests (2025-11-25, after `initialize`): the `initialize` span
+/// records the negotiated revision, and a later call's span its session
+/// (`mcp.session.id`) and that revision.
+#[tokio::test]
+async fn otel_a_legacy_sessions_spans_carry_the_session_and_its_revision() {
+    let (receiver, fixture) = exporting().await;
+    let http = fixture.http();
+    let mut legacy = presa_tests::legacy::Legacy::open(&http, "2025-11-25").await;
+    let session = legacy.session.clone().expect("a session id");
+    let reply = legacy.call("tools/call", json!({"name": "greet"})).await;
+    assert!(reply.response().get("result").is_some(), "{}", reply.body);
+    let init = span_of(&receiver, 1).await;
+    assert_eq!(init.name, "initialize", "{init:#?}");
+    assert_eq!(init.kind, Kind::Server, "{init:#?}");
+    assert_eq!(init.str("mcp.method.name"), Some("initialize"), "{init:#?}");
+    assert_eq!(
+        init.str("mcp.protocol.version"),
+        Some("2025-11-25"),
+        "{init:#?}"
+    );
+    assert_known_keys(&init);
+    let call = span_of(&receiver, 2).await;
+    assert_eq!(call.name, "tools/call greet", "{call:#?}");
+    assert_tool(&call, "greet");
+    assert_eq!(
+        call.str("mcp.protocol.version"),
+        Some("2025-11-25"),
+        "{call:#?}"
+    );
+    assert_eq!(
+        call.str("mcp.session.id"),
+        Some(session.as_str()),
+        "{call:#?}"
+    );
+    assert_eq!(call.str("network.transport"), Some("tcp"), "{call:#?}");
+    assert_ok(&call);
+    assert_known_keys(&call);
+    let point = duration_point(
+        &receiver,
+        &[
+            ("gen_ai.tool.name", "greet"),
+            ("mcp.protocol.version", "2025-11-25"),
+        ],
+    )
+    .await;
+    assert!(
+        !format!("{:?}", point.attributes).contains(&session),
+        "no session id on the metric: {point:#?}"
+    );
+}
+
 /// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
 /// that, and its duration sample (in seconds) is at least 0.3, in the bucket above 0.2.
 #[tokio::test]
