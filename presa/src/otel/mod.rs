@@ -187,7 +187,14 @@ impl Telemetry {
                     .with_tracked_inactivity(false)
                     .with_filter(tracing_subscriber::filter::LevelFilter::INFO),
             )
-            .with(metrics_layer())
+            // Only presa's request spans concern it: filtered to them, it raises no
+            // other callsite's level (a debug event elsewhere stays off).
+            .with(
+                metrics_layer().with_filter(
+                    tracing_subscriber::filter::Targets::new()
+                        .with_target("presa::observe", tracing::Level::INFO),
+                ),
+            )
             .with(fmt)
             .try_init()
             .map_err(|e| TelemetryError(format!("the tracing subscriber: {e}")))?;
