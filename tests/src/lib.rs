@@ -7,7 +7,9 @@
 //! on conditions, a real OAuth 2.1 authorization server for the authorization tests
 //! (`authz`), a throwaway PostgreSQL server for the PostgreSQL task store
 //! (`postgres`), fixture replicas (`replicas`) behind a throwaway HAProxy (`haproxy`),
-//! and headless Chromium over WebDriver for the catalog page (`browser`).
+//! headless Chromium over WebDriver for the catalog page (`browser`), and the receivers
+//! of what a server observes of itself: an OTLP/HTTP receiver run in process (`otlp`)
+//! and a throwaway Prometheus (`prometheus`).
 
 pub mod authz;
 pub mod browser;
@@ -16,7 +18,9 @@ pub mod haproxy;
 pub mod http;
 pub mod legacy;
 pub mod legacy_stdio;
+pub mod otlp;
 pub mod postgres;
+pub mod prometheus;
 pub mod replicas;
 pub mod schema;
 pub mod sse;

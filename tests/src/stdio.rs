@@ -163,7 +163,14 @@ impl Session {
     /// Starts the fixture's command line (`--transport stdio`) as a child process; `bin`
     /// is `env!("CARGO_BIN_EXE_fixture")` in a test of this package.
     pub async fn fixture(bin: &str) -> Self {
-        let mut child = piped_child(bin, &["--transport", "stdio"], Stdio::inherit());
+        Self::fixture_with(bin, &[]).await
+    }
+
+    /// [`Session::fixture`] with `args` added (`--otel ENDPOINT`, say).
+    pub async fn fixture_with(bin: &str, args: &[&str]) -> Self {
+        let mut all = vec!["--transport", "stdio"];
+        all.extend_from_slice(args);
+        let mut child = piped_child(bin, &all, Stdio::inherit());
         let stdin = child.stdin.take().expect("stdin is piped");
         let stdout = child.stdout.take().expect("stdout is piped");
         Session {

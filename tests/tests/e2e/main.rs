@@ -28,6 +28,7 @@ mod legacy_stdio;
 mod limits;
 mod mrtr;
 mod mrtr_state;
+mod otel;
 mod pipeline;
 mod pipeline_catalog;
 mod replay_postgres;
