@@ -446,6 +446,15 @@ impl Feed {
         }
     }
 
+    /// The URIs subscribed to, in the order they were.
+    pub(crate) fn subscriptions(&self) -> Vec<String> {
+        self.listener
+            .filter
+            .lock()
+            .map(|f| f.subscriptions.clone())
+            .unwrap_or_default()
+    }
+
     /// Waits for events, then takes them as the notifications a legacy session sends
     /// (method and params). An overflow of pending updates is reported as a
     /// `notifications/resources/list_changed`, after which the client re-reads what it

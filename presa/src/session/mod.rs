@@ -8,10 +8,19 @@
 //! `Mcp-Session-Id` on Streamable HTTP); the pipeline serves its requests with the
 //! session as their era and never keeps one itself. Messages that belong to no request
 //! (list changes, resource updates) go to the session's [`Channel`].
+//!
+//! A session's record may be kept in a [`SessionStore`] shared by the replicas of a server
+//! (see [`store`](self::SessionStore)); the session then writes what its client changes
+//! (log level, subscriptions) there, and is made again from its record on any replica.
 
+pub mod contract;
 mod outgoing;
+mod store;
 
 pub(crate) use outgoing::AskFailure;
+pub use store::{
+    MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+};
 
 use crate::context::Outbound;
 use crate::subscriptions::{Feed, Hub, Offer};
@@ -20,7 +29,7 @@ use crate::wire::meta::{LegacyClient, LogLevel};
 use crate::wire::methods as names;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -82,6 +91,8 @@ pub(crate) struct Session {
     closed: CancellationToken,
     /// When the client was last heard from.
     last_seen: Mutex<Instant>,
+    /// Where the session's record is kept, when replicas share it.
+    store: OnceLock<Arc<dyn SessionStore>>,
 }
 
 /// What `initialize` established.
@@ -108,7 +119,53 @@ impl Session {
             feed: Mutex::new(None),
             closed: CancellationToken::new(),
             last_seen: Mutex::new(Instant::now()),
+            store: OnceLock::new(),
         })
+    }
+
+    /// Keeps the session's record in `store` from now on: what its client changes is
+    /// written there.
+    pub(crate) fn keep_in(&self, store: Arc<dyn SessionStore>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The store that keeps the session's record, with the session's id, if one does.
+    pub(crate) fn recorded(&self) -> Option<(&str, &Arc<dyn SessionStore>)> {
+        Some((self.id()?, self.store.get()?))
+    }
+
+    /// Sets the log level the record holds (none clears it).
+    pub(crate) fn restore_log_level(&self, level: Option<LogLevel>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.log_level = level;
+        }
+    }
+
+    /// Makes the session's subscriptions those of `uris`: the ones it lacks are added,
+    /// the others removed.
+    pub(crate) fn restore_subscriptions(&self, uris: &[String]) {
+        let Some(feed) = self.feed.lock().ok().and_then(|f| f.clone()) else {
+            return;
+        };
+        for held in feed.subscriptions() {
+            if !uris.contains(&held) {
+                feed.subscribe(&held, false);
+            }
+        }
+        for uri in uris {
+            feed.subscribe(uri, true);
+        }
+    }
+
+    /// What `initialize` established, for the session's record: the revision, the
+    /// capabilities and the client info; `None` before it succeeded.
+    pub(crate) fn established(&self) -> Option<(&'static str, Map<String, Value>, Value)> {
+        let state = self.state.lock().ok()?;
+        Some((
+            state.version?,
+            state.capabilities.clone(),
+            state.info.clone(),
+        ))
     }
 
     /// The session's id, when its transport issued one.

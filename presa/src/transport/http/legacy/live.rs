@@ -340,6 +340,11 @@ impl Live {
         Active(Arc::clone(self))
     }
 
+    /// Whether a request of the session runs or a connection of it is open.
+    pub(super) fn busy(&self) -> bool {
+        self.active.load(Ordering::Acquire) > 0
+    }
+
     /// Whether the session has been idle for longer than `limit`, with nothing running.
     pub(super) fn expired(&self, limit: Duration) -> bool {
         self.active.load(Ordering::Acquire) == 0 && self.session.idle() > limit
