@@ -112,6 +112,14 @@ impl SubscriptionConfig {
     }
 }
 
+/// The topic key of a legacy session whose shared record changed on some replica (its
+/// log level, its subscriptions, its end): the id is the session's. Carried by the
+/// fan-out, so the replicas holding the session read its record again.
+pub(crate) const SESSION_CHANGED: &str = "presa/session";
+
+/// The method a [`SESSION_CHANGED`] event is published under (it never reaches a client).
+pub(crate) const SESSION_CHANGED_METHOD: &str = "presa/sessionChanged";
+
 /// An event listeners may receive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -446,6 +454,13 @@ impl Feed {
         }
     }
 
+    /// Also hears the [`SESSION_CHANGED`] events of session `id`.
+    pub(crate) fn follow_session(&self, id: &str) {
+        if let Ok(mut filter) = self.listener.filter.lock() {
+            filter.add_topics(SESSION_CHANGED, vec![id.to_owned()]);
+        }
+    }
+
     /// The URIs subscribed to, in the order they were.
     pub(crate) fn subscriptions(&self) -> Vec<String> {
         self.listener
@@ -477,6 +492,10 @@ impl Feed {
             }
             for uri in pending.updated {
                 out.push(("notifications/resources/updated", json!({ "uri": uri })));
+            }
+            // A feed follows no topic but its session's changes.
+            if !pending.topics.is_empty() {
+                out.push((SESSION_CHANGED_METHOD, Value::Object(Map::new())));
             }
             if !out.is_empty() {
                 return out;

@@ -83,10 +83,13 @@ impl Core {
                     (Err(error), _) => Step::Done(Err(error)),
                     (Ok(_), None) => answer(Ok(Map::new())),
                     (Ok(change), Some(_)) => {
-                        let shaper = self.legacy_shaper.clone();
+                        let core = Arc::clone(self);
                         Step::first_poll(Box::pin(async move {
                             record(&session, change).await?;
-                            shaper.object(Map::new())
+                            if let Some(id) = session.id() {
+                                core.session_changed(id);
+                            }
+                            core.legacy_shaper.object(Map::new())
                         }))
                     }
                 };
@@ -245,6 +248,17 @@ impl Core {
             result.insert("instructions".into(), Value::from(i.as_str()));
         }
         Ok(result)
+    }
+
+    /// Tells the replicas holding session `id` (through the fan-out, when the server has
+    /// one) that its shared record changed, so they read it again.
+    pub(crate) fn session_changed(&self, id: &str) {
+        self.publish(&crate::subscriptions::Event::Topic {
+            key: crate::subscriptions::SESSION_CHANGED,
+            id: id.to_owned(),
+            method: crate::subscriptions::SESSION_CHANGED_METHOD,
+            params: Map::new(),
+        });
     }
 
     /// Makes `session` (new, with the record's id) the session `record` describes, as

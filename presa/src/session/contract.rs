@@ -108,6 +108,11 @@ pub async fn changes_are_kept(store: &dyn SessionStore) {
     assert_eq!(got.client_info, c.client_info);
     assert_eq!(got.owner.as_deref(), Some("alice"));
     assert_eq!(got.created_ms, 30_000);
+    let loaded = store.load(&c.id).await.expect("ok").expect("live");
+    assert_eq!(
+        loaded, got,
+        "a load reads what the touch did, and moves nothing"
+    );
 }
 
 /// An ended session is gone for every call, and ending it again says it was not live.
@@ -117,6 +122,8 @@ pub async fn an_ended_session_is_gone_for_every_call(store: &dyn SessionStore) {
     assert_eq!(store.end(&d.id).await, Ok(true));
     assert_eq!(store.end(&d.id).await, Ok(false));
     assert_eq!(store.touch(&d.id, 40_001, IDLE).await, Ok(None));
+    assert_eq!(store.load(&d.id).await, Ok(None));
+    assert_eq!(store.load("contract-never").await, Ok(None));
     assert_eq!(store.set_log_level(&d.id, LogLevel::Debug).await, Ok(false));
     assert_eq!(store.subscribe(&d.id, "test://y", true).await, Ok(false));
     assert_eq!(store.end("contract-never").await, Ok(false));

@@ -23,7 +23,7 @@ pub use store::{
 };
 
 use crate::context::Outbound;
-use crate::subscriptions::{Feed, Hub, Offer};
+use crate::subscriptions::{Feed, Hub, Offer, SESSION_CHANGED_METHOD};
 use crate::wire::jsonrpc::{RequestId, Response, encode_notification};
 use crate::wire::meta::{LegacyClient, LogLevel};
 use crate::wire::methods as names;
@@ -38,6 +38,10 @@ use tokio_util::sync::CancellationToken;
 pub(crate) trait Channel: Send + Sync {
     /// Queues one serialized message for the client.
     fn send(&self, frame: String);
+
+    /// The session ended from within (its record says it ended on another replica): the
+    /// channel's transport ends what it holds of it.
+    fn ended(&self) {}
 }
 
 /// Settings of legacy sessions, with documented defaults.
@@ -264,6 +268,9 @@ impl Session {
     /// resources it subscribes to, sent on its channel until the session ends.
     pub(crate) fn start_feed(self: &Arc<Self>, hub: &Arc<Hub>, offer: Offer) {
         let feed = Arc::new(hub.feed(offer));
+        if let Some((id, _)) = self.recorded() {
+            feed.follow_session(id);
+        }
         if let Ok(mut f) = self.feed.lock() {
             *f = Some(Arc::clone(&feed));
         }
@@ -279,10 +286,32 @@ impl Session {
                     return;
                 };
                 for (method, params) in events {
-                    session.send(method, &params);
+                    if method == SESSION_CHANGED_METHOD {
+                        session.reload().await;
+                    } else {
+                        session.send(method, &params);
+                    }
                 }
             }
         });
+    }
+
+    /// Reads the session's record again (another replica changed it): its log level and
+    /// subscriptions become the record's, and a session that ended there ends here. A
+    /// fault of the store changes nothing (the next message of the session reads the
+    /// record again).
+    async fn reload(&self) {
+        let Some((id, store)) = self.recorded() else {
+            return;
+        };
+        match store.load(id).await {
+            Ok(Some(record)) => {
+                self.restore_log_level(record.log_level);
+                self.restore_subscriptions(&record.subscriptions);
+            }
+            Ok(None) => self.close(),
+            Err(fault) => tracing::debug!("a legacy session's record could not be read: {fault}"),
+        }
     }
 
     /// Subscribes to or unsubscribes from updates of `uri`; false when the feed refuses
@@ -345,6 +374,7 @@ impl Session {
     /// Ends the session: its feed stops, its awaited answers fail, its requests in flight
     /// are cancelled.
     pub(crate) fn close(&self) {
+        let first = !self.closed.is_cancelled();
         self.closed.cancel();
         if let Ok(mut f) = self.feed.lock() {
             f.take();
@@ -356,6 +386,10 @@ impl Session {
             .unwrap_or_default();
         for outbound in in_flight {
             outbound.cancellation().cancel();
+        }
+        let channel = self.channel.lock().ok().and_then(|c| c.clone());
+        if let (true, Some(channel)) = (first, channel) {
+            channel.ended();
         }
     }
 

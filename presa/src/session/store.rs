@@ -120,6 +120,11 @@ pub trait SessionStore: Send + Sync + 'static {
         idle_ms: u64,
     ) -> SessionFuture<'a, Option<SessionRecord>>;
 
+    /// The record of a session that has not ended, as it is (its last use unchanged);
+    /// `None` when it ended or was never made. Expiry is [`touch`](SessionStore::touch)'s
+    /// to judge.
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Option<SessionRecord>>;
+
     /// Records the level set with `logging/setLevel`; false when the session is not live.
     fn set_log_level<'a>(&'a self, id: &'a str, level: LogLevel) -> SessionFuture<'a, bool>;
 
@@ -210,6 +215,10 @@ impl SessionStore for MemorySessionStore {
                 Some(kept.record.clone())
             });
         Box::pin(std::future::ready(found))
+    }
+
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Option<SessionRecord>> {
+        Box::pin(std::future::ready(self.with_live(id, |r| r.clone())))
     }
 
     fn set_log_level<'a>(&'a self, id: &'a str, level: LogLevel) -> SessionFuture<'a, bool> {

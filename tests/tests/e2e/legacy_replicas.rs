@@ -164,10 +164,10 @@ fn result(reply: &presa_tests::http::Reply) -> Value {
         .unwrap_or_else(|| panic!("a result: {}", reply.body))
 }
 
-/// A session opened through the balancer on replica A is served by B and C directly: a
-/// tool call, the level set on B and used on C and A, a subscription made on C that
-/// brings an update published on B to the GET stream open on A; a DELETE on B is 404
-/// on A and C (and B) afterwards.
+/// A session opened on replica A is served by B and C directly and through the
+/// balancer: a tool call, the level set on B and used on C and A, a subscription made
+/// on C (while A holds the session's GET stream) that brings an update published on B to
+/// that stream; a DELETE on B ends A's stream, and is 404 on A and C (and B) afterwards.
 #[tokio::test]
 async fn a_legacy_session_is_served_by_every_replica() {
     let Some((_pg, replicas, lb)) = cluster(&[]).await else {
@@ -214,8 +214,11 @@ async fn a_legacy_session_is_served_by_every_replica() {
         .await;
     assert_eq!(logs(&r), 5, "warning and above: {}", r.body);
 
-    // Subscribed on C; the stream open on A hears an update published on B. The
-    // fan-out's listener may start after the stream: B publishes until A hears.
+    // The stream open on A before C subscribes hears an update published on B: C's
+    // change reaches A through the fan-out. The fan-out's listener may start after the
+    // stream: B publishes until A hears.
+    let mut get = a.get("", &[]).await;
+    assert_eq!(get.status, 200);
     let r = c
         .call(
             "resources/subscribe",
@@ -223,8 +226,6 @@ async fn a_legacy_session_is_served_by_every_replica() {
         )
         .await;
     assert_eq!(result(&r), json!({}));
-    let mut get = a.get("", &[]).await;
-    assert_eq!(get.status, 200);
     let deadline = Deadline::new("A's stream hears B's resource update");
     loop {
         let r = b
@@ -244,8 +245,15 @@ async fn a_legacy_session_is_served_by_every_replica() {
         }
     }
 
-    // Ended on B: 404 everywhere afterwards.
+    // Ended on B: the stream open on A ends, and every replica answers 404.
     assert_eq!(b.delete(&[]).await.status, 204);
+    let deadline = Deadline::new("A's stream ends");
+    loop {
+        match get.next(Duration::from_millis(500)).await {
+            Next::End => break,
+            other => deadline.tick(format!("{other:?}")).await,
+        }
+    }
     for to in [&mut a, &mut b, &mut c] {
         to.call("tools/list", json!({}))
             .await

@@ -153,6 +153,26 @@ impl SessionStore for PgStore {
         })
     }
 
+    fn load<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Option<SessionRecord>> {
+        Box::pin(async move {
+            let mut conn = self.connection().await.map_err(fault)?;
+            let query = sqlx::query(
+                "SELECT owner, version, capabilities, client_info, log_level,
+                        subscriptions, created_at, last_used
+                 FROM presa_sessions WHERE id = $1 AND NOT ended",
+            )
+            .bind(id);
+            let answer = timeout(self.answer_within, query.fetch_optional(&mut *conn)).await;
+            let row = self
+                .answered(&mut conn, answer)
+                .map_err(fault)?
+                .map_err(|e| fault(self.unavailable(&e)))?;
+            row.map(|row| record_of(id, &row))
+                .transpose()
+                .map_err(|e| fault(self.unavailable(&e)))
+        })
+    }
+
     fn set_log_level<'a>(&'a self, id: &'a str, level: LogLevel) -> SessionFuture<'a, bool> {
         Box::pin(async move {
             let query =

@@ -405,6 +405,13 @@ impl Channel for Standalone {
             live.push(GET_STREAM, &frame);
         }
     }
+
+    /// Ends the session's streams (their connections write what they hold and close).
+    fn ended(&self) {
+        if let Some(live) = self.0.upgrade() {
+            live.close();
+        }
+    }
 }
 
 /// A request or connection of a session, counted while it lasts.

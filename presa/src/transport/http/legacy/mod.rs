@@ -33,9 +33,10 @@
 //!   message first marks the record used: a session this replica does not hold is made
 //!   from its record and served as that session; one that ended or expired in the store
 //!   gets 404 here too; a fault of the store is a 503 with the retryable -32603. What
-//!   the client changes (log level, subscriptions) is written to the record. The event
-//!   buffer, the streams and the requests awaiting the client's answers stay in the
-//!   replica that holds them.
+//!   the client changes (log level, subscriptions) and its DELETE are written to the
+//!   record and announced through the fan-out, so the replicas holding the session read
+//!   it again (or end it). The event buffer, the streams and the requests awaiting the
+//!   client's answers stay in the replica that holds them.
 //!
 //! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
 //! 405; `initialize` is answered and forgotten, and every other request is served in a
@@ -193,11 +194,11 @@ async fn find_shared(
     }
     let core = &endpoint.server.core;
     let session = Session::new(Some(record.id.clone()), &core.sessions);
+    session.keep_in(Arc::clone(store));
     if !core.restore_legacy(&session, &record) {
         tracing::warn!("a legacy session's record names a revision this server does not serve");
         return Err(not_found());
     }
-    session.keep_in(Arc::clone(store));
     let live = Live::new(session, limits(&endpoint.config), record.owner);
     live.session.set_channel(live.channel());
     endpoint
@@ -851,7 +852,7 @@ pub(super) async fn handle_delete(
     };
     if let Some(store) = &endpoint.server.core.session_store {
         match store.end(live.id()).await {
-            Ok(true) => {}
+            Ok(true) => endpoint.server.core.session_changed(live.id()),
             // Ended meanwhile, on another replica.
             Ok(false) => {
                 forget(&endpoint, &live);
