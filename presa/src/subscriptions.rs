@@ -25,7 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 mod fanout;
@@ -139,6 +139,14 @@ pub(crate) enum Event {
         method: &'static str,
         params: Map<String, Value>,
     },
+    /// A message for legacy session `id` that reached a replica other than the one
+    /// waiting for it: the client's answer to a request the server sent it
+    /// (`{"id", "result"|"error"}`), or its cancellation of a request
+    /// (`{"cancel": requestId}`). Goes to the session's inbox, never to a listener.
+    Session {
+        id: String,
+        message: Value,
+    },
 }
 
 /// What one stream asked for, narrowed to what the server offers.
@@ -170,6 +178,7 @@ impl Filter {
                         .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
             }),
             Event::Topic { key, id, .. } => self.topics.get(key).is_some_and(|t| t.contains(id)),
+            Event::Session { .. } => false,
         }
     }
 
@@ -229,6 +238,39 @@ pub(crate) struct Hub {
     /// Listen streams open now, by principal (`None`: every anonymous caller); a
     /// principal with none open has no entry.
     holders: Mutex<HashMap<Option<String>, usize>>,
+    /// The inboxes of the legacy sessions held here whose records are shared, by id.
+    inboxes: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+}
+
+/// Most messages a session's inbox holds unread; past it one is dropped (its sender
+/// meets an unanswered request's timeout, as with a lost message).
+const INBOX: usize = 64;
+
+/// A legacy session's inbox ([`Event::Session`]); dropping it closes it.
+pub(crate) struct Inbox {
+    hub: std::sync::Weak<Hub>,
+    id: String,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Inbox {
+    /// The next message; `None` once the inbox was replaced.
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        // Closed first, so its sender reads as closed (one that replaced it does not).
+        self.rx.close();
+        if let Some(hub) = self.hub.upgrade()
+            && let Ok(mut inboxes) = hub.inboxes.lock()
+            && inboxes.get(&self.id).is_some_and(mpsc::Sender::is_closed)
+        {
+            inboxes.remove(&self.id);
+        }
+    }
 }
 
 /// A listen stream's place under its caller's bound, given back when dropped.
@@ -299,7 +341,31 @@ impl Hub {
         })
     }
 
+    /// Opens the inbox of legacy session `id` (replacing one opened before).
+    pub(crate) fn inbox(self: &Arc<Self>, id: &str) -> Inbox {
+        let (tx, rx) = mpsc::channel(INBOX);
+        if let Ok(mut inboxes) = self.inboxes.lock() {
+            inboxes.insert(id.to_owned(), tx);
+        }
+        Inbox {
+            hub: Arc::downgrade(self),
+            id: id.to_owned(),
+            rx,
+        }
+    }
+
     pub(crate) fn publish(&self, event: &Event) {
+        if let Event::Session { id, message } = event {
+            let inbox = self.inboxes.lock().ok().and_then(|i| i.get(id).cloned());
+            if let Some(inbox) = inbox
+                && inbox.try_send(message.clone()).is_err()
+            {
+                tracing::debug!(
+                    "a legacy session's inbox is full or closed: a message was dropped"
+                );
+            }
+            return;
+        }
         let Ok(listeners) = self.listeners.lock() else {
             return;
         };
@@ -328,6 +394,7 @@ impl Hub {
                         p.topics
                             .insert((*key, id.clone()), (*method, params.clone()));
                     }
+                    Event::Session { .. } => {}
                 }
             }
             l.wake.notify_one();

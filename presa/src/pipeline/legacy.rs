@@ -250,6 +250,16 @@ impl Core {
         Ok(result)
     }
 
+    /// Passes `message` (a client's answer or cancellation, see
+    /// [`Event::Session`](crate::subscriptions::Event::Session)) to the replica holding
+    /// session `id` that waits for it, through the fan-out when the server has one.
+    pub(crate) fn pass_to_session(&self, id: &str, message: Value) {
+        self.publish(&crate::subscriptions::Event::Session {
+            id: id.to_owned(),
+            message,
+        });
+    }
+
     /// Tells the replicas holding session `id` (through the fan-out, when the server has
     /// one) that its shared record changed, so they read it again.
     pub(crate) fn session_changed(&self, id: &str) {

@@ -44,6 +44,26 @@ pub(crate) trait Channel: Send + Sync {
     fn ended(&self) {}
 }
 
+/// The message passing a client's answer to another replica ([`Session::receive`]).
+pub(crate) fn answer_message(response: &Response) -> Value {
+    let mut message = Map::new();
+    if let Some(id) = &response.id {
+        message.insert("id".into(), id.to_value());
+    }
+    match &response.outcome {
+        Ok(result) => message.insert("result".into(), result.clone()),
+        Err(error) => message.insert("error".into(), error.clone()),
+    };
+    Value::Object(message)
+}
+
+/// The message passing a client's cancellation of request `id` to another replica.
+pub(crate) fn cancel_message(id: &RequestId) -> Value {
+    let mut message = Map::new();
+    message.insert("cancel".into(), id.to_value());
+    Value::Object(message)
+}
+
 /// Settings of legacy sessions, with documented defaults.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -270,6 +290,7 @@ impl Session {
         let feed = Arc::new(hub.feed(offer));
         if let Some((id, _)) = self.recorded() {
             feed.follow_session(id);
+            self.open_inbox(hub, id);
         }
         if let Ok(mut f) = self.feed.lock() {
             *f = Some(Arc::clone(&feed));
@@ -294,6 +315,47 @@ impl Session {
                 }
             }
         });
+    }
+
+    /// Takes the messages other replicas pass this session ([`Event::Session`]: the
+    /// client's answers and cancellations that reached them) until the session ends.
+    ///
+    /// [`Event::Session`]: crate::subscriptions::Event::Session
+    fn open_inbox(self: &Arc<Self>, hub: &Arc<Hub>, id: &str) {
+        let mut inbox = hub.inbox(id);
+        let session: Weak<Session> = Arc::downgrade(self);
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    () = closed.cancelled() => return,
+                    message = inbox.next() => message,
+                };
+                let (Some(message), Some(session)) = (message, session.upgrade()) else {
+                    return;
+                };
+                session.receive(&message);
+            }
+        });
+    }
+
+    /// Acts on a message another replica passed: a cancellation, or an answer.
+    fn receive(&self, message: &Value) {
+        if let Some(request) = message.get("cancel") {
+            if let Ok(id) = RequestId::read(request) {
+                self.cancel(&id);
+            }
+            return;
+        }
+        let outcome = match (message.get("result"), message.get("error")) {
+            (Some(result), None) => Ok(result.clone()),
+            (None, Some(error)) => Err(error.clone()),
+            _ => return,
+        };
+        let id = message.get("id").and_then(|id| RequestId::read(id).ok());
+        if !self.deliver(Response { id, outcome }) {
+            tracing::debug!("an answer passed from another replica awaits nothing here");
+        }
     }
 
     /// Reads the session's record again (another replica changed it): its log level and

@@ -8,7 +8,9 @@
 //! origin, random per built server) and its place in that origin's sequence. Extension
 //! events ([`Event::Topic`], Tasks' status changes) are not carried: Tasks relays its
 //! changes through its store. One topic is: a legacy session's record changed
-//! ([`SESSION_CHANGED`]), so the replicas holding the session read it again.
+//! ([`SESSION_CHANGED`]), so the replicas holding the session read it again. So is a
+//! message for a legacy session ([`Event::Session`]: a client's answer or cancellation
+//! that reached another replica than the one waiting for it).
 //!
 //! The relay receives every message of every replica, drops its own origin's, and
 //! publishes the rest to the local hub only (never to the fan-out again, so nothing
@@ -112,6 +114,7 @@ const PROMPTS: &str = "prompts/list_changed";
 const RESOURCES: &str = "resources/list_changed";
 const UPDATED: &str = "resources/updated";
 const SESSION: &str = "session/changed";
+const SESSION_MESSAGE: &str = "session/message";
 
 /// What a message holds, read.
 #[derive(serde::Deserialize)]
@@ -121,9 +124,12 @@ struct Message {
     event: String,
     #[serde(default)]
     uri: Option<String>,
-    /// The session of a `session/changed` event.
+    /// The session of a `session/changed` or `session/message` event.
     #[serde(default)]
     id: Option<String>,
+    /// The message of a `session/message` event.
+    #[serde(default)]
+    message: Option<serde_json::Value>,
 }
 
 /// The message carrying `event` from `origin` as its `seq`th; `None` for an event that
@@ -141,6 +147,12 @@ pub(crate) fn encode(origin: &str, seq: u64, event: &Event) -> Option<String> {
         } => {
             let message =
                 serde_json::json!({"origin": origin, "seq": seq, "event": SESSION, "id": id});
+            return Some(message.to_string());
+        }
+        Event::Session { id, message } => {
+            let message = serde_json::json!({
+                "origin": origin, "seq": seq, "event": SESSION_MESSAGE, "id": id, "message": message
+            });
             return Some(message.to_string());
         }
         Event::Topic { .. } => return None,
@@ -163,6 +175,13 @@ pub(crate) fn decode(text: &str) -> Result<Carried, String> {
             params: serde_json::Map::new(),
         },
         (SESSION, Some(_)) => return Err("a session/changed event with a uri".into()),
+        (SESSION_MESSAGE, None) => Event::Session {
+            id: m.id.ok_or("a session/message event without an id")?,
+            message: m
+                .message
+                .ok_or("a session/message event without a message")?,
+        },
+        (SESSION_MESSAGE, Some(_)) => return Err("a session/message event with a uri".into()),
         (TOOLS, None) => Event::ToolsListChanged,
         (PROMPTS, None) => Event::PromptsListChanged,
         (RESOURCES, None) => Event::ResourcesListChanged,

@@ -13,7 +13,7 @@ use presa::session::{MemorySessionStore, SessionStore};
 use presa::{HttpConfig, LogLevel, Server};
 use presa_tests::haproxy::Haproxy;
 use presa_tests::http::{Harness, Http};
-use presa_tests::legacy::Legacy;
+use presa_tests::legacy::{Legacy, request};
 use presa_tests::postgres::Postgres;
 use presa_tests::replicas::Replicas;
 use presa_tests::sse::Next;
@@ -350,4 +350,64 @@ async fn the_postgres_session_store_keeps_the_contract() {
         "faults within the bounds: {:?}",
         at.elapsed()
     );
+}
+
+/// The client's answer to an elicitation replica A asked, POSTed to replica B, reaches
+/// A (through the fan-out), and the tool completes on A's stream; a
+/// `notifications/cancelled` POSTed to C cancels a request running on A.
+#[tokio::test]
+async fn answers_and_cancellations_reach_the_replica_that_waits_for_them() {
+    let Some((_pg, replicas, _lb)) = cluster(&[]).await else {
+        return;
+    };
+    let [ra, rb, rc] = [0, 1, 2].map(|i| Http::at(&replicas.url(i)));
+    let a = Legacy::open_with(&ra, VERSION, json!({"elicitation": {}})).await;
+    let (b, c) = (a.at(&rb), a.at(&rc));
+
+    let ask = request(
+        1,
+        "tools/call",
+        json!({"name": "test_elicitation", "arguments": {"message": "Who are you?"}}),
+    );
+    let mut stream = a.open_post(&ask, &[]).await;
+    assert!(stream.is_sse());
+    let asked = stream.next(PATIENCE).await.msg("the elicitation request");
+    assert_eq!(asked["method"], "elicitation/create", "{asked}");
+    b.answer(
+        "elicitation/create",
+        &asked["id"],
+        json!({"action": "accept", "content": {"username": "ada", "email": "ada@example.com"}}),
+    )
+    .await
+    .assert_accepted();
+    let done = stream.next(PATIENCE).await.msg("the tool's result");
+    assert_eq!(
+        done["result"]["content"][0]["text"], "User provided: username=ada, email=ada@example.com",
+        "{done}"
+    );
+
+    // A request running on A, cancelled through C: its POST ends with 204 at once.
+    let slow = request(
+        2,
+        "tools/call",
+        json!({"name": "slow_compute", "arguments": {"seconds": 60, "label": "never"}}),
+    );
+    let running = tokio::spawn({
+        let a = a.clone();
+        async move { a.post(&slow, &[]).await }
+    });
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let at = Instant::now();
+    c.notify(
+        "notifications/cancelled",
+        json!({"requestId": 2, "reason": "changed my mind"}),
+    )
+    .await
+    .assert_accepted();
+    let reply = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("the cancelled request ends")
+        .expect("no panic");
+    assert_eq!(reply.status, 204, "{}", reply.body);
+    assert!(at.elapsed() < Duration::from_secs(5), "{:?}", at.elapsed());
 }

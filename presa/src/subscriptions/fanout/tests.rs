@@ -23,6 +23,10 @@ fn carried() -> Vec<Event> {
             method: SESSION_CHANGED_METHOD,
             params: serde_json::Map::new(),
         },
+        Event::Session {
+            id: "a-session".into(),
+            message: json!({"id": 3, "result": {"action": "accept"}}),
+        },
     ]
 }
 
@@ -73,6 +77,8 @@ fn a_message_that_is_not_an_event_is_refused() {
         r#"{"origin":"o","seq":1,"event":"session/changed"}"#,
         r#"{"origin":"o","seq":1,"event":"session/changed","id":7}"#,
         r#"{"origin":"o","seq":1,"event":"session/changed","id":"s","uri":"x:y"}"#,
+        r#"{"origin":"o","seq":1,"event":"session/message","id":"s"}"#,
+        r#"{"origin":"o","seq":1,"event":"session/message","message":{}}"#,
     ];
     for text in bad {
         assert!(decode(text).is_err(), "{text}");

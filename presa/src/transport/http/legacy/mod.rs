@@ -35,8 +35,9 @@
 //!   gets 404 here too; a fault of the store is a 503 with the retryable -32603. What
 //!   the client changes (log level, subscriptions) and its DELETE are written to the
 //!   record and announced through the fan-out, so the replicas holding the session read
-//!   it again (or end it). The event buffer, the streams and the requests awaiting the
-//!   client's answers stay in the replica that holds them.
+//!   it again (or end it). A client's answer or `notifications/cancelled` that reaches a
+//!   replica other than the one waiting for it is passed on the same way. The event
+//!   buffer and the streams stay in the replica that holds them.
 //!
 //! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
 //! 405; `initialize` is answered and forgotten, and every other request is served in a
@@ -573,12 +574,13 @@ pub(super) fn notification(
                 Err(refused) => return refused,
             };
             live.session.touch();
-            accepted(
-                endpoint
-                    .server
-                    .core
-                    .accept_legacy_notification(&n, &live.session),
-            )
+            let core = &endpoint.server.core;
+            let outcome = core.accept_legacy_notification(&n, &live.session);
+            // The request it cancels may run on another replica.
+            if let Ok(crate::pipeline::NotificationEffect::Cancel(id)) = &outcome {
+                core.pass_to_session(live.id(), crate::session::cancel_message(id));
+            }
+            accepted(outcome)
         }));
     }
     Routed::Done(notification_here(
@@ -625,7 +627,8 @@ fn notification_here(
 
 /// The client's response to a request of the server: handed to the request it answers,
 /// then 202 (also when it answers nothing: it is dropped). With a session store, once
-/// the session is found there; only a request this replica sent is answered so.
+/// the session is found there; an answer no request of this replica awaits is passed to
+/// the other replicas, through the fan-out, for the one that sent the request.
 pub(super) fn response(
     endpoint: &Endpoint,
     response: jsonrpc::Response,
@@ -643,10 +646,10 @@ pub(super) fn response(
                 Err(refused) => return refused,
             };
             live.session.touch();
+            let message = crate::session::answer_message(&response);
             if !live.session.deliver(response) {
-                tracing::debug!(
-                    "a legacy client answered a request this replica is not waiting on"
-                );
+                // The request it answers may wait on another replica.
+                endpoint.server.core.pass_to_session(live.id(), message);
             }
             StatusCode::ACCEPTED.into_response()
         }));
