@@ -290,7 +290,6 @@ impl Session {
         let feed = Arc::new(hub.feed(offer));
         if let Some((id, _)) = self.recorded() {
             feed.follow_session(id);
-            self.open_inbox(hub, id);
         }
         if let Ok(mut f) = self.feed.lock() {
             *f = Some(Arc::clone(&feed));
@@ -319,9 +318,14 @@ impl Session {
 
     /// Takes the messages other replicas pass this session ([`Event::Session`]: the
     /// client's answers and cancellations that reached them) until the session ends.
+    /// Called once the session is the one its transport holds by its id (a session's
+    /// inbox replaces any other of its id), and only for a session a store keeps.
     ///
     /// [`Event::Session`]: crate::subscriptions::Event::Session
-    fn open_inbox(self: &Arc<Self>, hub: &Arc<Hub>, id: &str) {
+    pub(crate) fn open_inbox(self: &Arc<Self>, hub: &Arc<Hub>) {
+        let Some((id, _)) = self.recorded() else {
+            return;
+        };
         let mut inbox = hub.inbox(id);
         let session: Weak<Session> = Arc::downgrade(self);
         let closed = self.closed.clone();

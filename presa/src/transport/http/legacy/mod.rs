@@ -202,10 +202,14 @@ async fn find_shared(
     }
     let live = Live::new(session, limits(&endpoint.config), record.owner);
     live.session.set_channel(live.channel());
-    endpoint
+    let held = endpoint
         .sessions
-        .adopt(live, &endpoint.closing)
-        .ok_or_else(|| too_many_sessions(id))
+        .adopt(Arc::clone(&live), &endpoint.closing)
+        .ok_or_else(|| too_many_sessions(id))?;
+    if Arc::ptr_eq(&held, &live) {
+        held.session.open_inbox(&core.hub);
+    }
+    Ok(held)
 }
 
 /// The live session a message names, from the store when the endpoint has one.
@@ -335,10 +339,10 @@ fn initialize(
     let owner = principal.as_deref().map(|p| p.id().to_owned());
     let live = Live::new(session, limits(&endpoint.config), owner);
     live.session.set_channel(live.channel());
-    if !endpoint
+    let placed = endpoint
         .sessions
-        .insert(Arc::clone(&live), &endpoint.closing)
-    {
+        .insert(Arc::clone(&live), &endpoint.closing);
+    if !placed {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             Error::new(
@@ -347,6 +351,7 @@ fn initialize(
             ),
         );
     }
+    live.session.open_inbox(&core.hub);
     let answer = match serve(endpoint, &live, request, headers, charge, principal) {
         Ok(answer) => answer,
         Err(refused) => {
