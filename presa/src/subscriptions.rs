@@ -861,4 +861,37 @@ mod tests {
         let held: Vec<_> = (0..100).filter_map(|_| hub.admit(None)).collect();
         assert_eq!(held.len(), 100);
     }
+
+    /// A session's inbox holds `INBOX` messages unread, and drops the one past it; a
+    /// message for a session with no inbox here goes nowhere; an inbox replaced by a
+    /// newer one of the same session is closed, and dropping it leaves the newer one.
+    #[tokio::test]
+    async fn a_session_inbox_is_bounded_and_replaced() {
+        use super::{Event, INBOX};
+        let hub = Arc::new(Hub::default());
+        let send = |n: usize| {
+            hub.publish(&Event::Session {
+                id: "s".into(),
+                message: json!({ "n": n }),
+            });
+        };
+        send(0);
+        let mut inbox = hub.inbox("s");
+        for n in 1..=INBOX + 1 {
+            send(n);
+        }
+        for n in 1..=INBOX {
+            assert_eq!(inbox.next().await, Some(json!({ "n": n })));
+        }
+        let past = tokio::time::timeout(Duration::from_millis(50), inbox.next()).await;
+        assert!(past.is_err(), "the message past the bound was dropped");
+
+        let mut newer = hub.inbox("s");
+        assert_eq!(inbox.next().await, None, "the older inbox is closed");
+        drop(inbox);
+        send(7);
+        assert_eq!(newer.next().await, Some(json!({ "n": 7 })));
+        drop(newer);
+        assert!(hub.inboxes.lock().expect("lock").is_empty());
+    }
 }
