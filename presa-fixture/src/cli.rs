@@ -69,7 +69,9 @@ conformance runner calls.
                          in postgres://USER@HOST:PORT/DATABASE or sqlite:PATH instead of
                          in memory, so that replicas sharing it answer for each other's
                          tasks and refuse a state spent on another (needs the `stores`
-                         feature). Refuses to start when the store cannot be opened.
+                         feature); with postgres://, legacy sessions' records too, so
+                         their requests may land on any replica. Refuses to start when
+                         the store cannot be opened.
   --store-timeout MS     how long a call to that store may wait for it (a connection, a
                          statement; SQLite's lock) before the request gets a retryable
                          -32603 (default 5000).

@@ -78,7 +78,10 @@ pub fn build_with_store(
     let (builder, tasks_ext) = match store {
         #[cfg(feature = "stores")]
         Some(Store::Postgres(pg)) => (
-            builder.replay_store(pg.clone()).fanout(pg.fanout()),
+            builder
+                .replay_store(pg.clone())
+                .session_store(pg.clone())
+                .fanout(pg.fanout()),
             tasks_ext.store(pg.clone()),
         ),
         #[cfg(feature = "stores")]

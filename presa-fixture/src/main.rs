@@ -11,8 +11,9 @@
 //! stdin is (see [`presa_fixture::cli`]).
 //!
 //! With the `stores` feature, `--tasks-store postgres://…|sqlite:PATH` (and
-//! `--store-timeout MS`) keeps tasks and spent single-use request states there, so that
-//! replicas sharing it (and `PRESA_STATE_KEYS`) serve as one behind a load balancer.
+//! `--store-timeout MS`) keeps tasks and spent single-use request states there (and, in
+//! PostgreSQL, legacy sessions' records), so that replicas sharing it (and
+//! `PRESA_STATE_KEYS`) serve as one behind a load balancer.
 //!
 //! `--http ADDR` serves HTTP on that address; `--otel ENDPOINT` exports spans and metrics
 //! over OTLP/HTTP to a collector's base URL (metrics every `--otel-interval MS`, default

@@ -38,12 +38,16 @@ async fn replica(url: &str) -> Result<presa::Server, Box<dyn std::error::Error>>
     let fanout = store.fanout();
     // A single-use request state spent on one replica is refused by all.
     let spent = store.clone();
+    // A legacy session (a client that opened with `initialize`) is served by every
+    // replica, wherever its next request lands.
+    let sessions = store.clone();
     let tasks = Tasks::builder().store(store).build();
     Ok(presa::server!()
         .registered()
         .extension(tasks)
         .fanout(fanout)
         .replay_store(spent)
+        .session_store(sessions)
         .build()?)
 }
 // ANCHOR_END: server

@@ -40,7 +40,7 @@
 //! | [`mrtr`] | multi round-trip requests: asking the client, signed request state |
 //! | [`subscriptions`] | the hub of `subscriptions/listen` streams, and the [`Fanout`](subscriptions::Fanout) carrying its events between replicas |
 //! | [`extension`] | the hooks protocol extensions plug into |
-//! | `session` | legacy sessions: what a client that opened with `initialize` established |
+//! | [`session`] | legacy sessions: what a client that opened with `initialize` established, and the [`SessionStore`](session::SessionStore) replicas share their records in |
 //! | `pipeline` | the serving state (`Core`) and the path of a request: admission, dispatch, shaping |
 //! | `server` | [`Server`], the handle, and [`ServerBuilder`] |
 //! | [`transport`] | stdio and Streamable HTTP framing |
@@ -69,7 +69,7 @@ mod pipeline;
 pub mod registry;
 mod schema;
 mod server;
-mod session;
+pub mod session;
 mod shape;
 #[cfg(feature = "skills")]
 pub mod skills;

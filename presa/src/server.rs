@@ -48,6 +48,7 @@ pub struct ServerBuilder {
     authorization: Option<crate::auth::Authorization>,
     legacy: bool,
     sessions: SessionConfig,
+    session_store: Option<Arc<dyn crate::session::SessionStore>>,
     subscriptions: SubscriptionConfig,
     fanout: Option<Arc<dyn Fanout>>,
     info: Implementation,
@@ -94,6 +95,7 @@ impl Server {
             authorization: None,
             legacy: true,
             sessions: SessionConfig::default(),
+            session_store: None,
             subscriptions: SubscriptionConfig::default(),
             fanout: None,
             info,
@@ -490,6 +492,17 @@ impl ServerBuilder {
         self
     }
 
+    /// Keeps the records of legacy sessions (clients that open with `initialize`) in
+    /// `store`, so that every replica given the same store serves every session: a
+    /// request may land on any of them (see [`SessionStore`](crate::session::SessionStore)).
+    /// Without one, a session lives in the process that made it. Give the replicas a
+    /// fan-out too ([`ServerBuilder::fanout`]), so that a session's list changes and
+    /// resource updates reach its stream wherever it is open.
+    pub fn session_store(mut self, store: impl crate::session::SessionStore) -> Self {
+        self.session_store = Some(Arc::new(store));
+        self
+    }
+
     /// Shares the server's list changes and resource updates with the other replicas of
     /// it that share `fanout` (such as a `PgStore::fanout` on one database): every
     /// `notifications/*/list_changed` and `notifications/resources/updated` published on
@@ -656,6 +669,7 @@ impl ServerBuilder {
             state: self.state,
             legacy: self.legacy,
             sessions: self.sessions,
+            session_store: self.session_store,
             subscriptions: self.subscriptions,
             fanout,
         })

@@ -25,7 +25,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::sync::Notify;
+use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 mod fanout;
@@ -112,6 +112,14 @@ impl SubscriptionConfig {
     }
 }
 
+/// The topic key of a legacy session whose shared record changed on some replica (its
+/// log level, its subscriptions, its end): the id is the session's. Carried by the
+/// fan-out, so the replicas holding the session read its record again.
+pub(crate) const SESSION_CHANGED: &str = "presa/session";
+
+/// The method a [`SESSION_CHANGED`] event is published under (it never reaches a client).
+pub(crate) const SESSION_CHANGED_METHOD: &str = "presa/sessionChanged";
+
 /// An event listeners may receive.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum Event {
@@ -130,6 +138,14 @@ pub(crate) enum Event {
         id: String,
         method: &'static str,
         params: Map<String, Value>,
+    },
+    /// A message for legacy session `id` that reached a replica other than the one
+    /// waiting for it: the client's answer to a request the server sent it
+    /// (`{"id", "result"|"error"}`), or its cancellation of a request
+    /// (`{"cancel": requestId}`). Goes to the session's inbox, never to a listener.
+    Session {
+        id: String,
+        message: Value,
     },
 }
 
@@ -162,6 +178,7 @@ impl Filter {
                         .is_some_and(|rest| rest.starts_with(['/', '#', '?']))
             }),
             Event::Topic { key, id, .. } => self.topics.get(key).is_some_and(|t| t.contains(id)),
+            Event::Session { .. } => false,
         }
     }
 
@@ -221,6 +238,39 @@ pub(crate) struct Hub {
     /// Listen streams open now, by principal (`None`: every anonymous caller); a
     /// principal with none open has no entry.
     holders: Mutex<HashMap<Option<String>, usize>>,
+    /// The inboxes of the legacy sessions held here whose records are shared, by id.
+    inboxes: Mutex<HashMap<String, mpsc::Sender<Value>>>,
+}
+
+/// Most messages a session's inbox holds unread; past it one is dropped (its sender
+/// meets an unanswered request's timeout, as with a lost message).
+const INBOX: usize = 64;
+
+/// A legacy session's inbox ([`Event::Session`]); dropping it closes it.
+pub(crate) struct Inbox {
+    hub: std::sync::Weak<Hub>,
+    id: String,
+    rx: mpsc::Receiver<Value>,
+}
+
+impl Inbox {
+    /// The next message; `None` once the inbox was replaced.
+    pub(crate) async fn next(&mut self) -> Option<Value> {
+        self.rx.recv().await
+    }
+}
+
+impl Drop for Inbox {
+    fn drop(&mut self) {
+        // Closed first, so its sender reads as closed (one that replaced it does not).
+        self.rx.close();
+        if let Some(hub) = self.hub.upgrade()
+            && let Ok(mut inboxes) = hub.inboxes.lock()
+            && inboxes.get(&self.id).is_some_and(mpsc::Sender::is_closed)
+        {
+            inboxes.remove(&self.id);
+        }
+    }
 }
 
 /// A listen stream's place under its caller's bound, given back when dropped.
@@ -292,7 +342,31 @@ impl Hub {
         })
     }
 
+    /// Opens the inbox of legacy session `id` (replacing one opened before).
+    pub(crate) fn inbox(self: &Arc<Self>, id: &str) -> Inbox {
+        let (tx, rx) = mpsc::channel(INBOX);
+        if let Ok(mut inboxes) = self.inboxes.lock() {
+            inboxes.insert(id.to_owned(), tx);
+        }
+        Inbox {
+            hub: Arc::downgrade(self),
+            id: id.to_owned(),
+            rx,
+        }
+    }
+
     pub(crate) fn publish(&self, event: &Event) {
+        if let Event::Session { id, message } = event {
+            let inbox = self.inboxes.lock().ok().and_then(|i| i.get(id).cloned());
+            if let Some(inbox) = inbox
+                && inbox.try_send(message.clone()).is_err()
+            {
+                tracing::debug!(
+                    "a legacy session's inbox is full or closed: a message was dropped"
+                );
+            }
+            return;
+        }
         let Ok(listeners) = self.listeners.lock() else {
             return;
         };
@@ -324,6 +398,7 @@ impl Hub {
                         p.topics
                             .insert((*key, id.clone()), (*method, params.clone()));
                     }
+                    Event::Session { .. } => {}
                 }
             }
             l.wake.notify_one();
@@ -451,6 +526,22 @@ impl Feed {
         }
     }
 
+    /// Also hears the [`SESSION_CHANGED`] events of session `id`.
+    pub(crate) fn follow_session(&self, id: &str) {
+        if let Ok(mut filter) = self.listener.filter.lock() {
+            filter.add_topics(SESSION_CHANGED, vec![id.to_owned()]);
+        }
+    }
+
+    /// The URIs subscribed to, in the order they were.
+    pub(crate) fn subscriptions(&self) -> Vec<String> {
+        self.listener
+            .filter
+            .lock()
+            .map(|f| f.subscriptions.clone())
+            .unwrap_or_default()
+    }
+
     /// Waits for events, then takes them as the notifications a legacy session sends
     /// (method and params). An overflow of pending updates is reported as a
     /// `notifications/resources/list_changed`, after which the client re-reads what it
@@ -473,6 +564,10 @@ impl Feed {
             }
             for uri in pending.updated {
                 out.push(("notifications/resources/updated", json!({ "uri": uri })));
+            }
+            // A feed follows no topic but its session's changes.
+            if !pending.topics.is_empty() {
+                out.push((SESSION_CHANGED_METHOD, Value::Object(Map::new())));
             }
             if !out.is_empty() {
                 return out;
@@ -770,5 +865,38 @@ mod tests {
         assert!(hub.admit(Some("alice")).is_none());
         let held: Vec<_> = (0..100).filter_map(|_| hub.admit(None)).collect();
         assert_eq!(held.len(), 100);
+    }
+
+    /// A session's inbox holds `INBOX` messages unread, and drops the one past it; a
+    /// message for a session with no inbox here goes nowhere; an inbox replaced by a
+    /// newer one of the same session is closed, and dropping it leaves the newer one.
+    #[tokio::test]
+    async fn a_session_inbox_is_bounded_and_replaced() {
+        use super::{Event, INBOX};
+        let hub = Arc::new(Hub::default());
+        let send = |n: usize| {
+            hub.publish(&Event::Session {
+                id: "s".into(),
+                message: json!({ "n": n }),
+            });
+        };
+        send(0);
+        let mut inbox = hub.inbox("s");
+        for n in 1..=INBOX + 1 {
+            send(n);
+        }
+        for n in 1..=INBOX {
+            assert_eq!(inbox.next().await, Some(json!({ "n": n })));
+        }
+        let past = tokio::time::timeout(Duration::from_millis(50), inbox.next()).await;
+        assert!(past.is_err(), "the message past the bound was dropped");
+
+        let mut newer = hub.inbox("s");
+        assert_eq!(inbox.next().await, None, "the older inbox is closed");
+        drop(inbox);
+        send(7);
+        assert_eq!(newer.next().await, Some(json!({ "n": 7 })));
+        drop(newer);
+        assert!(hub.inboxes.lock().expect("lock").is_empty());
     }
 }

@@ -93,6 +93,15 @@ impl Legacy {
         client
     }
 
+    /// The same client (session, revision and request ids) sending to `http` instead:
+    /// another replica of the server that made the session, say.
+    pub fn at(&self, http: &Http) -> Legacy {
+        Legacy {
+            http: http.clone(),
+            ..self.clone()
+        }
+    }
+
     /// The schema of the client's revision.
     pub fn schema(&self) -> Schema {
         Schema::legacy(&self.version)

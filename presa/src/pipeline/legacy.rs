@@ -81,10 +81,25 @@ impl Core {
             return Step::Done(Err(Error::method_not_found(&method)));
         }
         match &*method {
-            "logging/setLevel" => return answer(set_level(&session, &params)),
-            "resources/subscribe" | "resources/unsubscribe" => {
-                let on = method == "resources/subscribe";
-                return answer(subscribe(&session, &params, on));
+            "logging/setLevel" | "resources/subscribe" | "resources/unsubscribe" => {
+                let changed = match &*method {
+                    "logging/setLevel" => set_level(&session, &params),
+                    on => subscribe(&session, &params, on == "resources/subscribe"),
+                };
+                return match (changed, session.recorded()) {
+                    (Err(error), _) => Step::Done(Err(error)),
+                    (Ok(_), None) => answer(Ok(Map::new())),
+                    (Ok(change), Some(_)) => {
+                        let core = Arc::clone(self);
+                        Step::first_poll(Box::pin(async move {
+                            record(&session, change).await?;
+                            if let Some(id) = session.id() {
+                                core.session_changed(id);
+                            }
+                            core.legacy_shaper.object(Map::new())
+                        }))
+                    }
+                };
             }
             _ => {}
         }
@@ -242,6 +257,54 @@ impl Core {
         Ok(result)
     }
 
+    /// Passes `message` (a client's answer or cancellation, see
+    /// [`Event::Session`](crate::subscriptions::Event::Session)) to the replica holding
+    /// session `id` that waits for it, through the fan-out when the server has one.
+    pub(crate) fn pass_to_session(&self, id: &str, message: Value) {
+        self.publish(&crate::subscriptions::Event::Session {
+            id: id.to_owned(),
+            message,
+        });
+    }
+
+    /// Tells the replicas holding session `id` (through the fan-out, when the server has
+    /// one) that its shared record changed, so they read it again.
+    pub(crate) fn session_changed(&self, id: &str) {
+        self.publish(&crate::subscriptions::Event::Topic {
+            key: crate::subscriptions::SESSION_CHANGED,
+            id: id.to_owned(),
+            method: crate::subscriptions::SESSION_CHANGED_METHOD,
+            params: Map::new(),
+        });
+    }
+
+    /// Makes `session` (new, with the record's id) the session `record` describes, as
+    /// `initialize` made it on the replica that served it: its revision, what the client
+    /// declared, its log level, its feed and subscriptions. False when the record names
+    /// a revision this server does not serve.
+    pub(crate) fn restore_legacy(
+        &self,
+        session: &Arc<Session>,
+        record: &crate::session::SessionRecord,
+    ) -> bool {
+        let Some(version) = LEGACY_VERSIONS.iter().find(|v| **v == record.version) else {
+            return false;
+        };
+        if !session.initialize(
+            version,
+            record.capabilities.clone(),
+            record.client_info.clone(),
+        ) {
+            return false;
+        }
+        session.mark_initialized();
+        session.restore_log_level(record.log_level);
+        let catalog = self.catalog();
+        session.start_feed(&self.hub, dispatch::offer(self, &catalog));
+        session.restore_subscriptions(&record.subscriptions);
+        true
+    }
+
     /// Checks a legacy session's notification and acts on it: `notifications/initialized`
     /// marks the session, `notifications/cancelled` cancels the request it names (the
     /// effect is returned for a transport that tracks its own requests),
@@ -317,23 +380,51 @@ fn offered(core: &Core, catalog: &Catalog, method: &str) -> bool {
     }
 }
 
+/// What a client changed in its session, for the session's record.
+enum Change {
+    Level(LogLevel),
+    Subscription(String, bool),
+}
+
+/// Writes a change into the session's record, when a store keeps it: a fault of the
+/// store is the retryable -32603 (the change holds on this replica only until the
+/// session is next loaded from its record, so the client is told to send it again);
+/// a session that ended meanwhile is gone.
+async fn record(session: &Session, change: Change) -> Result<(), Error> {
+    let Some((id, store)) = session.recorded() else {
+        return Ok(());
+    };
+    let written = match &change {
+        Change::Level(level) => store.set_log_level(id, *level).await,
+        Change::Subscription(uri, on) => store.subscribe(id, uri, *on).await,
+    };
+    match written {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Error::invalid_request(
+            "Invalid Request: the session ended; send initialize for a new one",
+        )),
+        Err(fault) => {
+            tracing::warn!("a legacy session's change could not be recorded: {fault}");
+            Err(Error::retryable(
+                "The session store is unavailable; try again",
+            ))
+        }
+    }
+}
+
 /// `logging/setLevel`.
-fn set_level(session: &Session, params: &RequestParams) -> Result<Map<String, Value>, Error> {
+fn set_level(session: &Session, params: &RequestParams) -> Result<Change, Error> {
     let level = params
         .get("level")
         .and_then(Value::as_str)
         .and_then(LogLevel::parse)
         .ok_or_else(|| Error::invalid_params("logging/setLevel requires a valid level"))?;
     session.set_log_level(level);
-    Ok(Map::new())
+    Ok(Change::Level(level))
 }
 
 /// `resources/subscribe` and `resources/unsubscribe`.
-fn subscribe(
-    session: &Session,
-    params: &RequestParams,
-    on: bool,
-) -> Result<Map<String, Value>, Error> {
+fn subscribe(session: &Session, params: &RequestParams, on: bool) -> Result<Change, Error> {
     let uri = match params.get("uri") {
         Some(Value::String(uri)) if crate::wire::uri::is_absolute_uri(uri) => uri,
         _ => {
@@ -348,7 +439,7 @@ fn subscribe(
             crate::subscriptions::MAX_RESOURCE_SUBSCRIPTIONS
         )));
     }
-    Ok(Map::new())
+    Ok(Change::Subscription(uri.clone(), on))
 }
 
 /// What admission learnt that the request's span records: the protocol version. (The

@@ -88,6 +88,8 @@ pub(crate) struct Core {
     pub(crate) legacy: bool,
     /// How legacy sessions ask their clients.
     pub(crate) sessions: SessionConfig,
+    /// Where legacy sessions' records are shared with other replicas, if they are.
+    pub(crate) session_store: Option<Arc<dyn crate::session::SessionStore>>,
 }
 
 /// Everything a [`Core`] is made from (the builder checks each part first).
@@ -102,6 +104,7 @@ pub(crate) struct Parts {
     pub(crate) state: StateMap,
     pub(crate) legacy: bool,
     pub(crate) sessions: SessionConfig,
+    pub(crate) session_store: Option<Arc<dyn crate::session::SessionStore>>,
     pub(crate) subscriptions: SubscriptionConfig,
     pub(crate) fanout: Option<Outgoing>,
 }
@@ -236,6 +239,7 @@ impl Core {
             state: parts.state,
             legacy: parts.legacy,
             sessions: parts.sessions,
+            session_store: parts.session_store,
         })
     }
 

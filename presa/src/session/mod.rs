@@ -8,19 +8,28 @@
 //! `Mcp-Session-Id` on Streamable HTTP); the pipeline serves its requests with the
 //! session as their era and never keeps one itself. Messages that belong to no request
 //! (list changes, resource updates) go to the session's [`Channel`].
+//!
+//! A session's record may be kept in a [`SessionStore`] shared by the replicas of a server
+//! (see [`store`](self::SessionStore)); the session then writes what its client changes
+//! (log level, subscriptions) there, and is made again from its record on any replica.
 
+pub mod contract;
 mod outgoing;
+mod store;
 
 pub(crate) use outgoing::AskFailure;
+pub use store::{
+    MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+};
 
 use crate::context::Outbound;
-use crate::subscriptions::{Feed, Hub, Offer};
+use crate::subscriptions::{Feed, Hub, Offer, SESSION_CHANGED_METHOD};
 use crate::wire::jsonrpc::{RequestId, Response, encode_notification};
 use crate::wire::meta::{LegacyClient, LogLevel};
 use crate::wire::methods as names;
 use serde_json::{Map, Value};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +38,30 @@ use tokio_util::sync::CancellationToken;
 pub(crate) trait Channel: Send + Sync {
     /// Queues one serialized message for the client.
     fn send(&self, frame: String);
+
+    /// The session ended from within (its record says it ended on another replica): the
+    /// channel's transport ends what it holds of it.
+    fn ended(&self) {}
+}
+
+/// The message passing a client's answer to another replica ([`Session::receive`]).
+pub(crate) fn answer_message(response: &Response) -> Value {
+    let mut message = Map::new();
+    if let Some(id) = &response.id {
+        message.insert("id".into(), id.to_value());
+    }
+    match &response.outcome {
+        Ok(result) => message.insert("result".into(), result.clone()),
+        Err(error) => message.insert("error".into(), error.clone()),
+    };
+    Value::Object(message)
+}
+
+/// The message passing a client's cancellation of request `id` to another replica.
+pub(crate) fn cancel_message(id: &RequestId) -> Value {
+    let mut message = Map::new();
+    message.insert("cancel".into(), id.to_value());
+    Value::Object(message)
 }
 
 /// Settings of legacy sessions, with documented defaults.
@@ -82,6 +115,8 @@ pub(crate) struct Session {
     closed: CancellationToken,
     /// When the client was last heard from.
     last_seen: Mutex<Instant>,
+    /// Where the session's record is kept, when replicas share it.
+    store: OnceLock<Arc<dyn SessionStore>>,
 }
 
 /// What `initialize` established.
@@ -113,7 +148,53 @@ impl Session {
             feed: Mutex::new(None),
             closed: CancellationToken::new(),
             last_seen: Mutex::new(Instant::now()),
+            store: OnceLock::new(),
         })
+    }
+
+    /// Keeps the session's record in `store` from now on: what its client changes is
+    /// written there.
+    pub(crate) fn keep_in(&self, store: Arc<dyn SessionStore>) {
+        let _ = self.store.set(store);
+    }
+
+    /// The store that keeps the session's record, with the session's id, if one does.
+    pub(crate) fn recorded(&self) -> Option<(&str, &Arc<dyn SessionStore>)> {
+        Some((self.id()?, self.store.get()?))
+    }
+
+    /// Sets the log level the record holds (none clears it).
+    pub(crate) fn restore_log_level(&self, level: Option<LogLevel>) {
+        if let Ok(mut s) = self.state.lock() {
+            s.log_level = level;
+        }
+    }
+
+    /// Makes the session's subscriptions those of `uris`: the ones it lacks are added,
+    /// the others removed.
+    pub(crate) fn restore_subscriptions(&self, uris: &[String]) {
+        let Some(feed) = self.feed.lock().ok().and_then(|f| f.clone()) else {
+            return;
+        };
+        for held in feed.subscriptions() {
+            if !uris.contains(&held) {
+                feed.subscribe(&held, false);
+            }
+        }
+        for uri in uris {
+            feed.subscribe(uri, true);
+        }
+    }
+
+    /// What `initialize` established, for the session's record: the revision, the
+    /// capabilities and the client info; `None` before it succeeded.
+    pub(crate) fn established(&self) -> Option<(&'static str, Map<String, Value>, Value)> {
+        let state = self.state.lock().ok()?;
+        Some((
+            state.version?,
+            state.capabilities.clone(),
+            state.info.clone(),
+        ))
     }
 
     /// The session's id, when its transport issued one.
@@ -212,6 +293,9 @@ impl Session {
     /// resources it subscribes to, sent on its channel until the session ends.
     pub(crate) fn start_feed(self: &Arc<Self>, hub: &Arc<Hub>, offer: Offer) {
         let feed = Arc::new(hub.feed(offer));
+        if let Some((id, _)) = self.recorded() {
+            feed.follow_session(id);
+        }
         if let Ok(mut f) = self.feed.lock() {
             *f = Some(Arc::clone(&feed));
         }
@@ -227,10 +311,78 @@ impl Session {
                     return;
                 };
                 for (method, params) in events {
-                    session.send(method, &params);
+                    if method == SESSION_CHANGED_METHOD {
+                        session.reload().await;
+                    } else {
+                        session.send(method, &params);
+                    }
                 }
             }
         });
+    }
+
+    /// Takes the messages other replicas pass this session ([`Event::Session`]: the
+    /// client's answers and cancellations that reached them) until the session ends.
+    /// Called once the session is the one its transport holds by its id (a session's
+    /// inbox replaces any other of its id), and only for a session a store keeps.
+    ///
+    /// [`Event::Session`]: crate::subscriptions::Event::Session
+    pub(crate) fn open_inbox(self: &Arc<Self>, hub: &Arc<Hub>) {
+        let Some((id, _)) = self.recorded() else {
+            return;
+        };
+        let mut inbox = hub.inbox(id);
+        let session: Weak<Session> = Arc::downgrade(self);
+        let closed = self.closed.clone();
+        tokio::spawn(async move {
+            loop {
+                let message = tokio::select! {
+                    () = closed.cancelled() => return,
+                    message = inbox.next() => message,
+                };
+                let (Some(message), Some(session)) = (message, session.upgrade()) else {
+                    return;
+                };
+                session.receive(&message);
+            }
+        });
+    }
+
+    /// Acts on a message another replica passed: a cancellation, or an answer.
+    fn receive(&self, message: &Value) {
+        if let Some(request) = message.get("cancel") {
+            if let Ok(id) = RequestId::read(request) {
+                self.cancel(&id);
+            }
+            return;
+        }
+        let outcome = match (message.get("result"), message.get("error")) {
+            (Some(result), None) => Ok(result.clone()),
+            (None, Some(error)) => Err(error.clone()),
+            _ => return,
+        };
+        let id = message.get("id").and_then(|id| RequestId::read(id).ok());
+        if !self.deliver(Response { id, outcome }) {
+            tracing::debug!("an answer passed from another replica awaits nothing here");
+        }
+    }
+
+    /// Reads the session's record again (another replica changed it): its log level and
+    /// subscriptions become the record's, and a session that ended there ends here. A
+    /// fault of the store changes nothing (the next message of the session reads the
+    /// record again).
+    async fn reload(&self) {
+        let Some((id, store)) = self.recorded() else {
+            return;
+        };
+        match store.load(id).await {
+            Ok(Some(record)) => {
+                self.restore_log_level(record.log_level);
+                self.restore_subscriptions(&record.subscriptions);
+            }
+            Ok(None) => self.close(),
+            Err(fault) => tracing::debug!("a legacy session's record could not be read: {fault}"),
+        }
     }
 
     /// Subscribes to or unsubscribes from updates of `uri`; false when the feed refuses
@@ -293,6 +445,7 @@ impl Session {
     /// Ends the session: its feed stops, its awaited answers fail, its requests in flight
     /// are cancelled.
     pub(crate) fn close(&self) {
+        let first = !self.closed.is_cancelled();
         self.closed.cancel();
         if let Ok(mut f) = self.feed.lock() {
             f.take();
@@ -304,6 +457,10 @@ impl Session {
             .unwrap_or_default();
         for outbound in in_flight {
             outbound.cancellation().cancel();
+        }
+        let channel = self.channel.lock().ok().and_then(|c| c.clone());
+        if let (true, Some(channel)) = (first, channel) {
+            channel.ended();
         }
     }
 

@@ -7,7 +7,10 @@
 //! to the fan-out as a small JSON message naming the server instance it came from (its
 //! origin, random per built server) and its place in that origin's sequence. Extension
 //! events ([`Event::Topic`], Tasks' status changes) are not carried: Tasks relays its
-//! changes through its store.
+//! changes through its store. One topic is: a legacy session's record changed
+//! ([`SESSION_CHANGED`]), so the replicas holding the session read it again. So is a
+//! message for a legacy session ([`Event::Session`]: a client's answer or cancellation
+//! that reached another replica than the one waiting for it).
 //!
 //! The relay receives every message of every replica, drops its own origin's, and
 //! publishes the rest to the local hub only (never to the fan-out again, so nothing
@@ -18,7 +21,7 @@
 //! the lists it watches. A lost resource update cannot be re-made; a listener on a
 //! resource hears its next one.
 
-use super::{Event, Hub};
+use super::{Event, Hub, SESSION_CHANGED, SESSION_CHANGED_METHOD};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -110,6 +113,8 @@ const TOOLS: &str = "tools/list_changed";
 const PROMPTS: &str = "prompts/list_changed";
 const RESOURCES: &str = "resources/list_changed";
 const UPDATED: &str = "resources/updated";
+const SESSION: &str = "session/changed";
+const SESSION_MESSAGE: &str = "session/message";
 
 /// What a message holds, read.
 #[derive(serde::Deserialize)]
@@ -119,6 +124,12 @@ struct Message {
     event: String,
     #[serde(default)]
     uri: Option<String>,
+    /// The session of a `session/changed` or `session/message` event.
+    #[serde(default)]
+    id: Option<String>,
+    /// The message of a `session/message` event.
+    #[serde(default)]
+    message: Option<serde_json::Value>,
 }
 
 /// The message carrying `event` from `origin` as its `seq`th; `None` for an event that
@@ -129,6 +140,21 @@ pub(crate) fn encode(origin: &str, seq: u64, event: &Event) -> Option<String> {
         Event::PromptsListChanged => (PROMPTS, None),
         Event::ResourcesListChanged => (RESOURCES, None),
         Event::ResourceUpdated(uri) => (UPDATED, Some(uri)),
+        Event::Topic {
+            key: SESSION_CHANGED,
+            id,
+            ..
+        } => {
+            let message =
+                serde_json::json!({"origin": origin, "seq": seq, "event": SESSION, "id": id});
+            return Some(message.to_string());
+        }
+        Event::Session { id, message } => {
+            let message = serde_json::json!({
+                "origin": origin, "seq": seq, "event": SESSION_MESSAGE, "id": id, "message": message
+            });
+            return Some(message.to_string());
+        }
         Event::Topic { .. } => return None,
     };
     let mut message = serde_json::json!({"origin": origin, "seq": seq, "event": name});
@@ -142,6 +168,20 @@ pub(crate) fn encode(origin: &str, seq: u64, event: &Event) -> Option<String> {
 pub(crate) fn decode(text: &str) -> Result<Carried, String> {
     let m: Message = serde_json::from_str(text).map_err(|e| e.to_string())?;
     let event = match (m.event.as_str(), m.uri) {
+        (SESSION, None) => Event::Topic {
+            key: SESSION_CHANGED,
+            id: m.id.ok_or("a session/changed event without an id")?,
+            method: SESSION_CHANGED_METHOD,
+            params: serde_json::Map::new(),
+        },
+        (SESSION, Some(_)) => return Err("a session/changed event with a uri".into()),
+        (SESSION_MESSAGE, None) => Event::Session {
+            id: m.id.ok_or("a session/message event without an id")?,
+            message: m
+                .message
+                .ok_or("a session/message event without a message")?,
+        },
+        (SESSION_MESSAGE, Some(_)) => return Err("a session/message event with a uri".into()),
         (TOOLS, None) => Event::ToolsListChanged,
         (PROMPTS, None) => Event::PromptsListChanged,
         (RESOURCES, None) => Event::ResourcesListChanged,
@@ -248,8 +288,9 @@ impl Outgoing {
 
     /// Hands `event` to the fan-out, when it is carried.
     pub(crate) fn carry(&self, event: &Event) {
-        // Extension events are not carried, and take no lock.
-        if matches!(event, Event::Topic { .. }) {
+        // Extension events are not carried (their own stores carry them), and take no
+        // lock; a legacy session's change is.
+        if matches!(event, Event::Topic { key, .. } if *key != SESSION_CHANGED) {
             return;
         }
         let mut sent = self

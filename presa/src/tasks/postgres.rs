@@ -10,6 +10,10 @@
 //! compare-and-set is one `UPDATE … WHERE id = $1 AND revision = $2`; the rows it touched
 //! say whether it won.
 //!
+//! The same database keeps the record of spent request states (`replay`), the fan-out's
+//! long events (`events`) and the records of legacy sessions (`sessions`, the store's
+//! side of [`SessionStore`](crate::session::SessionStore)), each a component of its own.
+//!
 //! The schema is versioned in `presa_migrations` (one row per component; this store's is
 //! `tasks`) and migrated at connect time inside one transaction that first takes a
 //! transaction-scoped advisory lock, so replicas starting at once migrate once and the
@@ -419,6 +423,7 @@ async fn migrate(
     migrate_component(&mut tx, COMPONENT, MIGRATIONS, &failed).await?;
     migrate_component(&mut tx, replay::COMPONENT, replay::MIGRATIONS, &failed).await?;
     migrate_component(&mut tx, fanout::COMPONENT, fanout::MIGRATIONS, &failed).await?;
+    migrate_component(&mut tx, sessions::COMPONENT, sessions::MIGRATIONS, &failed).await?;
     tx.commit().await.map_err(failed)
 }
 
@@ -646,6 +651,7 @@ impl TaskStore for PgStore {
 mod fanout;
 mod feed;
 mod replay;
+mod sessions;
 
 pub use fanout::PgFanout;
 #[cfg(test)]

@@ -24,6 +24,7 @@ mod http_streaming;
 mod http_util;
 mod legacy_http;
 mod legacy_http_rules;
+mod legacy_replicas;
 mod legacy_stdio;
 mod limits;
 mod mrtr;

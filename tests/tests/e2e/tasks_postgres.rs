@@ -43,22 +43,24 @@ async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
     .expect("the migrations read")
 }
 
-/// The rows of `presa_migrations` of this build: the fan-out's events and the replay
-/// record at version 1, the tasks at version 2 (leases).
-fn current() -> [(String, i64); 3] {
+/// The rows of `presa_migrations` of this build: the fan-out's events, the replay
+/// record and the legacy sessions' records at version 1, the tasks at version 2 (leases).
+fn current() -> [(String, i64); 4] {
     [
         ("events".to_owned(), 1),
         ("replay".to_owned(), 1),
+        ("sessions".to_owned(), 1),
         ("tasks".to_owned(), 2),
     ]
 }
 
-/// The rows of `presa_migrations` when the fan-out's events, the replay record and the
-/// tasks are all at `version`.
-fn every(version: i64) -> [(String, i64); 3] {
+/// The rows of `presa_migrations` when the fan-out's events, the replay record, the
+/// sessions' records and the tasks are all at `version`.
+fn every(version: i64) -> [(String, i64); 4] {
     [
         ("events".to_owned(), version),
         ("replay".to_owned(), version),
+        ("sessions".to_owned(), version),
         ("tasks".to_owned(), version),
     ]
 }

@@ -17,6 +17,16 @@ fn carried() -> Vec<Event> {
         Event::ResourcesListChanged,
         Event::ResourceUpdated("test://a/b?c#d".into()),
         Event::ResourceUpdated("x:\"quoted\" \\ and ünïcode".into()),
+        Event::Topic {
+            key: SESSION_CHANGED,
+            id: "a-session_id".into(),
+            method: SESSION_CHANGED_METHOD,
+            params: serde_json::Map::new(),
+        },
+        Event::Session {
+            id: "a-session".into(),
+            message: json!({"id": 3, "result": {"action": "accept"}}),
+        },
     ]
 }
 
@@ -64,6 +74,11 @@ fn a_message_that_is_not_an_event_is_refused() {
         r#"{"origin":"o","seq":1,"event":"resources/updated","uri":7}"#,
         r#"{"origin":"o","seq":1,"event":"tools/list_changed","uri":"x:y"}"#,
         r#"{"origin":"o","seq":1,"event":"tools/list_changed""#,
+        r#"{"origin":"o","seq":1,"event":"session/changed"}"#,
+        r#"{"origin":"o","seq":1,"event":"session/changed","id":7}"#,
+        r#"{"origin":"o","seq":1,"event":"session/changed","id":"s","uri":"x:y"}"#,
+        r#"{"origin":"o","seq":1,"event":"session/message","id":"s"}"#,
+        r#"{"origin":"o","seq":1,"event":"session/message","message":{}}"#,
     ];
     for text in bad {
         assert!(decode(text).is_err(), "{text}");

@@ -390,7 +390,7 @@ impl Server {
             requests: Cap::new(config.max_in_flight),
             reading: Cap::new(config.max_in_flight),
             budget: budget::Budget::new(config.memory_budget),
-            sessions: legacy::Sessions::new(&config),
+            sessions: legacy::Sessions::new(&config, self.core.session_store.clone()),
             config,
             closing,
         }));
@@ -768,12 +768,7 @@ fn route(
         // none); one sent with the 2026-07-28 version header is ignored, as it always was.
         Ok(Inbound::Response(response)) => {
             if endpoint.serves_legacy() && !legacy::modern_header(&headers) {
-                return Routed::Done(legacy::response(
-                    endpoint,
-                    response,
-                    &headers,
-                    principal.as_deref(),
-                ));
+                return legacy::response(endpoint, response, headers, principal);
             }
             return Routed::Done(StatusCode::ACCEPTED.into_response());
         }
@@ -782,12 +777,7 @@ fn route(
                 && !n.meta.claims_modern()
                 && !legacy::modern_header(&headers) =>
         {
-            return Routed::Done(legacy::notification(
-                endpoint,
-                &n,
-                &headers,
-                principal.as_deref(),
-            ));
+            return legacy::notification(endpoint, n, headers, principal);
         }
         Ok(Inbound::Notification(n)) => {
             // A posted notifications/cancelled is accepted and changes nothing: on HTTP a

@@ -340,6 +340,11 @@ impl Live {
         Active(Arc::clone(self))
     }
 
+    /// Whether a request of the session runs or a connection of it is open.
+    pub(super) fn busy(&self) -> bool {
+        self.active.load(Ordering::Acquire) > 0
+    }
+
     /// Whether the session has been idle for longer than `limit`, with nothing running.
     pub(super) fn expired(&self, limit: Duration) -> bool {
         self.active.load(Ordering::Acquire) == 0 && self.session.idle() > limit
@@ -398,6 +403,13 @@ impl Channel for Standalone {
     fn send(&self, frame: String) {
         if let Some(live) = self.0.upgrade() {
             live.push(GET_STREAM, &frame);
+        }
+    }
+
+    /// Ends the session's streams (their connections write what they hold and close).
+    fn ended(&self) {
+        if let Some(live) = self.0.upgrade() {
+            live.close();
         }
     }
 }

@@ -27,6 +27,17 @@
 //!   the client to poll ([`crate::RequestContext::close_stream_for_polling`]), after a
 //!   `retry:` field.
 //! - DELETE ends a session (204). Sessions are capped and end when idle ([`table`]).
+//! - With a session store shared by replicas
+//!   ([`ServerBuilder::session_store`](crate::ServerBuilder::session_store)), `initialize`
+//!   keeps the session's record there before the client learns its id, and every later
+//!   message first marks the record used: a session this replica does not hold is made
+//!   from its record and served as that session; one that ended or expired in the store
+//!   gets 404 here too; a fault of the store is a 503 with the retryable -32603. What
+//!   the client changes (log level, subscriptions) and its DELETE are written to the
+//!   record and announced through the fan-out, so the replicas holding the session read
+//!   it again (or end it). A client's answer or `notifications/cancelled` that reaches a
+//!   replica other than the one waiting for it is passed on the same way. The event
+//!   buffer and the streams stay in the replica that holds them.
 //!
 //! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
 //! 405; `initialize` is answered and forgotten, and every other request is served in a
@@ -51,7 +62,7 @@ use crate::auth::Principal;
 use crate::context::Outbound;
 use crate::error::{Error, code};
 use crate::pipeline::{Era, Exchange, Reply, Served, Transport};
-use crate::session::Session;
+use crate::session::{Session, SessionRecord, SessionStore};
 use crate::wire::jsonrpc::{self, Notification, Request, RequestId, encode_error};
 use crate::wire::meta::{LEGACY_VERSIONS, SUPPORTED_VERSIONS};
 use axum::body::Body;
@@ -104,38 +115,155 @@ fn version_header(headers: &HeaderMap) -> Result<Option<&'static str>, Response>
     }
 }
 
-/// The session a request names in `Mcp-Session-Id`: 400 without one, 404 for one that
-/// is not live.
+/// The id a message names in `Mcp-Session-Id`: 400 without one.
 #[allow(clippy::result_large_err)]
-/// The live session a message names, if it is one the message's principal opened: a
-/// session of another principal is as unknown as one that never was.
+fn named_id(headers: &HeaderMap) -> Result<&str, Response> {
+    match headers.get(SESSION_ID) {
+        Some(id) => Ok(id.to_str().map(str::trim).unwrap_or_default()),
+        None => Err(transport_error(
+            StatusCode::BAD_REQUEST,
+            Error::invalid_request(
+                "Bad Request: Mcp-Session-Id header is required (send initialize first)",
+            ),
+        )),
+    }
+}
+
+/// The 404 of a session that is not live.
+fn not_found() -> Response {
+    transport_error(
+        StatusCode::NOT_FOUND,
+        Error::invalid_request(
+            "Session not found: it ended or never existed; send initialize for a new one",
+        ),
+    )
+}
+
+/// The live session a message names in `Mcp-Session-Id`, if it is one the message's
+/// principal opened: a session of another principal is as unknown as one that never
+/// was. 400 without the header, 404 for a session that is not live. With a session
+/// store this is [`find_shared`].
+#[allow(clippy::result_large_err)]
 fn find(
     endpoint: &Endpoint,
     headers: &HeaderMap,
     principal: Option<&Principal>,
 ) -> Result<Arc<Live>, Response> {
-    let Some(id) = headers.get(SESSION_ID) else {
-        return Err(transport_error(
-            StatusCode::BAD_REQUEST,
-            Error::invalid_request(
-                "Bad Request: Mcp-Session-Id header is required (send initialize first)",
-            ),
-        ));
+    let id = named_id(headers)?;
+    endpoint
+        .sessions
+        .get(id)
+        .filter(|live| live.owner.as_deref() == principal.map(Principal::id))
+        .ok_or_else(not_found)
+}
+
+/// [`find`] for an endpoint whose sessions are kept in a store shared with other
+/// replicas: the session's record is marked used (which says whether it is live: it may
+/// have been deleted or have expired on another replica, and is then ended here too),
+/// and the session is served from this replica's copy, made from the record when this
+/// replica has none, its log level and subscriptions brought up to the record's. A fault
+/// of the store is a 503 with the retryable -32603 of request `id`.
+async fn find_shared(
+    endpoint: &Endpoint,
+    store: &Arc<dyn SessionStore>,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+    id: Option<&Value>,
+) -> Result<Arc<Live>, Response> {
+    let session_id = named_id(headers)?;
+    let idle = u64::try_from(endpoint.config.session_idle.as_millis()).unwrap_or(u64::MAX);
+    let record = match store.touch(session_id, now_ms(), idle).await {
+        Ok(Some(record)) => record,
+        Ok(None) => {
+            if let Some(live) = endpoint.sessions.remove(session_id) {
+                live.close();
+            }
+            return Err(not_found());
+        }
+        Err(fault) => {
+            tracing::warn!("a legacy session could not be looked up: {fault}");
+            return Err(store_fault(id));
+        }
     };
-    let live = id
-        .to_str()
-        .ok()
-        .and_then(|id| endpoint.sessions.get(id.trim()))
-        .filter(|live| live.owner.as_deref() == principal.map(Principal::id));
-    let Some(live) = live else {
-        return Err(transport_error(
-            StatusCode::NOT_FOUND,
-            Error::invalid_request(
-                "Session not found: it ended or never existed; send initialize for a new one",
+    if record.owner.as_deref() != principal.map(Principal::id) {
+        return Err(not_found());
+    }
+    if let Some(live) = endpoint.sessions.get(session_id) {
+        live.session.restore_log_level(record.log_level);
+        live.session.restore_subscriptions(&record.subscriptions);
+        return Ok(live);
+    }
+    let core = &endpoint.server.core;
+    let session = Session::new(Some(record.id.clone()), &core.sessions);
+    session.keep_in(Arc::clone(store));
+    if !core.restore_legacy(&session, &record) {
+        tracing::warn!("a legacy session's record names a revision this server does not serve");
+        return Err(not_found());
+    }
+    let live = Live::new(session, limits(&endpoint.config), record.owner);
+    live.session.set_channel(live.channel());
+    let held = endpoint
+        .sessions
+        .adopt(Arc::clone(&live), &endpoint.closing)
+        .ok_or_else(|| too_many_sessions(id))?;
+    if Arc::ptr_eq(&held, &live) {
+        held.session.open_inbox(&core.hub);
+    }
+    Ok(held)
+}
+
+/// The live session a message names, from the store when the endpoint has one.
+async fn find_any(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+    id: Option<&Value>,
+) -> Result<Arc<Live>, Response> {
+    match &endpoint.server.core.session_store {
+        Some(store) => find_shared(endpoint, store, headers, principal, id).await,
+        None => find(endpoint, headers, principal),
+    }
+}
+
+/// The 503 of a message whose session's store failed: the retryable -32603.
+fn store_fault(id: Option<&Value>) -> Response {
+    json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        encode_error(
+            id,
+            &Error::retryable("The session store is unavailable; try again"),
+        ),
+    )
+}
+
+/// The 503 of a session that does not fit in this replica's table.
+fn too_many_sessions(id: Option<&Value>) -> Response {
+    json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        encode_error(
+            id,
+            &Error::new(
+                code::INTERNAL_ERROR,
+                "Too many sessions open; try again later",
             ),
-        ));
-    };
-    Ok(live)
+        ),
+    )
+}
+
+/// Milliseconds since the Unix epoch (a session's record is shared by machines).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+        .unwrap_or_default()
+}
+
+/// How many events, and bytes of them, a session of the endpoint holds.
+fn limits(config: &crate::HttpConfig) -> Limits {
+    Limits {
+        events: config.session_events.max(1),
+        bytes: config.session_event_bytes,
+    }
 }
 
 /// A legacy request (see the module doc).
@@ -155,6 +283,21 @@ pub(super) fn request(
     }
     if request.method == "initialize" {
         return initialize(endpoint, request, headers, charge, principal);
+    }
+    if endpoint.server.core.session_store.is_some() {
+        let endpoint = endpoint.clone();
+        return Routed::Legacy(Box::pin(async move {
+            let id = request.id.to_value();
+            let found = find_any(&endpoint, &headers, principal.as_deref(), Some(&id)).await;
+            let live = match found {
+                Ok(live) => live,
+                Err(refused) => return refused,
+            };
+            match serve(&endpoint, &live, request, headers, charge, principal) {
+                Ok(answer) => answer.await,
+                Err(refused) => refused,
+            }
+        }));
     }
     let live = match find(endpoint, &headers, principal.as_deref()) {
         Ok(live) => live,
@@ -190,18 +333,16 @@ fn initialize(
     };
     let core = &endpoint.server.core;
     let session = Session::new(Some(session_id), &core.sessions);
-    let config = &endpoint.config;
-    let limits = Limits {
-        events: config.session_events.max(1),
-        bytes: config.session_event_bytes,
-    };
+    if let Some(store) = &core.session_store {
+        session.keep_in(Arc::clone(store));
+    }
     let owner = principal.as_deref().map(|p| p.id().to_owned());
-    let live = Live::new(session, limits, owner);
+    let live = Live::new(session, limits(&endpoint.config), owner);
     live.session.set_channel(live.channel());
-    if !endpoint
+    let placed = endpoint
         .sessions
-        .insert(Arc::clone(&live), &endpoint.closing)
-    {
+        .insert(Arc::clone(&live), &endpoint.closing);
+    if !placed {
         return refuse(
             StatusCode::SERVICE_UNAVAILABLE,
             Error::new(
@@ -210,6 +351,7 @@ fn initialize(
             ),
         );
     }
+    live.session.open_inbox(&core.hub);
     let answer = match serve(endpoint, &live, request, headers, charge, principal) {
         Ok(answer) => answer,
         Err(refused) => {
@@ -223,12 +365,40 @@ fn initialize(
         // The handshake is answered at once, so its outcome is known by now.
         match HeaderValue::from_str(live.id()) {
             Ok(value) if live.session.version().is_some() => {
+                if let Err(refused) = record(&endpoint, &live, &id).await {
+                    forget(&endpoint, &live);
+                    return refused;
+                }
                 response.headers_mut().insert(SESSION_ID, value);
             }
             _ => forget(&endpoint, &live),
         }
         response
     }))
+}
+
+/// Keeps the record of a session `initialize` just made, when the endpoint has a session
+/// store: before the client learns the session's id, so any replica it sends the next
+/// request to finds the session. A fault of the store is the 503 of request `id`.
+async fn record(endpoint: &Endpoint, live: &Live, id: &Value) -> Result<(), Response> {
+    let Some(store) = &endpoint.server.core.session_store else {
+        return Ok(());
+    };
+    let Some((version, capabilities, info)) = live.session.established() else {
+        return Ok(());
+    };
+    let record = SessionRecord::new(
+        live.id(),
+        live.owner.clone(),
+        version,
+        capabilities,
+        info,
+        now_ms(),
+    );
+    store.create(&record).await.map_err(|fault| {
+        tracing::warn!("a legacy session's record could not be kept: {fault}");
+        store_fault(Some(id))
+    })
 }
 
 /// Takes a session out of the table and ends it.
@@ -391,7 +561,51 @@ fn event_stream(
 }
 
 /// A legacy notification: acted on in its session, then 202 (400 when it is malformed).
+/// With a session store, once the session is found there.
 pub(super) fn notification(
+    endpoint: &Endpoint,
+    n: Notification,
+    headers: HeaderMap,
+    principal: Option<Arc<Principal>>,
+) -> Routed {
+    if endpoint.config.legacy_sessions && endpoint.server.core.session_store.is_some() {
+        let endpoint = endpoint.clone();
+        return Routed::Legacy(Box::pin(async move {
+            if let Err(refused) = version_header(&headers) {
+                return refused;
+            }
+            let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
+                Ok(live) => live,
+                Err(refused) => return refused,
+            };
+            live.session.touch();
+            let core = &endpoint.server.core;
+            let outcome = core.accept_legacy_notification(&n, &live.session);
+            // The request it cancels may run on another replica.
+            if let Ok(crate::pipeline::NotificationEffect::Cancel(id)) = &outcome {
+                core.pass_to_session(live.id(), crate::session::cancel_message(id));
+            }
+            accepted(outcome)
+        }));
+    }
+    Routed::Done(notification_here(
+        endpoint,
+        &n,
+        &headers,
+        principal.as_deref(),
+    ))
+}
+
+/// 202 for a notification acted on, 400 for a malformed one.
+fn accepted(outcome: Result<crate::pipeline::NotificationEffect, Error>) -> Response {
+    match outcome {
+        Ok(_) => StatusCode::ACCEPTED.into_response(),
+        Err(error) => transport_error(StatusCode::BAD_REQUEST, error),
+    }
+}
+
+/// [`notification`] of a session in this process (or of no session, when stateless).
+fn notification_here(
     endpoint: &Endpoint,
     n: &Notification,
     headers: &HeaderMap,
@@ -401,7 +615,7 @@ pub(super) fn notification(
         return refused;
     }
     let core = &endpoint.server.core;
-    let accepted = if endpoint.config.legacy_sessions {
+    let accepted_here = if endpoint.config.legacy_sessions {
         let live = match find(endpoint, headers, principal) {
             Ok(live) => live,
             Err(refused) => return refused,
@@ -413,15 +627,48 @@ pub(super) fn notification(
         // nothing to act on.
         core.accept_legacy_notification(n, &Session::new(None, &core.sessions))
     };
-    match accepted {
-        Ok(_) => StatusCode::ACCEPTED.into_response(),
-        Err(error) => transport_error(StatusCode::BAD_REQUEST, error),
-    }
+    accepted(accepted_here)
 }
 
 /// The client's response to a request of the server: handed to the request it answers,
-/// then 202 (also when it answers nothing: it is dropped).
+/// then 202 (also when it answers nothing: it is dropped). With a session store, once
+/// the session is found there; an answer no request of this replica awaits is passed to
+/// the other replicas, through the fan-out, for the one that sent the request.
 pub(super) fn response(
+    endpoint: &Endpoint,
+    response: jsonrpc::Response,
+    headers: HeaderMap,
+    principal: Option<Arc<Principal>>,
+) -> Routed {
+    if endpoint.config.legacy_sessions && endpoint.server.core.session_store.is_some() {
+        let endpoint = endpoint.clone();
+        return Routed::Legacy(Box::pin(async move {
+            if let Err(refused) = version_header(&headers) {
+                return refused;
+            }
+            let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
+                Ok(live) => live,
+                Err(refused) => return refused,
+            };
+            live.session.touch();
+            let message = crate::session::answer_message(&response);
+            if !live.session.deliver(response) {
+                // The request it answers may wait on another replica.
+                endpoint.server.core.pass_to_session(live.id(), message);
+            }
+            StatusCode::ACCEPTED.into_response()
+        }));
+    }
+    Routed::Done(response_here(
+        endpoint,
+        response,
+        &headers,
+        principal.as_deref(),
+    ))
+}
+
+/// [`response`] in a session of this process.
+fn response_here(
     endpoint: &Endpoint,
     response: jsonrpc::Response,
     headers: &HeaderMap,
@@ -554,7 +801,7 @@ pub(super) async fn handle_get(State(endpoint): State<Endpoint>, headers: Header
         Ok(principal) => principal,
         Err(refused) => return refused,
     };
-    let live = match find(&endpoint, &headers, principal.as_deref()) {
+    let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
         Ok(live) => live,
         Err(refused) => return refused,
     };
@@ -607,10 +854,24 @@ pub(super) async fn handle_delete(
         Ok(principal) => principal,
         Err(refused) => return refused,
     };
-    let live = match find(&endpoint, &headers, principal.as_deref()) {
+    let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
         Ok(live) => live,
         Err(refused) => return refused,
     };
+    if let Some(store) = &endpoint.server.core.session_store {
+        match store.end(live.id()).await {
+            Ok(true) => endpoint.server.core.session_changed(live.id()),
+            // Ended meanwhile, on another replica.
+            Ok(false) => {
+                forget(&endpoint, &live);
+                return not_found();
+            }
+            Err(fault) => {
+                tracing::warn!("a legacy session could not be ended: {fault}");
+                return store_fault(None);
+            }
+        }
+    }
     forget(&endpoint, &live);
     StatusCode::NO_CONTENT.into_response()
 }
