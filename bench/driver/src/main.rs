@@ -3,7 +3,7 @@
 //! is the script that calls it.
 //!
 //! ```text
-//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] [--auth [--first-calls N]] [--server-cpu K] -- SERVER...
+//! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] [--auth [--first-calls N]] [--otel] [--server-cpu K] -- SERVER...
 //! bench-driver http  --name N --connections C --duration SECS --warmup SECS [--protocol V] --addr HOST:PORT --pid PID
 //! bench-driver stdio --name N --pipelined COUNT --sequential SECS [--server-cpu K] -- SERVER...
 //! bench-driver cold  --name N --mode http|stdio --runs COUNT [--server-cpu K] -- SERVER...
@@ -24,13 +24,17 @@
 //! sends the stateless requests). `http --auth` runs a stand-in authorization server
 //! (`bench-issuer`, beside the driver), starts the server with `--issuer URL` before
 //! `http ADDR`, and sends an access token the issuer signed on every request; it then
-//! also measures calls each with a token the server has not seen. `report --svg` also
+//! also measures calls each with a token the server has not seen. `http --otel` runs an
+//! OTLP/HTTP receiver in the driver ([`otlp::Receiver`]), starts the server with
+//! `--otel URL` before `http ADDR`, and after the window checks that the server exported
+//! to it. `report --svg` also
 //! draws the chart of the table it prints; `chart` draws it again from a table printed
 //! earlier.
 
 mod auth;
 mod chart;
 mod http;
+mod otlp;
 mod procstat;
 mod proto;
 mod report;
@@ -225,6 +229,7 @@ fn http_cell(a: &Args) -> Result<Value, String> {
     let cpu = a.opt_num::<usize>("server-cpu")?;
     let (era, protocol) = era(a)?;
     let authenticated = a.flags.contains_key("auth");
+    let exporting = a.flags.contains_key("otel");
     let first_call_count = a.opt_num::<usize>("first-calls")?.unwrap_or(200);
     if authenticated && era != http::Era::Modern {
         return Err("--auth: with 2026-07-28 requests only".into());
@@ -233,11 +238,12 @@ fn http_cell(a: &Args) -> Result<Value, String> {
         return Err("--auth: at least one connection".into());
     }
     // `--addr HOST:PORT --pid PID` loads a server started elsewhere (under a profiler).
+    let mut receiver = None;
     let (addr, child, pid, mut issuer) = match a.flags.get("addr") {
-        Some(_) if authenticated => {
+        Some(_) if authenticated || exporting => {
             return Err(
-                "--auth starts its server itself, to give it the issuer's URL: \
-                 attach a profiler to the server it starts instead"
+                "--auth and --otel start their server themselves, to give it a URL: \
+                 attach a profiler to the server they start instead"
                     .into(),
             );
         }
@@ -256,6 +262,11 @@ fn http_cell(a: &Args) -> Result<Value, String> {
             } else {
                 None
             };
+            if exporting {
+                let started = otlp::Receiver::start()?;
+                server.extend(["--otel".into(), started.url.clone()]);
+                receiver = Some(started);
+            }
             let child = Killed(spawn_http(&server, addr, cpu)?);
             let pid = child.0.id();
             (addr, Some(child), pid, issuer)
@@ -283,6 +294,10 @@ fn http_cell(a: &Args) -> Result<Value, String> {
             }
             _ => None,
         };
+        let exported = match &receiver {
+            Some(receiver) => Some(exported(receiver).await?),
+            None => None,
+        };
         drop(child);
         load.latencies_ns.sort_unstable();
         let secs = load.elapsed.as_secs_f64();
@@ -306,8 +321,32 @@ fn http_cell(a: &Args) -> Result<Value, String> {
             line.insert("auth".into(), true.into());
             line.extend(first);
         }
+        if let (Value::Object(line), Some((exports, bytes))) = (&mut line, exported) {
+            line.insert("otel".into(), true.into());
+            line.insert("otlp_exports".into(), exports.into());
+            line.insert("otlp_bytes".into(), bytes.into());
+        }
         Ok(line)
     })
+}
+
+/// What the server exported to the cell's receiver: the exports and their bytes, once at
+/// least one export has arrived (a batch may wait for the exporter's interval after the
+/// window). A server that exports nothing in 30 s fails the cell: its CPU figures would
+/// not be those of an exporting server.
+async fn exported(receiver: &otlp::Receiver) -> Result<(u64, u64), String> {
+    use std::sync::atomic::Ordering;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let exports = receiver.received.exports.load(Ordering::Relaxed);
+        if exports > 0 {
+            return Ok((exports, receiver.received.bytes.load(Ordering::Relaxed)));
+        }
+        if tokio::time::Instant::now() >= deadline {
+            return Err("--otel: the server exported nothing to the receiver in 30 s".into());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
 }
 
 /// The first call with a new token, against a call with a cached one, after the load

@@ -75,6 +75,8 @@ fn cell_of(v: &Value) -> Option<String> {
     Some(match v["kind"].as_str()? {
         // The authenticated cell never joins an unauthenticated one, whatever its name.
         "http" if v["auth"] == true => format!("http auth c={}", v["connections"].as_u64()?),
+        // So does the exporting one: its twin without export is the same server's "http".
+        "http" if v["otel"] == true => format!("http otel c={}", v["connections"].as_u64()?),
         // Lines of runs before the legacy cell have no protocol: 2026-07-28.
         "http" => match v["protocol"].as_str() {
             Some(p) if p != crate::proto::MODERN_VERSION => {
@@ -505,6 +507,71 @@ The first call with a new token, after the window: {:.0} sequential calls on one
     }
 }
 
+/// The observability cell (`http --otel`) and its server: presa built with `otel`, once
+/// exporting spans and metrics to the driver's OTLP receiver, once (its plain `http c=32`
+/// cell) with nothing installed.
+const OTEL_CELL: &str = "http otel c=32";
+const OTEL_SERVER: &str = "presa-otel";
+
+/// Server CPU per call exporting over OTLP against the same build exporting nothing, both
+/// at c=32 in the same run.
+const OTEL_CPU: Goal = Goal::AtMost(1.2);
+
+/// A metric of the exporting c=32 cell over the same metric of the same server not
+/// exporting: the median of the repeats' own ratios (the two run back to back).
+fn otel_ratio(s: &Samples, metric: &str) -> Option<f64> {
+    s.paired_ratio(OTEL_CELL, "http c=32", OTEL_SERVER, metric)
+}
+
+/// presa exporting its telemetry, under the table: the exporting c=32 load beside the
+/// same build's c=32 load with nothing installed, in the same run. Only when the cell ran.
+fn observability(s: &Samples, out: &mut String) {
+    if s.count(OTEL_CELL, OTEL_SERVER, "rps") == 0 {
+        return;
+    }
+    let exports = s.median(OTEL_CELL, OTEL_SERVER, "otlp_exports");
+    let _ = writeln!(
+        out,
+        "
+Exporting telemetry (presa only): presa built with `otel`, once with `otel::Telemetry` exporting every request's span and the metrics over OTLP/HTTP to a receiver in the driver (on the load's core; {} exports received, median), once with nothing installed; the same binary, back to back in every repeat. Medians of each; the ratios are the median of the repeats' own ratios:\n",
+        fmt(exports, 0)
+    );
+    let _ = writeln!(
+        out,
+        "| metric | exporting | not exporting | exporting ÷ not |"
+    );
+    let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
+    for (label, metric, scale, decimals) in [
+        ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
+        ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
+        ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
+        (
+            "server CPU per HTTP call, c=32 (µs)",
+            "server_cpu_us_per_req",
+            1.0,
+            2,
+        ),
+        (
+            "HTTP peak RSS under c=32 load (MiB)",
+            "peak_rss_kib",
+            MIB_PER_KIB,
+            1,
+        ),
+    ] {
+        let on = s.median(OTEL_CELL, OTEL_SERVER, metric).map(|v| v * scale);
+        let off = s
+            .median("http c=32", OTEL_SERVER, metric)
+            .map(|v| v * scale);
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            fmt(on, decimals),
+            fmt(off, decimals),
+            fmt(otel_ratio(s, metric), 2),
+        );
+    }
+}
+
 /// The task stores' cell (bench/stores), and its stores in the order it runs them.
 const TASKS_CELL: &str = "tasks";
 const STORES: [&str; 3] = ["memory", "sqlite", "postgres"];
@@ -730,6 +797,7 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
 
     earlier_revisions(&s, &mut out);
     authorization(&s, &mut out);
+    observability(&s, &mut out);
     stdio_split(&s, &mut out);
     task_stores(&s, &mut out);
     fanout(&s, &mut out);
@@ -921,6 +989,17 @@ fn render(jsonl: &str, micro: &BTreeMap<String, f64>) -> Result<String, String> 
                 "server CPU per HTTP call c=32, presa with a cached valid JWT ÷ presa without authorization (same run)",
                 auth_ratio(&s, "server_cpu_us_per_req"),
                 AUTH_CPU,
+            )
+        );
+    }
+    if s.count(OTEL_CELL, OTEL_SERVER, "rps") > 0 {
+        let _ = writeln!(
+            out,
+            "\nTarget of observability (issue 36):\n\n{}",
+            target(
+                "server CPU per HTTP call c=32, presa exporting spans and metrics over OTLP ÷ the same build not exporting (same run)",
+                otel_ratio(&s, "server_cpu_us_per_req"),
+                OTEL_CPU,
             )
         );
     }
@@ -1195,6 +1274,63 @@ mod tests {
         let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
         assert!(!out.contains("Authenticated"), "{out}");
         assert!(!out.contains("issue 33"), "{out}");
+    }
+
+    /// A c=32 line of the observability cell's server, exporting or not.
+    fn otel_line(exporting: bool, cpu: f64) -> String {
+        let mut line = serde_json::json!({
+            "kind": "http", "server": "presa-otel", "protocol": "2026-07-28",
+            "connections": 32, "rps": 100.0, "p50_us": 300.0, "server_cpu_us_per_req": cpu,
+        });
+        if exporting {
+            line["otel"] = true.into();
+            line["otlp_exports"] = 12.into();
+        }
+        line.to_string()
+    }
+
+    /// The exporting cell is judged against the same server not exporting, repeat by
+    /// repeat, and neither joins presa's own c=32 figures.
+    #[test]
+    fn the_exporting_cell_is_judged_against_the_same_build_not_exporting() {
+        let repeats = |third: f64| {
+            [
+                presa_cpu_line(5.0),
+                otel_line(false, 10.0),
+                otel_line(true, 11.0),
+                otel_line(false, 20.0),
+                otel_line(true, 26.0),
+                otel_line(false, 8.0),
+                otel_line(true, third),
+            ]
+            .join("\n")
+        };
+        // The repeats' ratios 1.1, 1.3 and 1.125.
+        let out = render(&repeats(9.0), &BTreeMap::new()).expect("a table");
+        assert_eq!(
+            line_of(&out, "| server CPU per HTTP call, c=32 (µs) |"),
+            Some("| server CPU per HTTP call, c=32 (µs) | – | 5.00 | – | – | – | – |"),
+            "{out}"
+        );
+        assert!(out.contains("| metric | exporting | not exporting | exporting ÷ not |"));
+        assert!(
+            out.contains("| server CPU per HTTP call, c=32 (µs) | 11.00 | 10.00 | 1.12 |"),
+            "{out}"
+        );
+        assert!(out.contains("12 exports received"), "{out}");
+        assert!(out.contains(
+            "- server CPU per HTTP call c=32, presa exporting spans and metrics over OTLP ÷ the same build not exporting (same run): 1.12 (target ≤ 1.2): met"
+        ), "{out}");
+        // The repeats' ratios 1.1, 1.3 and 1.25: the median misses.
+        let out = render(&repeats(10.0), &BTreeMap::new()).expect("a table");
+        assert!(
+            out.contains("(same run): 1.25 (target ≤ 1.2): MISSED"),
+            "{out}"
+        );
+        // Without the cell, neither table nor target.
+        let out = render(&presa_cpu_line(10.0), &BTreeMap::new()).expect("a table");
+        assert!(!out.contains("Exporting telemetry"), "{out}");
+        assert!(!out.contains("issue 36"), "{out}");
     }
 
     /// Pairs by order; counts that differ fall back to the ratio of the medians.
