@@ -304,6 +304,49 @@ async fn a_cancelled_request_is_error_type_cancelled() {
     );
 }
 
+/// A request whose future the transport drops before it concludes (the client went
+/// away, or the server stopped) ends its span as cancelled, though nothing polled it
+/// after the cancellation.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_dropped_while_it_runs_is_error_type_cancelled() {
+    use crate::pipeline::{Era, Exchange, Served, Transport};
+    use crate::wire::jsonrpc::{Inbound, decode_value};
+    use std::sync::Arc;
+    let spans = spans(|_| async move {
+        let server = Server::builder(Implementation::new("otel", "1"))
+            .tool(Tool::new("waits").handler(|_: ToolCall| async {
+                std::future::pending::<()>().await;
+                "never"
+            }))
+            .build()
+            .expect("a server");
+        let meta = crate::testing::TestClient::new(&server).meta();
+        let message = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "waits", "_meta": meta}});
+        let Ok(Inbound::Request(request)) = decode_value(message) else {
+            panic!("a request");
+        };
+        let exchange = Exchange {
+            transport: Transport::Stdio,
+            era: Era::Modern,
+            outbound: Arc::new(crate::testing::Collect::default()),
+            buffer: String::new(),
+            principal: None,
+        };
+        match server.core.serve(request, exchange) {
+            Served::Later(rest) => drop(rest),
+            Served::Now(_) => panic!("a waiting handler is the rest of the call"),
+        }
+    })
+    .await;
+    let span = only(&spans);
+    assert_eq!(span.name, "tools/call waits");
+    assert_eq!(text(span, "error.type").as_deref(), Some("cancelled"));
+    assert_eq!(text(span, "outcome").as_deref(), Some("cancelled"));
+    assert_eq!(attr(span, "rpc.response.status_code"), None);
+    assert_eq!(span.status, Status::error(""));
+}
+
 /// The retry round of an MRTR call links to the round that asked for input.
 #[tokio::test(flavor = "current_thread")]
 async fn the_rounds_of_an_mrtr_call_are_linked() {

@@ -1337,3 +1337,56 @@ async fn otel_prometheus_scrapes_the_duration_histogram() {
         .await;
     assert_eq!(count.len(), 1, "{count:#?}");
 }
+
+/// A request still running when the server stops, past its drain (the fixture's
+/// `DRAIN`), is dropped with its connection: its span ends as cancelled, with a duration
+/// sample, both flushed before the process exits.
+#[tokio::test]
+async fn otel_a_request_dropped_at_shutdown_is_cancelled() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let (receiver, mut fixture) = exporting().await;
+    let http = fixture.http();
+    let pending = tokio::spawn(async move {
+        http.call(
+            36,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 60}}),
+        )
+        .await
+    });
+    let deadline = Deadline::new("the slow call is in flight");
+    loop {
+        let text = fixture.metrics_text().await;
+        if in_flight(&text) >= 1.0 {
+            break;
+        }
+        deadline.tick(&text).await;
+    }
+    let pid = fixture.child.id().expect("the fixture runs");
+    let pid = i32::try_from(pid).expect("a pid");
+    kill(Pid::from_raw(pid), Signal::SIGTERM).expect("the signal is sent");
+    let deadline = Deadline::new("the fixture exits");
+    loop {
+        if let Ok(Some(status)) = fixture.child.try_wait() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        deadline.tick("still running").await;
+    }
+    pending.abort();
+    let _ = pending.await;
+    let span = span_of(&receiver, 36).await;
+    assert_server_span(&span, "tools/call", Some("slow_compute"), 36);
+    assert_eq!(span.str("error.type"), Some("cancelled"), "{span:#?}");
+    assert_eq!(span.attr("rpc.response.status_code"), None, "{span:#?}");
+    assert_eq!(span.status, SpanStatus::Error, "{span:#?}");
+    duration_point(
+        &receiver,
+        &[
+            ("gen_ai.tool.name", "slow_compute"),
+            ("error.type", "cancelled"),
+        ],
+    )
+    .await;
+}
