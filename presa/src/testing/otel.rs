@@ -347,6 +347,70 @@ async fn a_request_dropped_while_it_runs_is_error_type_cancelled() {
     assert_eq!(span.status, Status::error(""));
 }
 
+/// The round of an MRTR call that asks for input is no tool error, though its handler
+/// returned the `isError` result its `InputRequired` became; the same tool's `isError`
+/// answer, once given the input, is one.
+#[tokio::test(flavor = "current_thread")]
+async fn an_mrtr_round_that_asks_is_no_tool_error() {
+    #[derive(serde::Deserialize, schemars::JsonSchema, crate::ElicitForm)]
+    #[presa(crate = "crate")]
+    struct Sure {
+        ok: bool,
+    }
+    let spans = spans(|_| async move {
+        let server = Server::builder(Implementation::new("otel", "1"))
+            .tool(Tool::new("confirm").handler(|call: ToolCall| async move {
+                use crate::wire::types::CallToolResult;
+                // A missing answer as a tool with `Result<_, E: Display>` reports it: the
+                // error result `InputRequired`'s text makes.
+                let sure = call
+                    .ctx
+                    .elicit::<Sure>("ok", "Sure?")
+                    .get()
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                Ok::<_, ToolError>(match sure {
+                    crate::mrtr::Elicitation::Accepted(Sure { ok: true }) => {
+                        CallToolResult::text("done")
+                    }
+                    _ => CallToolResult::error("not confirmed"),
+                })
+            }))
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server)
+            .with_capabilities(json!({"elicitation": {"form": {}}}));
+        for ok in [true, false] {
+            let round = client.call_tool("confirm", json!({})).await;
+            assert_eq!(round.result()["resultType"], "input_required");
+            let state = round.result()["requestState"].clone();
+            let retry = json!({"name": "confirm", "arguments": {}, "requestState": state,
+                "inputResponses": {"ok": {"action": "accept", "content": {"ok": ok}}}});
+            let answer = client.request("tools/call", retry).await;
+            assert_eq!(answer.result()["isError"], !ok, "{}", answer.message);
+        }
+    })
+    .await;
+    let rounds: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| s.name == "tools/call confirm")
+        .collect();
+    assert_eq!(rounds.len(), 4, "{spans:#?}");
+    for (i, round) in rounds.iter().enumerate() {
+        let tool_error = i == 3;
+        assert_eq!(
+            text(round, "error.type").as_deref(),
+            tool_error.then_some("tool_error"),
+            "round {i}: {round:#?}"
+        );
+        let status = if tool_error {
+            Status::error("")
+        } else {
+            Status::Unset
+        };
+        assert_eq!(round.status, status, "round {i}");
+    }
+}
+
 /// The retry round of an MRTR call links to the round that asked for input.
 #[tokio::test(flavor = "current_thread")]
 async fn the_rounds_of_an_mrtr_call_are_linked() {
