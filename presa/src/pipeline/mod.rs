@@ -621,15 +621,19 @@ impl End {
             }
             Some(Ok(Err(error))) => {
                 observe::end(span, observe::Outcome::Error(error.code()));
+                observe::describe_error(span, error.message());
                 observe::rejected(error.code());
                 tracing::debug!(code = error.code(), "request failed");
                 error_reply(Some(&id), &error)
             }
             Some(Err(_panic)) => {
+                // The panic's text is never recorded nor sent: the fixed message only.
+                let error = Error::internal();
                 observe::end(span, observe::Outcome::Panic);
+                observe::describe_error(span, error.message());
                 observe::rejected(crate::error::code::INTERNAL_ERROR);
                 tracing::error!("handler panicked; answering -32603");
-                error_reply(Some(&id), &Error::internal())
+                error_reply(Some(&id), &error)
             }
         }
     }

@@ -137,11 +137,21 @@ async fn a_protocol_error_is_its_code() {
         text(span, "rpc.response.status_code").as_deref(),
         Some("-32602")
     );
-    assert!(
-        matches!(span.status, Status::Error { .. }),
-        "{:?}",
-        span.status
-    );
+    // The status is described by the message the client was sent.
+    assert_eq!(span.status, Status::error("Unknown tool: no-such-tool"));
+    assert_eq!(attr(span, "otel.status_description"), None);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tool_errors_status_has_no_description() {
+    let spans = spans(|server| async move {
+        let client = crate::testing::TestClient::new(&server);
+        let r = client.call_tool("fails", json!({})).await;
+        assert_eq!(r.message["result"]["isError"], true, "{}", r.message);
+    })
+    .await;
+    // No JSON-RPC error to take a message from, and the tool's text is its output.
+    assert_eq!(only(&spans).status, Status::error(""));
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -258,11 +268,12 @@ async fn a_panic_is_an_internal_error() {
         text(span, "rpc.response.status_code").as_deref(),
         Some("-32603")
     );
-    assert!(
-        matches!(span.status, Status::Error { .. }),
-        "{:?}",
-        span.status
+    // The fixed message of an internal error, never the panic's text.
+    assert_eq!(
+        span.status,
+        Status::error(crate::Error::internal().message().to_owned())
     );
+    assert!(!format!("{span:?}").contains("on purpose"), "{span:#?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
