@@ -170,6 +170,12 @@ impl InputsState {
         });
     }
 
+    /// Whether the handler demanded an answer it was not given: its round ends in
+    /// `input_required`, whatever it returned (unless one of its asks failed).
+    pub(crate) fn demanded(&self) -> bool {
+        self.demanded.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
     pub(crate) fn demand(&self, _key: &str) {
         self.demanded
             .store(true, std::sync::atomic::Ordering::SeqCst);

@@ -17,6 +17,7 @@
 //! | `otel.name` | `{mcp.method.name}`, or `{mcp.method.name} {target}` with a tool or prompt name (a resource URI only when opted in, [`set_resource_uri_opt_in`]) |
 //! | `otel.kind` | `server` |
 //! | `otel.status_code` | `ERROR` when `error.type` is set |
+//! | `otel.status_description` | the JSON-RPC error's message, for an error answer ([`describe_error`]); none for a tool error or a cancelled request |
 //! | `mcp.method.name` | always; `other` for a method nobody serves (a client's arbitrary string is not recorded) |
 //! | `jsonrpc.request.id` | always |
 //! | `gen_ai.tool.name`, `gen_ai.operation.name` (`execute_tool`) | `tools/call` with a name |
@@ -134,6 +135,7 @@ pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> tr
         otel.name = method,
         otel.kind = "server",
         otel.status_code = tracing::field::Empty,
+        otel.status_description = tracing::field::Empty,
         mcp.method.name = method,
         jsonrpc.request.id = %id,
         gen_ai.tool.name = tracing::field::Empty,
@@ -250,6 +252,15 @@ pub(crate) fn end(span: &tracing::Span, outcome: Outcome) {
         }
     };
     span.record("outcome", word);
+}
+
+/// Describes the status of a request answered with a JSON-RPC error by that error's
+/// message, as the conventions say it SHOULD be: the message the client was sent (an
+/// internal error's is the fixed one, with no detail). Recorded after [`end`]: the
+/// span's status takes the last description recorded with it. A tool error has no
+/// JSON-RPC error, and its text is the tool's output: its status has no description.
+pub(crate) fn describe_error(span: &tracing::Span, message: &str) {
+    span.record("otel.status_description", message);
 }
 
 /// A JSON-RPC error answer's code, as `rpc.response.status_code` and `error.type`.

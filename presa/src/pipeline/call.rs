@@ -7,6 +7,7 @@
 //! at its first poll (most are) is answered with no future of the pipeline's own.
 
 use super::{Core, Step, headers};
+use crate::context::RequestContext;
 use crate::error::Error;
 use crate::extension::{Intercepted, ToolInvocation};
 use crate::mrtr::round::Closing;
@@ -55,28 +56,32 @@ pub(super) fn start(
     };
     let mut handler = entry.start(arguments, ctx);
     if let Some(result) = handler.as_mut().now_or_never() {
-        let answer = shape(shaper, &entry, result, buffer);
+        let answer = shape(shaper, &entry, result, buffer, &closing.ctx);
         return Step::Done(closing.close(&core.seals, shaper, answer));
     }
     let core = Arc::clone(core);
     Step::Rest(Box::pin(async move {
         let result = handler.await;
-        let answer = shape(&core.shaper, &entry, result, buffer);
+        let answer = shape(&core.shaper, &entry, result, buffer, &closing.ctx);
         closing.close(&core.seals, &core.shaper, answer)
     }))
 }
 
-/// A handler's outcome, checked, shaped as the `tools/call` result (in `buffer`).
+/// A handler's outcome, checked, shaped as the `tools/call` result (in `buffer`). An
+/// `isError` result marks the span a tool error only when it is the call's answer: a
+/// handler that demanded input it was not given (`ctx`, the round's context) returned
+/// the error its `InputRequired` became, which `input_required` replaces.
 pub(super) fn shape(
     shaper: &Shaper,
     entry: &ToolEntry,
     result: Result<ToolOutput, Error>,
     buffer: String,
+    ctx: &RequestContext,
 ) -> Result<String, Error> {
     entry.check(result).and_then(|output| match output {
         ToolOutput::Text(text) => shaper.text(&text, buffer),
         ToolOutput::Result(result) => {
-            if result.is_error {
+            if result.is_error && !ctx.inputs().demanded() {
                 observe::tool_error(&super::request_span());
             }
             shaper.call(&result, buffer)

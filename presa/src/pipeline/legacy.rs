@@ -138,13 +138,15 @@ impl Core {
                         let run = |ctx: RequestContext| -> Rest<Result<String, Error>> {
                             let entry = Arc::clone(&entry);
                             let shaper = shaper.clone();
-                            let handler = entry.start(arguments.clone(), ctx);
+                            let handler = entry.start(arguments.clone(), ctx.clone());
                             Box::pin(async move {
                                 let result = handler.await;
-                                call::shape(&shaper, &entry, result, String::new())
+                                call::shape(&shaper, &entry, result, String::new(), &ctx)
                             })
                         };
                         let failed = |why: String| {
+                            // The call's answer: an `isError` result of presa's own.
+                            crate::observe::tool_error(&super::request_span());
                             let result = crate::wire::types::CallToolResult::error(why);
                             core.legacy_shaper.call(&result, String::new())
                         };

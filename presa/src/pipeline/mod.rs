@@ -388,8 +388,12 @@ impl Core {
             Ok(Step::Rest(rest)) => rest,
         };
         // The span itself, to record the outcome into: nothing lost if the level changes
-        // while the request runs.
-        let recorded = span.clone();
+        // while the request runs. Held by a guard that records the request cancelled if
+        // the transport drops it before it concludes.
+        let pending = Pending {
+            end: Some(end),
+            span: span.clone(),
+        };
         Served::Later(Box::pin(
             async move {
                 let outcome = until_cancelled(rest, &*sink).await;
@@ -399,7 +403,7 @@ impl Core {
                 if let Some(blocking) = sink.cancellation().blocking_made() {
                     blocking.idle().await;
                 }
-                end.reply(&recorded, outcome)
+                pending.conclude(outcome)
             }
             // Entered by `instrument` for each poll; `End::reply` enters it again on its
             // own, because the path that concludes at the first poll has no `instrument`
@@ -621,16 +625,52 @@ impl End {
             }
             Some(Ok(Err(error))) => {
                 observe::end(span, observe::Outcome::Error(error.code()));
+                observe::describe_error(span, error.message());
                 observe::rejected(error.code());
                 tracing::debug!(code = error.code(), "request failed");
                 error_reply(Some(&id), &error)
             }
             Some(Err(_panic)) => {
+                // The panic's text is never recorded nor sent: the fixed message only.
+                let error = Error::internal();
                 observe::end(span, observe::Outcome::Panic);
+                observe::describe_error(span, error.message());
                 observe::rejected(crate::error::code::INTERNAL_ERROR);
                 tracing::error!("handler panicked; answering -32603");
-                error_reply(Some(&id), &Error::internal())
+                error_reply(Some(&id), &error)
             }
+        }
+    }
+}
+
+/// The end of a request still running, with its span: concluded with the request's
+/// outcome ([`Pending::conclude`]), or, when the future that holds it is dropped first
+/// (the client went away, or the server stopped before the request was done), recorded
+/// as cancelled, as nothing was or will be answered. Dropping it costs what concluding
+/// it would: no allocation, and no clock read when the span is disabled.
+struct Pending {
+    /// `None` once concluded.
+    end: Option<End>,
+    span: tracing::Span,
+}
+
+impl Pending {
+    /// The reply to the request's outcome, recorded on its span.
+    fn conclude(mut self, outcome: Option<std::thread::Result<Result<String, Error>>>) -> Reply {
+        match self.end.take() {
+            Some(end) => end.reply(&self.span, outcome),
+            // Never: only `conclude` takes the end, and it takes `self`.
+            None => Reply::Cancelled,
+        }
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(end) = self.end.take() {
+            // Dropped before its outcome was known: the transport gave the request up.
+            // The reply is for no one.
+            let _ = end.reply(&self.span, None);
         }
     }
 }

@@ -137,11 +137,21 @@ async fn a_protocol_error_is_its_code() {
         text(span, "rpc.response.status_code").as_deref(),
         Some("-32602")
     );
-    assert!(
-        matches!(span.status, Status::Error { .. }),
-        "{:?}",
-        span.status
-    );
+    // The status is described by the message the client was sent.
+    assert_eq!(span.status, Status::error("Unknown tool: no-such-tool"));
+    assert_eq!(attr(span, "otel.status_description"), None);
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn a_tool_errors_status_has_no_description() {
+    let spans = spans(|server| async move {
+        let client = crate::testing::TestClient::new(&server);
+        let r = client.call_tool("fails", json!({})).await;
+        assert_eq!(r.message["result"]["isError"], true, "{}", r.message);
+    })
+    .await;
+    // No JSON-RPC error to take a message from, and the tool's text is its output.
+    assert_eq!(only(&spans).status, Status::error(""));
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -258,11 +268,12 @@ async fn a_panic_is_an_internal_error() {
         text(span, "rpc.response.status_code").as_deref(),
         Some("-32603")
     );
-    assert!(
-        matches!(span.status, Status::Error { .. }),
-        "{:?}",
-        span.status
+    // The fixed message of an internal error, never the panic's text.
+    assert_eq!(
+        span.status,
+        Status::error(crate::Error::internal().message().to_owned())
     );
+    assert!(!format!("{span:?}").contains("on purpose"), "{span:#?}");
 }
 
 #[tokio::test(flavor = "current_thread")]
@@ -302,6 +313,113 @@ async fn a_cancelled_request_is_error_type_cancelled() {
         "{:?}",
         span.status
     );
+}
+
+/// A request whose future the transport drops before it concludes (the client went
+/// away, or the server stopped) ends its span as cancelled, though nothing polled it
+/// after the cancellation.
+#[tokio::test(flavor = "current_thread")]
+async fn a_request_dropped_while_it_runs_is_error_type_cancelled() {
+    use crate::pipeline::{Era, Exchange, Served, Transport};
+    use crate::wire::jsonrpc::{Inbound, decode_value};
+    use std::sync::Arc;
+    let spans = spans(|_| async move {
+        let server = Server::builder(Implementation::new("otel", "1"))
+            .tool(Tool::new("waits").handler(|_: ToolCall| async {
+                std::future::pending::<()>().await;
+                "never"
+            }))
+            .build()
+            .expect("a server");
+        let meta = crate::testing::TestClient::new(&server).meta();
+        let message = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+            "params": {"name": "waits", "_meta": meta}});
+        let Ok(Inbound::Request(request)) = decode_value(message) else {
+            panic!("a request");
+        };
+        let exchange = Exchange {
+            transport: Transport::Stdio,
+            era: Era::Modern,
+            outbound: Arc::new(crate::testing::Collect::default()),
+            buffer: String::new(),
+            principal: None,
+        };
+        match server.core.serve(request, exchange) {
+            Served::Later(rest) => drop(rest),
+            Served::Now(_) => panic!("a waiting handler is the rest of the call"),
+        }
+    })
+    .await;
+    let span = only(&spans);
+    assert_eq!(span.name, "tools/call waits");
+    assert_eq!(text(span, "error.type").as_deref(), Some("cancelled"));
+    assert_eq!(text(span, "outcome").as_deref(), Some("cancelled"));
+    assert_eq!(attr(span, "rpc.response.status_code"), None);
+    assert_eq!(span.status, Status::error(""));
+}
+
+/// The round of an MRTR call that asks for input is no tool error, though its handler
+/// returned the `isError` result its `InputRequired` became; the same tool's `isError`
+/// answer, once given the input, is one.
+#[tokio::test(flavor = "current_thread")]
+async fn an_mrtr_round_that_asks_is_no_tool_error() {
+    #[derive(serde::Deserialize, schemars::JsonSchema, crate::ElicitForm)]
+    #[presa(crate = "crate")]
+    struct Sure {
+        ok: bool,
+    }
+    let spans = spans(|_| async move {
+        let server = Server::builder(Implementation::new("otel", "1"))
+            .tool(Tool::new("confirm").handler(|call: ToolCall| async move {
+                use crate::wire::types::CallToolResult;
+                // A missing answer as a tool with `Result<_, E: Display>` reports it: the
+                // error result `InputRequired`'s text makes.
+                let sure = call
+                    .ctx
+                    .elicit::<Sure>("ok", "Sure?")
+                    .get()
+                    .map_err(|e| ToolError::new(e.to_string()))?;
+                Ok::<_, ToolError>(match sure {
+                    crate::mrtr::Elicitation::Accepted(Sure { ok: true }) => {
+                        CallToolResult::text("done")
+                    }
+                    _ => CallToolResult::error("not confirmed"),
+                })
+            }))
+            .build()
+            .expect("a server");
+        let client = crate::testing::TestClient::new(&server)
+            .with_capabilities(json!({"elicitation": {"form": {}}}));
+        for ok in [true, false] {
+            let round = client.call_tool("confirm", json!({})).await;
+            assert_eq!(round.result()["resultType"], "input_required");
+            let state = round.result()["requestState"].clone();
+            let retry = json!({"name": "confirm", "arguments": {}, "requestState": state,
+                "inputResponses": {"ok": {"action": "accept", "content": {"ok": ok}}}});
+            let answer = client.request("tools/call", retry).await;
+            assert_eq!(answer.result()["isError"], !ok, "{}", answer.message);
+        }
+    })
+    .await;
+    let rounds: Vec<&SpanData> = spans
+        .iter()
+        .filter(|s| s.name == "tools/call confirm")
+        .collect();
+    assert_eq!(rounds.len(), 4, "{spans:#?}");
+    for (i, round) in rounds.iter().enumerate() {
+        let tool_error = i == 3;
+        assert_eq!(
+            text(round, "error.type").as_deref(),
+            tool_error.then_some("tool_error"),
+            "round {i}: {round:#?}"
+        );
+        let status = if tool_error {
+            Status::error("")
+        } else {
+            Status::Unset
+        };
+        assert_eq!(round.status, status, "round {i}");
+    }
 }
 
 /// The retry round of an MRTR call links to the round that asked for input.

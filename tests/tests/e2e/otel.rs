@@ -1337,3 +1337,166 @@ async fn otel_prometheus_scrapes_the_duration_histogram() {
         .await;
     assert_eq!(count.len(), 1, "{count:#?}");
 }
+
+/// The value of the series `series` (a name, with its labels when it has any, as the
+/// Prometheus text writes them) in a Prometheus text; 0 when it is not there yet.
+fn series_value(text: &str, series: &str) -> f64 {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(series))
+        .filter_map(|rest| rest.strip_prefix(' '))
+        .filter_map(|v| v.parse::<f64>().ok())
+        .sum()
+}
+
+/// Waits until the fixture's `/metrics` has `series` at `value`.
+async fn until_series(fixture: &Fixture, series: &str, value: f64) {
+    let deadline = Deadline::new(format!("{series} at {value}"));
+    loop {
+        let text = fixture.metrics_text().await;
+        if series_value(&text, series) == value {
+            return;
+        }
+        deadline.tick(&text).await;
+    }
+}
+
+/// `presa.subscriptions.open_streams` counts a listen stream while it is open, and no
+/// more once its client went away.
+#[tokio::test]
+async fn otel_an_open_listen_stream_is_counted_until_it_closes() {
+    let (_receiver, fixture) = exporting().await;
+    let http = fixture.http();
+    let series = "presa_subscriptions_open_streams";
+    let listen = presa_tests::request(
+        30,
+        "subscriptions/listen",
+        crate::subscriptions::listen_params(json!({"toolsListChanged": true})),
+    );
+    let mut first = http.open(&listen, &[]).await;
+    assert_eq!(first.status, 200);
+    first
+        .next(presa_tests::wait::PATIENCE)
+        .await
+        .msg("the acknowledgement");
+    until_series(&fixture, series, 1.0).await;
+    let listen = presa_tests::request(
+        31,
+        "subscriptions/listen",
+        crate::subscriptions::listen_params(json!({"toolsListChanged": true})),
+    );
+    let mut second = http.open(&listen, &[]).await;
+    second
+        .next(presa_tests::wait::PATIENCE)
+        .await
+        .msg("the acknowledgement");
+    until_series(&fixture, series, 2.0).await;
+    drop(first);
+    until_series(&fixture, series, 1.0).await;
+    drop(second);
+    until_series(&fixture, series, 0.0).await;
+}
+
+/// `presa.request_state.failures` counts a retry whose `requestState` is refused when
+/// opened (`open`), each time; a genuine state opens with no failure counted.
+#[tokio::test]
+async fn otel_a_refused_request_state_is_counted_as_an_open_failure() {
+    let (_receiver, fixture) = exporting().await;
+    let http = fixture.http();
+    let series = r#"presa_request_state_failures_total{presa_request_state_operation="open"}"#;
+    let params = crate::mrtr::call_params(
+        "confirm_delete",
+        json!({"filename": "notes.txt"}),
+        crate::mrtr::form_caps(),
+    );
+    let first = http.call(32, "tools/call", params.clone()).await;
+    let state = result(&first)["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    let answers = json!({"confirm-delete": crate::mrtr::accept(json!({"confirm": true}))});
+    for (id, expected) in [(33, 1.0), (34, 2.0)] {
+        let refused = http
+            .call(
+                id,
+                "tools/call",
+                crate::mrtr::retry(&params, answers.clone(), Some("garbage")),
+            )
+            .await;
+        assert_eq!(refused.error_code(), Some(-32602), "{}", refused.body);
+        until_series(&fixture, series, expected).await;
+    }
+    let genuine = http
+        .call(
+            35,
+            "tools/call",
+            crate::mrtr::retry(&params, answers, Some(&state)),
+        )
+        .await;
+    assert_eq!(
+        result(&genuine)["content"][0]["text"],
+        "Delete confirmed: true"
+    );
+    let text = fixture.metrics_text().await;
+    assert_eq!(series_value(&text, series), 2.0, "{text}");
+    assert_eq!(
+        series_value(
+            &text,
+            r#"presa_request_state_failures_total{presa_request_state_operation="seal"}"#
+        ),
+        0.0,
+        "{text}"
+    );
+}
+
+/// A request still running when the server stops, past its drain (the fixture's
+/// `DRAIN`), is dropped with its connection: its span ends as cancelled, with a duration
+/// sample, both flushed before the process exits.
+#[tokio::test]
+async fn otel_a_request_dropped_at_shutdown_is_cancelled() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let (receiver, mut fixture) = exporting().await;
+    let http = fixture.http();
+    let pending = tokio::spawn(async move {
+        http.call(
+            36,
+            "tools/call",
+            json!({"name": "slow_compute", "arguments": {"seconds": 60}}),
+        )
+        .await
+    });
+    let deadline = Deadline::new("the slow call is in flight");
+    loop {
+        let text = fixture.metrics_text().await;
+        if in_flight(&text) >= 1.0 {
+            break;
+        }
+        deadline.tick(&text).await;
+    }
+    let pid = fixture.child.id().expect("the fixture runs");
+    let pid = i32::try_from(pid).expect("a pid");
+    kill(Pid::from_raw(pid), Signal::SIGTERM).expect("the signal is sent");
+    let deadline = Deadline::new("the fixture exits");
+    loop {
+        if let Ok(Some(status)) = fixture.child.try_wait() {
+            assert!(status.success(), "{status}");
+            break;
+        }
+        deadline.tick("still running").await;
+    }
+    pending.abort();
+    let _ = pending.await;
+    let span = span_of(&receiver, 36).await;
+    assert_server_span(&span, "tools/call", Some("slow_compute"), 36);
+    assert_eq!(span.str("error.type"), Some("cancelled"), "{span:#?}");
+    assert_eq!(span.attr("rpc.response.status_code"), None, "{span:#?}");
+    assert_eq!(span.status, SpanStatus::Error, "{span:#?}");
+    duration_point(
+        &receiver,
+        &[
+            ("gen_ai.tool.name", "slow_compute"),
+            ("error.type", "cancelled"),
+        ],
+    )
+    .await;
+}
