@@ -225,6 +225,19 @@ async fn find_any(
     }
 }
 
+/// The live session a notification or response names, after its version header is
+/// checked, marked as in use: what both need before they act, with a session store.
+async fn touched(
+    endpoint: &Endpoint,
+    headers: &HeaderMap,
+    principal: Option<&Principal>,
+) -> Result<Arc<Live>, Response> {
+    version_header(headers)?;
+    let live = find_any(endpoint, headers, principal, None).await?;
+    live.session.touch();
+    Ok(live)
+}
+
 /// The 503 of a message whose session's store failed: the retryable -32603.
 fn store_fault(id: Option<&Value>) -> Response {
     json_response(
@@ -571,14 +584,10 @@ pub(super) fn notification(
     if endpoint.config.legacy_sessions && endpoint.server.core.session_store.is_some() {
         let endpoint = endpoint.clone();
         return Routed::Legacy(Box::pin(async move {
-            if let Err(refused) = version_header(&headers) {
-                return refused;
-            }
-            let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
+            let live = match touched(&endpoint, &headers, principal.as_deref()).await {
                 Ok(live) => live,
                 Err(refused) => return refused,
             };
-            live.session.touch();
             let core = &endpoint.server.core;
             let outcome = core.accept_legacy_notification(&n, &live.session);
             // The request it cancels may run on another replica.
@@ -643,14 +652,10 @@ pub(super) fn response(
     if endpoint.config.legacy_sessions && endpoint.server.core.session_store.is_some() {
         let endpoint = endpoint.clone();
         return Routed::Legacy(Box::pin(async move {
-            if let Err(refused) = version_header(&headers) {
-                return refused;
-            }
-            let live = match find_any(&endpoint, &headers, principal.as_deref(), None).await {
+            let live = match touched(&endpoint, &headers, principal.as_deref()).await {
                 Ok(live) => live,
                 Err(refused) => return refused,
             };
-            live.session.touch();
             let message = crate::session::answer_message(&response);
             if !live.session.deliver(response) {
                 // The request it answers may wait on another replica.
