@@ -7,7 +7,7 @@
 //! A session belongs to the transport that made it (one per stdio process, one per
 //! `Mcp-Session-Id` on Streamable HTTP); the pipeline serves its requests with the
 //! session as their era and never keeps one itself. Messages that belong to no request
-//! (list changes, resource updates) go to the session's [`Channel`].
+//! (list changes, resource updates) go to the session's `Channel`.
 //!
 //! A session's record may be kept in a [`SessionStore`] shared by the replicas of a server
 //! (see [`store`](self::SessionStore)); the session then writes what its client changes
