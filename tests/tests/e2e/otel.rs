@@ -845,8 +845,9 @@ async fn otel_a_legacy_sessions_spans_carry_the_session_and_its_revision() {
     );
 }
 
-/// A span lasts as long as its request: a tool that sleeps 300 ms has a span of at least
-/// that, and its duration sample (in seconds) is at least 0.3, in the bucket above 0.2.
+/// A span covers its whole request: a tool that sleeps for a while has a span at least
+/// as long, and its duration sample (in seconds) is at least that while, in the bucket
+/// whose bounds hold it.
 #[tokio::test]
 async fn otel_a_span_and_its_duration_cover_the_handler() {
     let (receiver, fixture) = exporting().await;
