@@ -11,7 +11,7 @@
 //! whole process group (Chromium and its helpers with it), so no browser outlives a test.
 
 use fantoccini::{Client, ClientBuilder};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use tokio::process::{Child, Command};
 
@@ -34,13 +34,16 @@ impl Browser {
     /// stderr saying why) where either program is missing. Panics when they are installed
     /// but do not start.
     pub async fn start() -> Option<Browser> {
-        let Some(chromium) = find(&["chromium", "chromium-browser", "google-chrome"]) else {
+        let Some(chromium) = crate::programs::find(
+            &["chromium", "chromium-browser", "google-chrome"],
+            "/usr/bin",
+        ) else {
             eprintln!(
                 "skipped: Chromium is not installed (chromium not found in PATH or /usr/bin)"
             );
             return None;
         };
-        let Some(chromedriver) = find(&["chromedriver"]) else {
+        let Some(chromedriver) = crate::programs::find(&["chromedriver"], "/usr/bin") else {
             eprintln!("skipped: chromedriver is not installed (not found in PATH or /usr/bin)");
             return None;
         };
@@ -58,7 +61,9 @@ impl Browser {
                 .kill_on_drop(true)
                 .spawn()
                 .unwrap_or_else(|e| panic!("{} runs: {e}", chromedriver.display()));
-            if let Err(why) = listening(&mut driver, port).await {
+            if let Err(why) =
+                crate::programs::listening(&mut driver, port, "chromedriver", String::new).await
+            {
                 last = why;
                 continue;
             }
@@ -117,33 +122,4 @@ async fn session(chromium: &Path, port: u16) -> Client {
         Ok(Err(e)) => panic!("a headless Chromium session starts: {e}"),
         Err(_) => panic!("no Chromium session after {BROWSER_START:?}"),
     }
-}
-
-/// Waits until chromedriver takes connections on `port`, or says why it will not.
-async fn listening(driver: &mut Child, port: u16) -> Result<(), String> {
-    let deadline = crate::wait::Deadline::new("chromedriver listens");
-    loop {
-        if let Some(status) = driver.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!("chromedriver exited ({status})"));
-        }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        deadline.tick("no connection yet").await;
-    }
-}
-
-/// The first of `names` found in `PATH`, then in `/usr/bin`.
-fn find(names: &[&str]) -> Option<PathBuf> {
-    let mut dirs: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    dirs.push("/usr/bin".into());
-    names
-        .iter()
-        .flat_map(|name| dirs.iter().map(move |d| d.join(name)))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file()))
 }

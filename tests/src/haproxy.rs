@@ -18,7 +18,6 @@
 //! folder: [`Haproxy::log`].
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::process::{Child, Command};
@@ -43,7 +42,7 @@ impl Haproxy {
     /// HAProxy is not installed. Panics, with what it printed, when it is installed but
     /// does not start.
     pub async fn start(backends: &[SocketAddr]) -> Option<Haproxy> {
-        let program = match find_program() {
+        let program = match crate::programs::find(&["haproxy"], "/usr/sbin") {
             Some(p) => p,
             None => {
                 eprintln!(
@@ -75,7 +74,14 @@ impl Haproxy {
                 .kill_on_drop(true)
                 .spawn()
                 .unwrap_or_else(|e| panic!("{} runs: {e}", program.display()));
-            match listening(&mut child, port, &dir.path().join(LOG)).await {
+            match crate::programs::listening(&mut child, port, "haproxy", || {
+                format!(
+                    ":\n{}",
+                    std::fs::read_to_string(dir.path().join(LOG)).unwrap_or_default()
+                )
+            })
+            .await
+            {
                 Ok(()) => {
                     return Some(Haproxy { child, dir, port });
                 }
@@ -144,41 +150,6 @@ fn config(port: u16, backends: &[SocketAddr]) -> String {
         cfg.push_str(&format!("    server r{i} {addr}\n"));
     }
     cfg
-}
-
-/// Waits until HAProxy takes connections on `port`, or says why it will not (it
-/// exited, with what it wrote to `log`).
-async fn listening(child: &mut Child, port: u16, log: &Path) -> Result<(), String> {
-    let deadline = crate::wait::Deadline::new("HAProxy listens");
-    loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            let printed = std::fs::read_to_string(log).unwrap_or_default();
-            return Err(format!("haproxy exited ({status}):\n{printed}"));
-        }
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        deadline.tick("no connection yet").await;
-    }
-}
-
-/// `haproxy` from `PATH`, else `/usr/sbin/haproxy`.
-fn find_program() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    candidates.push("/usr/sbin".into());
-    candidates
-        .into_iter()
-        .map(|dir| dir.join("haproxy"))
-        .find(|p| is_file(p))
-}
-
-fn is_file(path: &Path) -> bool {
-    path.metadata().is_ok_and(|m| m.is_file())
 }
 
 #[cfg(test)]

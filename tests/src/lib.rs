@@ -20,6 +20,7 @@ pub mod legacy;
 pub mod legacy_stdio;
 pub mod otlp;
 pub mod postgres;
+pub mod programs;
 pub mod prometheus;
 pub mod replicas;
 pub mod schema;

@@ -9,7 +9,7 @@
 //! Found in `PATH`, then in `/usr/bin` (where Debian puts it).
 
 use serde_json::Value;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 use tokio::process::{Child, Command};
@@ -35,7 +35,7 @@ impl Prometheus {
     /// stderr saying why) where Prometheus is not installed. Panics, with what it
     /// printed, when it is installed but does not start.
     pub async fn start(target: &str, path: &str) -> Option<Prometheus> {
-        let program = match find_program() {
+        let program = match crate::programs::find(&["prometheus"], "/usr/bin") {
             Some(p) => p,
             None => {
                 eprintln!(
@@ -175,18 +175,6 @@ async fn ready(
         }
         deadline.tick("not ready yet").await;
     }
-}
-
-/// `prometheus` from `PATH`, else `/usr/bin/prometheus`.
-fn find_program() -> Option<PathBuf> {
-    let mut candidates: Vec<PathBuf> = std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).collect())
-        .unwrap_or_default();
-    candidates.push("/usr/bin".into());
-    candidates
-        .into_iter()
-        .map(|dir| dir.join("prometheus"))
-        .find(|p| p.metadata().is_ok_and(|m| m.is_file()))
 }
 
 #[cfg(test)]
