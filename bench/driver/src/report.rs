@@ -313,6 +313,51 @@ fn legacy_ratio(s: &Samples, metric: &str) -> Option<f64> {
     s.paired_ratio(LEGACY_CELL, "http c=32", "presa", metric)
 }
 
+/// The rows of a c=32 cell set beside another: label, metric, scale for display, decimals.
+const C32_ROWS: [(&str, &str, f64, usize); 7] = [
+    ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
+    ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
+    ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
+    (
+        "server CPU per HTTP call, c=32 (µs)",
+        "server_cpu_us_per_req",
+        1.0,
+        2,
+    ),
+    ("server core busy, c=32 (%)", "server_util", 100.0, 0),
+    ("load core busy, c=32 (%)", "load_util", 100.0, 0),
+    (
+        "HTTP peak RSS under c=32 load (MiB)",
+        "peak_rss_kib",
+        MIB_PER_KIB,
+        1,
+    ),
+];
+
+/// One row per metric of `rows`: the median of cell `of` (cell, server), the median of
+/// cell `to`, and the median of the repeats' own ratios of the two (they run in every
+/// repeat, so each ratio is of two runs under the same load).
+fn beside(
+    s: &Samples,
+    out: &mut String,
+    rows: &[(&str, &str, f64, usize)],
+    of: (&str, &str),
+    to: (&str, &str),
+) {
+    for (label, metric, scale, decimals) in rows {
+        let a = s.median(of.0, of.1, metric).map(|v| v * scale);
+        let b = s.median(to.0, to.1, metric).map(|v| v * scale);
+        let ratio = s.paired((of.0, of.1, metric), (to.0, to.1, metric));
+        let _ = writeln!(
+            out,
+            "| {label} | {} | {} | {} |",
+            fmt(a, *decimals),
+            fmt(b, *decimals),
+            fmt(ratio, 2),
+        );
+    }
+}
+
 /// presa serving clients of the earlier revisions, under the table (presa only: bare and
 /// rmcp serve 2026-07-28 alone here): tools/call over established 2025-11-25 sessions at
 /// c=32 beside presa's own 2026-07-28 c=32 figures of the same run, and the memory of
@@ -330,35 +375,13 @@ fn earlier_revisions(s: &Samples, out: &mut String) {
             "| metric | presa, 2025-11-25 sessions | presa, 2026-07-28 | sessions ÷ 2026-07-28 |"
         );
         let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
-        for (label, metric, scale, decimals) in [
-            ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
-            ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
-            ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
-            (
-                "server CPU per HTTP call, c=32 (µs)",
-                "server_cpu_us_per_req",
-                1.0,
-                2,
-            ),
-            ("server core busy, c=32 (%)", "server_util", 100.0, 0),
-            ("load core busy, c=32 (%)", "load_util", 100.0, 0),
-            (
-                "HTTP peak RSS under c=32 load (MiB)",
-                "peak_rss_kib",
-                MIB_PER_KIB,
-                1,
-            ),
-        ] {
-            let legacy = s.median(LEGACY_CELL, "presa", metric).map(|v| v * scale);
-            let modern = s.median("http c=32", "presa", metric).map(|v| v * scale);
-            let _ = writeln!(
-                out,
-                "| {label} | {} | {} | {} |",
-                fmt(legacy, decimals),
-                fmt(modern, decimals),
-                fmt(legacy_ratio(s, metric), 2),
-            );
-        }
+        beside(
+            s,
+            out,
+            &C32_ROWS,
+            (LEGACY_CELL, "presa"),
+            ("http c=32", "presa"),
+        );
     }
     if idle {
         let m = |metric: &str| s.median("sessions", "presa", metric);
@@ -437,35 +460,13 @@ Authenticated tools/call (presa only): presa behind its authorization (`oauth`, 
         "| metric | presa, authenticated | presa | authenticated ÷ presa |"
     );
     let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
-    for (label, metric, scale, decimals) in [
-        ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
-        ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
-        ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
-        (
-            "server CPU per HTTP call, c=32 (µs)",
-            "server_cpu_us_per_req",
-            1.0,
-            2,
-        ),
-        ("server core busy, c=32 (%)", "server_util", 100.0, 0),
-        ("load core busy, c=32 (%)", "load_util", 100.0, 0),
-        (
-            "HTTP peak RSS under c=32 load (MiB)",
-            "peak_rss_kib",
-            MIB_PER_KIB,
-            1,
-        ),
-    ] {
-        let auth = s.median(AUTH_CELL, AUTH_SERVER, metric).map(|v| v * scale);
-        let plain = s.median("http c=32", "presa", metric).map(|v| v * scale);
-        let _ = writeln!(
-            out,
-            "| {label} | {} | {} | {} |",
-            fmt(auth, decimals),
-            fmt(plain, decimals),
-            fmt(auth_ratio(s, metric), 2),
-        );
-    }
+    beside(
+        s,
+        out,
+        &C32_ROWS,
+        (AUTH_CELL, AUTH_SERVER),
+        ("http c=32", "presa"),
+    );
     let m = |metric: &str| s.median(AUTH_CELL, AUTH_SERVER, metric);
     let _ = writeln!(
         out,
@@ -541,35 +542,18 @@ Exporting telemetry (presa only): presa built with `otel`, once with `otel::Tele
         "| metric | exporting | not exporting | exporting ÷ not |"
     );
     let _ = writeln!(out, "| --- | ---: | ---: | ---: |");
-    for (label, metric, scale, decimals) in [
-        ("HTTP tools/call throughput, c=32 (req/s)", "rps", 1.0, 0),
-        ("HTTP latency p50, c=32 (µs)", "p50_us", 1.0, 1),
-        ("HTTP latency p99, c=32 (µs)", "p99_us", 1.0, 1),
-        (
-            "server CPU per HTTP call, c=32 (µs)",
-            "server_cpu_us_per_req",
-            1.0,
-            2,
-        ),
-        (
-            "HTTP peak RSS under c=32 load (MiB)",
-            "peak_rss_kib",
-            MIB_PER_KIB,
-            1,
-        ),
-    ] {
-        let on = s.median(OTEL_CELL, OTEL_SERVER, metric).map(|v| v * scale);
-        let off = s
-            .median("http c=32", OTEL_SERVER, metric)
-            .map(|v| v * scale);
-        let _ = writeln!(
-            out,
-            "| {label} | {} | {} | {} |",
-            fmt(on, decimals),
-            fmt(off, decimals),
-            fmt(otel_ratio(s, metric), 2),
-        );
-    }
+    let rows = C32_ROWS
+        .iter()
+        .filter(|(_, metric, _, _)| !metric.ends_with("_util"))
+        .copied()
+        .collect::<Vec<_>>();
+    beside(
+        s,
+        out,
+        &rows,
+        (OTEL_CELL, OTEL_SERVER),
+        ("http c=32", OTEL_SERVER),
+    );
 }
 
 /// The task stores' cell (bench/stores), and its stores in the order it runs them.
