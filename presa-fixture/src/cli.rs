@@ -37,7 +37,7 @@ pub const LEFT_BEHIND_AFTER: Duration = Duration::from_millis(100);
 const USAGE: &str = "\
 usage: presa-fixture [--transport http|stdio] [--port N] [--http ADDR] [--dev] [--exit-on-stdin-close]
                      [--auth ISSUER] [--tasks-store URL [--store-timeout MS]] [--task-lease MS]
-                     [--otel ENDPOINT [--otel-interval MS]] [--metrics]
+                     [--otel ENDPOINT [--otel-interval MS] [--otel-sdk]] [--metrics]
 
 Serves presa's conformance fixture: every tool, resource and prompt the official MCP
 conformance runner calls.
@@ -58,6 +58,8 @@ conformance runner calls.
                          at ENDPOINT, a base URL (http://127.0.0.1:4318): POST
                          ENDPOINT/v1/traces and ENDPOINT/v1/metrics.
   --otel-interval MS     how often metrics are exported (default 1000).
+  --otel-sdk             export request spans the OpenTelemetry SDK's way (tracing-opentelemetry
+                         and the SDK's batch exporter) instead of presa's own: the same spans.
   --metrics              over HTTP, serve the metrics at GET /metrics in the Prometheus text
                          format.
   --auth ISSUER          over HTTP, an OAuth 2.1 resource server: every request needs a JWT
@@ -114,6 +116,8 @@ struct Args {
     otel: Option<String>,
     /// `--otel-interval`.
     otel_interval: Duration,
+    /// `--otel-sdk`.
+    otel_sdk: bool,
     /// `--metrics`.
     metrics: bool,
 }
@@ -190,6 +194,7 @@ fn parse_args(
     let mut addr = None;
     let mut otel = None;
     let mut otel_interval = Duration::from_secs(1);
+    let mut otel_sdk = false;
     let mut metrics = false;
     let mut port = match mcp_port {
         Some(p) => p
@@ -240,6 +245,7 @@ fn parse_args(
                     }
                 };
             }
+            "--otel-sdk" => otel_sdk = true,
             "--metrics" => metrics = true,
             "--auth" => {
                 let issuer = args.next().ok_or("--auth takes an issuer URL")?;
@@ -292,6 +298,7 @@ fn parse_args(
         addr,
         otel,
         otel_interval,
+        otel_sdk,
         metrics,
         port,
         exit_on_stdin_close,
@@ -328,6 +335,7 @@ pub fn main() -> ExitCode {
             .service_name("presa-fixture")
             .metric_interval(args.otel_interval)
             .prometheus(args.metrics)
+            .sdk_spans(args.otel_sdk)
             .install()
         {
             Ok(guard) => Some(guard),

@@ -109,6 +109,10 @@ pub struct Span {
     pub parent_span_id: Option<String>,
     /// The span's links.
     pub links: Vec<Link>,
+    /// Its W3C trace state, as sent (empty for none).
+    pub trace_state: String,
+    /// Its flags: the W3C trace flags, and whether the parent is remote.
+    pub flags: u32,
     /// The span's attributes, each as JSON (a string, a number, a bool, an array).
     pub attributes: BTreeMap<String, Value>,
     /// The status code.
@@ -132,6 +136,10 @@ pub struct Link {
     pub trace_id: String,
     /// The linked span's id (hex).
     pub span_id: String,
+    /// The linked span's trace state.
+    pub trace_state: String,
+    /// The link's flags.
+    pub flags: u32,
     /// The link's attributes.
     pub attributes: BTreeMap<String, Value>,
 }
@@ -446,9 +454,13 @@ fn spans_of(request: ExportTraceServiceRequest) -> Vec<Span> {
                         .map(|l| Link {
                             trace_id: hex(&l.trace_id),
                             span_id: hex(&l.span_id),
+                            trace_state: l.trace_state,
+                            flags: l.flags,
                             attributes: map(l.attributes),
                         })
                         .collect(),
+                    trace_state: s.trace_state,
+                    flags: s.flags,
                     attributes: map(s.attributes),
                     status,
                     status_message,

@@ -70,7 +70,7 @@ impl Seals {
                 .inspect_err(|_| crate::observe::state_failure("open"))?;
             // This round's span follows from the one that asked for the input.
             if let Some(tp) = &payload.tp {
-                crate::observe::link(&tracing::Span::current(), tp);
+                crate::observe::link(&crate::observe::current(), tp);
             }
             if payload.once {
                 round.spend = Some(self.spend(payload.jti, payload.exp));
@@ -139,7 +139,7 @@ impl Seals {
             data: outcome.carry,
             once: outcome.single_use,
             // Called inside the request's span: the next round links to it.
-            tp: crate::observe::traceparent_of(&tracing::Span::current()),
+            tp: crate::observe::traceparent_of(&crate::observe::current()),
             ..Default::default()
         };
         let state = self

@@ -37,6 +37,8 @@
 mod off;
 #[cfg(feature = "otel")]
 pub(crate) mod on;
+#[cfg(feature = "otel")]
+pub(crate) mod record;
 
 #[cfg(not(feature = "otel"))]
 pub(crate) use off::*;
@@ -118,10 +120,137 @@ fn resource_uri_opted_in() -> bool {
     RESOURCE_URI.load(Ordering::Relaxed)
 }
 
-/// The span of one request. Every field the conventions name is declared here (a
-/// `tracing` span cannot gain fields later); those not known yet are empty until
-/// recorded.
-pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> tracing::Span {
+/// A request's span (or a task run's): the `tracing` span, and with `otel`, when
+/// `otel::Telemetry::install` made presa export directly, the span's direct record
+/// ([`record`]). Every function of this module records into both; the pipeline holds
+/// one of these where it held the `tracing` span.
+#[derive(Clone, Debug)]
+pub(crate) struct Span {
+    tracing: tracing::Span,
+    #[cfg(feature = "otel")]
+    record: Option<std::sync::Arc<record::Record>>,
+}
+
+impl Span {
+    /// Whether nothing records this span (neither a subscriber nor the direct record).
+    pub(crate) fn is_disabled(&self) -> bool {
+        #[cfg(feature = "otel")]
+        if self.record.is_some() {
+            return false;
+        }
+        self.tracing.is_disabled()
+    }
+
+    /// Enters the span for the code that runs until the guard drops: the `tracing` span,
+    /// and the direct record as the thread's current one.
+    pub(crate) fn enter(&self) -> Entered<'_> {
+        Entered {
+            _tracing: self.tracing.enter(),
+            #[cfg(feature = "otel")]
+            _record: self.record.as_ref().map(record::enter),
+        }
+    }
+
+    /// Records a string field.
+    fn put(&self, field: &'static str, value: &str) {
+        self.tracing.record(field, value);
+        #[cfg(feature = "otel")]
+        if let Some(r) = &self.record {
+            r.set(field, record::Value::Str(value.into()));
+        }
+    }
+
+    /// Records a string field whose value is known when presa is built.
+    fn put_static(&self, field: &'static str, value: &'static str) {
+        self.tracing.record(field, value);
+        #[cfg(feature = "otel")]
+        if let Some(r) = &self.record {
+            r.set(field, record::Value::Static(value));
+        }
+    }
+}
+
+/// What [`Span::enter`] returns.
+pub(crate) struct Entered<'a> {
+    _tracing: tracing::span::Entered<'a>,
+    #[cfg(feature = "otel")]
+    _record: Option<record::Entered>,
+}
+
+pin_project_lite::pin_project! {
+    /// A future polled inside a span, as `tracing::Instrument` does, for [`Span`]; for a
+    /// task's run ([`Instrumented::ending`]) the span ends when the future ends or drops.
+    pub(crate) struct Instrumented<F> {
+        #[pin]
+        inner: F,
+        span: Span,
+        ends: bool,
+    }
+
+    impl<F> PinnedDrop for Instrumented<F> {
+        fn drop(this: Pin<&mut Self>) {
+            let this = this.project();
+            if *this.ends {
+                end_span(this.span);
+            }
+        }
+    }
+}
+
+impl<F> Instrumented<F> {
+    /// `inner`, polled inside `span`.
+    pub(crate) fn new(inner: F, span: Span) -> Self {
+        Instrumented {
+            inner,
+            span,
+            ends: false,
+        }
+    }
+
+    /// `inner`, polled inside `span`, which ends with it.
+    #[cfg(feature = "tasks")]
+    pub(crate) fn ending(inner: F, span: Span) -> Self {
+        Instrumented {
+            inner,
+            span,
+            ends: true,
+        }
+    }
+}
+
+impl<F: std::future::Future> std::future::Future for Instrumented<F> {
+    type Output = F::Output;
+
+    fn poll(
+        self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<F::Output> {
+        let this = self.project();
+        let _entered = this.span.enter();
+        this.inner.poll(cx)
+    }
+}
+
+/// The span of the request (or task run) being polled on this thread: the current
+/// `tracing` span when INFO spans can be enabled at all (else a disabled one, without
+/// asking the dispatcher), and the current direct record.
+pub(crate) fn current() -> Span {
+    let tracing = if tracing::level_enabled!(tracing::Level::INFO) {
+        tracing::Span::current()
+    } else {
+        tracing::Span::none()
+    };
+    Span {
+        tracing,
+        #[cfg(feature = "otel")]
+        record: record::current(),
+    }
+}
+
+/// The span of one request. Every field the conventions name is declared on the
+/// `tracing` span here (a `tracing` span cannot gain fields later); those not known yet
+/// are empty until recorded.
+pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> Span {
     let id = IdText(id);
     let transport = match network {
         Network::Pipe => Some("pipe"),
@@ -129,7 +258,7 @@ pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> tr
         Network::InProcess => None,
     };
     let http = network == Network::Http;
-    tracing::info_span!(
+    let tracing = tracing::info_span!(
         target: "presa::observe",
         "mcp.request",
         otel.name = method,
@@ -159,87 +288,128 @@ pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> tr
         trace_parent = tracing::field::Empty,
         trace_state = tracing::field::Empty,
         baggage = tracing::field::Empty,
-    )
+    );
+    Span {
+        tracing,
+        #[cfg(feature = "otel")]
+        record: record::active()
+            .then(|| std::sync::Arc::new(record::Record::server(method, id.to_string(), network))),
+    }
 }
 
 /// The span of a task's run (the Tasks extension's worker), as the GenAI conventions
-/// name a tool's execution: `execute_tool {gen_ai.tool.name}`, kind INTERNAL.
+/// name a tool's execution: `execute_tool {gen_ai.tool.name}`, kind INTERNAL; the root
+/// of a trace of its own.
 #[cfg(feature = "tasks")]
-pub(crate) fn task_span(tool: &str) -> tracing::Span {
-    let span = tracing::info_span!(
+pub(crate) fn task_span(tool: &str) -> Span {
+    // A root: the run outlives the request that created it, which it links to instead.
+    let tracing = tracing::info_span!(
         target: "presa::observe",
+        parent: None,
         "mcp.task",
         otel.name = tracing::field::Empty,
         otel.kind = "internal",
         gen_ai.operation.name = "execute_tool",
         gen_ai.tool.name = tool,
     );
-    if !span.is_disabled() {
-        rename(&span, &format!("execute_tool {tool}"));
+    let span = Span {
+        tracing,
+        #[cfg(feature = "otel")]
+        record: record::active().then(|| std::sync::Arc::new(record::Record::task(tool))),
+    };
+    if !span.tracing.is_disabled() {
+        rename(&span.tracing, &format!("execute_tool {tool}"));
     }
     span
 }
 
 /// Records what the request is about: the tool's or prompt's name (and the span's name
 /// with it), or the resource's URI when opted in.
-pub(crate) fn target(span: &tracing::Span, target: Target, name: &str) {
+pub(crate) fn target(span: &Span, target: Target, name: &str) {
     if span.is_disabled() {
         return;
     }
     let method = match target {
         Target::Tool => {
-            span.record("gen_ai.tool.name", name);
-            span.record("gen_ai.operation.name", "execute_tool");
+            span.put("gen_ai.tool.name", name);
+            span.put_static("gen_ai.operation.name", "execute_tool");
             "tools/call"
         }
         Target::Prompt => {
-            span.record("gen_ai.prompt.name", name);
+            span.put("gen_ai.prompt.name", name);
             "prompts/get"
         }
         Target::Resource => {
             if !resource_uri_opted_in() {
                 return;
             }
-            span.record("mcp.resource.uri", name);
+            span.put("mcp.resource.uri", name);
             "resources/read"
         }
     };
-    rename(span, &format!("{method} {name}"));
+    let name = format!("{method} {name}");
+    if !span.tracing.is_disabled() {
+        rename(&span.tracing, &name);
+    }
+    #[cfg(feature = "otel")]
+    if let Some(r) = &span.record {
+        r.rename(name);
+    }
 }
 
 /// Records the protocol version the request was admitted under.
-pub(crate) fn protocol_version(span: &tracing::Span, version: &str) {
-    span.record("mcp.protocol.version", version);
+pub(crate) fn protocol_version(span: &Span, version: &str) {
+    span.put("mcp.protocol.version", version);
 }
 
 /// Records the legacy session a request belongs to.
-pub(crate) fn session(span: &tracing::Span, id: &str) {
-    span.record("mcp.session.id", id);
+pub(crate) fn session(span: &Span, id: &str) {
+    span.put("mcp.session.id", id);
 }
 
 /// Records who the request acts for.
-pub(crate) fn enduser(span: &tracing::Span, id: &str) {
-    span.record("enduser.id", id);
+pub(crate) fn enduser(span: &Span, id: &str) {
+    span.put("enduser.id", id);
 }
 
 /// Marks a `tools/call` answered with `isError: true`.
-pub(crate) fn tool_error(span: &tracing::Span) {
-    span.record("error.type", "tool_error");
-    span.record("otel.status_code", "ERROR");
+pub(crate) fn tool_error(span: &Span) {
+    span.put_static("error.type", "tool_error");
+    error_status(span, None);
+}
+
+/// The span's status: error, described by `description` (none: no description).
+fn error_status(span: &Span, description: Option<&str>) {
+    span.tracing.record("otel.status_code", "ERROR");
+    if let Some(d) = description {
+        span.tracing.record("otel.status_description", d);
+    }
+    #[cfg(feature = "otel")]
+    if let Some(r) = &span.record {
+        r.error(description);
+    }
 }
 
 /// Records how the request ended on its span: `error.type`, `rpc.response.status_code`
-/// and the status for an error, and presa's `outcome`.
-pub(crate) fn end(span: &tracing::Span, outcome: Outcome) {
+/// and the status for an error, presa's `outcome`, and how long it took.
+pub(crate) fn end(span: &Span, outcome: Outcome, duration: Option<std::time::Duration>) {
     if span.is_disabled() {
         return;
+    }
+    if let Some(d) = duration {
+        let us = i64::try_from(d.as_micros()).unwrap_or(i64::MAX);
+        span.tracing.record("duration_us", us);
+        #[cfg(feature = "otel")]
+        if let Some(r) = &span.record {
+            r.set("duration_us", record::Value::Int(us));
+        }
     }
     let word = match outcome {
         Outcome::Ok => "ok",
         Outcome::StreamEnded => "stream ended",
         Outcome::Cancelled => {
-            span.record("error.type", "cancelled");
-            span.record("otel.status_code", "ERROR");
+            span.put_static("error.type", "cancelled");
+            error_status(span, None);
             "cancelled"
         }
         Outcome::Error(code) => {
@@ -251,7 +421,7 @@ pub(crate) fn end(span: &tracing::Span, outcome: Outcome) {
             "panic"
         }
     };
-    span.record("outcome", word);
+    span.put_static("outcome", word);
 }
 
 /// Describes the status of a request answered with a JSON-RPC error by that error's
@@ -259,15 +429,26 @@ pub(crate) fn end(span: &tracing::Span, outcome: Outcome) {
 /// internal error's is the fixed one, with no detail). Recorded after [`end`]: the
 /// span's status takes the last description recorded with it. A tool error has no
 /// JSON-RPC error, and its text is the tool's output: its status has no description.
-pub(crate) fn describe_error(span: &tracing::Span, message: &str) {
-    span.record("otel.status_description", message);
+pub(crate) fn describe_error(span: &Span, message: &str) {
+    error_status(span, Some(message));
+}
+
+/// Ends the span's direct record (the `tracing` span ends when its last handle drops):
+/// its duration metric, and its export.
+pub(crate) fn end_span(span: &Span) {
+    #[cfg(feature = "otel")]
+    if let Some(r) = &span.record {
+        r.end();
+    }
+    #[cfg(not(feature = "otel"))]
+    let _ = span;
 }
 
 /// A JSON-RPC error answer's code, as `rpc.response.status_code` and `error.type`.
-fn error_code(span: &tracing::Span, code: i64) {
+fn error_code(span: &Span, code: i64) {
     let mut digits = itoa::Buffer::new();
     let code = digits.format(code);
-    span.record("rpc.response.status_code", code);
-    span.record("error.type", code);
-    span.record("otel.status_code", "ERROR");
+    span.put("rpc.response.status_code", code);
+    span.put("error.type", code);
+    error_status(span, None);
 }

@@ -3,7 +3,7 @@
 
 /// Records the W3C trace context as sent (`trace_parent`, `trace_state`, `baggage`).
 pub(crate) fn set_parent(
-    span: &tracing::Span,
+    span: &super::Span,
     traceparent: Option<&str>,
     tracestate: Option<&str>,
     baggage: Option<&str>,
@@ -17,7 +17,7 @@ pub(crate) fn set_parent(
         ("baggage", baggage),
     ] {
         if let Some(v) = value {
-            span.record(field, v);
+            span.tracing.record(field, v);
         }
     }
 }
@@ -57,13 +57,13 @@ pub(crate) fn session_closed() {}
 
 /// Nothing to carry without `otel`.
 #[inline(always)]
-pub(crate) fn traceparent_of(_span: &tracing::Span) -> Option<String> {
+pub(crate) fn traceparent_of(_span: &super::Span) -> Option<String> {
     None
 }
 
 /// Nothing to link without `otel`.
 #[inline(always)]
-pub(crate) fn link(_span: &tracing::Span, _traceparent: &str) {}
+pub(crate) fn link(_span: &super::Span, _traceparent: &str) {}
 
 /// Names the span (`otel.name`).
 pub(crate) fn rename(span: &tracing::Span, name: &str) {

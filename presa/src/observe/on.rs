@@ -19,6 +19,7 @@
 //! | `presa.tasks.status_changes` | counter | `{task}` | `presa.task.status` |
 //! | `presa.request_state.failures` | counter | `{failure}` | `presa.request_state.operation` (`seal`, `open`) |
 //! | `presa.server.legacy_sessions` | up-down counter | `{session}` | |
+//! | `presa.telemetry.dropped_spans` | counter | `{span}` | |
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Counter, Histogram, UpDownCounter};
@@ -50,6 +51,7 @@ struct Instruments {
     tasks: Counter<u64>,
     state_failures: Counter<u64>,
     sessions: UpDownCounter<i64>,
+    dropped_spans: Counter<u64>,
 }
 
 /// The instruments, once [`start_metrics`] made them.
@@ -107,6 +109,11 @@ pub(crate) fn start_metrics(meter: &opentelemetry::metrics::Meter) {
                 .with_unit("{session}")
                 .with_description("Legacy (initialize-based) sessions open")
                 .build(),
+            dropped_spans: meter
+                .u64_counter("presa.telemetry.dropped_spans")
+                .with_unit("{span}")
+                .with_description("Spans dropped because presa's span exporter's queue was full")
+                .build(),
         }
     });
 }
@@ -143,7 +150,7 @@ fn propagator() -> &'static TextMapCompositePropagator {
 /// parent. Called before the span is first entered: an OpenTelemetry span's parent is
 /// fixed once it starts. A `traceparent` that does not parse leaves the span a root.
 pub(crate) fn set_parent(
-    span: &tracing::Span,
+    span: &super::Span,
     traceparent: Option<&str>,
     tracestate: Option<&str>,
     baggage: Option<&str>,
@@ -157,17 +164,23 @@ pub(crate) fn set_parent(
         ("baggage", baggage),
     ]);
     let cx = propagator().extract(&carrier);
+    if let Some(record) = &span.record {
+        let parent = cx.span().span_context().clone();
+        record.set_parent(&parent, cx.clone());
+    }
     // Without the tracing-opentelemetry layer there is no span to parent: nothing to do.
-    let _ = span.set_parent(cx);
+    if !span.tracing.is_disabled() {
+        let _ = span.tracing.set_parent(cx);
+    }
 }
 
 /// The span's own context as a W3C `traceparent`, to link later work to it.
-pub(crate) fn traceparent_of(span: &tracing::Span) -> Option<String> {
-    if span.is_disabled() {
-        return None;
-    }
-    let cx = span.context();
-    let sc = cx.span().span_context().clone();
+pub(crate) fn traceparent_of(span: &super::Span) -> Option<String> {
+    let sc = match &span.record {
+        Some(record) => record.span_context(),
+        None if span.tracing.is_disabled() => return None,
+        None => span.tracing.context().span().span_context().clone(),
+    };
     sc.is_valid().then(|| {
         format!(
             "00-{}-{}-{:02x}",
@@ -187,7 +200,7 @@ pub(crate) fn rename(span: &tracing::Span, name: &str) {
 }
 
 /// Links the span to the one a `traceparent` names (one made by [`traceparent_of`]).
-pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
+pub(crate) fn link(span: &super::Span, traceparent: &str) {
     if span.is_disabled() {
         return;
     }
@@ -197,7 +210,38 @@ pub(crate) fn link(span: &tracing::Span, traceparent: &str) {
         ("baggage", None),
     ]);
     let cx = TraceContextPropagator::new().extract(&carrier);
-    span.add_link(cx.span().span_context().clone());
+    let to = cx.span().span_context().clone();
+    if let Some(record) = &span.record {
+        record.link(to.clone());
+    }
+    if !span.tracing.is_disabled() {
+        span.tracing.add_link(to);
+    }
+}
+
+/// A request recorded directly started: one more in flight.
+pub(crate) fn request_started(method: &str) {
+    if let Some(i) = instruments() {
+        i.active
+            .add(1, &[KeyValue::new("mcp.method.name", method.to_owned())]);
+    }
+}
+
+/// A request recorded directly ended after `elapsed`, with these attributes: its
+/// duration, and one fewer in flight.
+pub(crate) fn request_ended(
+    method: String,
+    elapsed: std::time::Duration,
+    attributes: &[(&'static str, super::record::Value)],
+) {
+    if let Some(i) = instruments() {
+        i.duration.record(
+            elapsed.as_secs_f64(),
+            &super::record::metric_attributes(attributes),
+        );
+        i.active
+            .add(-1, &[KeyValue::new("mcp.method.name", method)]);
+    }
 }
 
 /// A request answered with a JSON-RPC error.
@@ -250,6 +294,13 @@ pub(crate) fn state_failure(operation: &'static str) {
     }
 }
 
+/// A finished span presa's exporter had no room for.
+pub(crate) fn span_dropped() {
+    if let Some(i) = instruments() {
+        i.dropped_spans.add(1, &[]);
+    }
+}
+
 /// A legacy session opened.
 pub(crate) fn session_opened() {
     if let Some(i) = instruments() {
@@ -265,7 +316,7 @@ pub(crate) fn session_closed() {
 }
 
 /// The attributes of `mcp.server.operation.duration` that a request span carries.
-const DURATION_KEYS: [&str; 10] = [
+pub(crate) const DURATION_KEYS: [&str; 10] = [
     "mcp.method.name",
     "error.type",
     "gen_ai.tool.name",

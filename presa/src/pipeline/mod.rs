@@ -54,7 +54,6 @@ use std::pin::Pin;
 use std::sync::{Arc, RwLock, RwLockReadGuard};
 use std::task::Poll;
 use std::time::Instant;
-use tracing::Instrument;
 
 /// A boxed, sendable future: the rest of a request's work.
 pub(crate) type Rest<T> = Pin<Box<dyn Future<Output = T> + Send>>;
@@ -394,7 +393,9 @@ impl Core {
             end: Some(end),
             span: span.clone(),
         };
-        Served::Later(Box::pin(
+        // Entered for each poll; `End::reply` enters it again on its own, because the
+        // path that concludes at the first poll has no `Instrumented` around it.
+        Served::Later(Box::pin(observe::Instrumented::new(
             async move {
                 let outcome = until_cancelled(rest, &*sink).await;
                 // A plain `fn` handler's closure runs on after its future is dropped
@@ -404,12 +405,9 @@ impl Core {
                     blocking.idle().await;
                 }
                 pending.conclude(outcome)
-            }
-            // Entered by `instrument` for each poll; `End::reply` enters it again on its
-            // own, because the path that concludes at the first poll has no `instrument`
-            // around it.
-            .instrument(span),
-        ))
+            },
+            span,
+        )))
     }
 
     /// Admission, then the method's work, started: a `tools/call` in place
@@ -591,31 +589,29 @@ impl End {
     /// recorded on `span`.
     fn reply(
         self,
-        span: &tracing::Span,
+        span: &observe::Span,
         outcome: Option<std::thread::Result<Result<String, Error>>>,
     ) -> Reply {
-        if let Some(started) = self.started {
-            span.record("duration_us", started.elapsed().as_micros() as u64);
-        }
+        let duration = self.started.map(|started| started.elapsed());
         let id = self.id;
         // Entered for the events below: they belong to the request's span when it is
         // enabled, and to whatever span is current when it is not (as inside it).
         let _entered = span.enter();
-        match outcome {
+        let reply = match outcome {
             None => {
-                observe::end(span, observe::Outcome::Cancelled);
+                observe::end(span, observe::Outcome::Cancelled, duration);
                 tracing::debug!("request cancelled");
                 Reply::Cancelled
             }
             Some(Ok(Ok(result))) if self.listen => {
-                observe::end(span, observe::Outcome::StreamEnded);
+                observe::end(span, observe::Outcome::StreamEnded, duration);
                 Reply::StreamEnded {
                     body: encode_result_owned(&id, result),
                     id,
                 }
             }
             Some(Ok(Ok(result))) => {
-                observe::end(span, observe::Outcome::Ok);
+                observe::end(span, observe::Outcome::Ok, duration);
                 tracing::debug!("request served");
                 Reply::Response {
                     body: encode_result_owned(&id, result),
@@ -624,7 +620,7 @@ impl End {
                 }
             }
             Some(Ok(Err(error))) => {
-                observe::end(span, observe::Outcome::Error(error.code()));
+                observe::end(span, observe::Outcome::Error(error.code()), duration);
                 observe::describe_error(span, error.message());
                 observe::rejected(error.code());
                 tracing::debug!(code = error.code(), "request failed");
@@ -633,13 +629,15 @@ impl End {
             Some(Err(_panic)) => {
                 // The panic's text is never recorded nor sent: the fixed message only.
                 let error = Error::internal();
-                observe::end(span, observe::Outcome::Panic);
+                observe::end(span, observe::Outcome::Panic, duration);
                 observe::describe_error(span, error.message());
                 observe::rejected(crate::error::code::INTERNAL_ERROR);
                 tracing::error!("handler panicked; answering -32603");
                 error_reply(Some(&id), &error)
             }
-        }
+        };
+        observe::end_span(span);
+        reply
     }
 }
 
@@ -651,7 +649,7 @@ impl End {
 struct Pending {
     /// `None` once concluded.
     end: Option<End>,
-    span: tracing::Span,
+    span: observe::Span,
 }
 
 impl Pending {
@@ -679,12 +677,8 @@ impl Drop for Pending {
 /// admission, the item's name at dispatch): the current span when INFO spans can be
 /// enabled at all, else a disabled span, without asking the dispatcher for the current
 /// one.
-pub(crate) fn request_span() -> tracing::Span {
-    if tracing::level_enabled!(tracing::Level::INFO) {
-        tracing::Span::current()
-    } else {
-        tracing::Span::none()
-    }
+pub(crate) fn request_span() -> observe::Span {
+    observe::current()
 }
 
 /// An error response with its HTTP status.

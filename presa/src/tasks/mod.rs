@@ -63,7 +63,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 use tokio::sync::{Notify, OwnedSemaphorePermit};
 use tokio_util::sync::CancellationToken;
-use tracing::Instrument;
 
 /// How many times a task's update is tried against the store's compare-and-set before
 /// it is given up (each failure means another writer changed the task meanwhile).
@@ -595,7 +594,7 @@ impl Tasks {
             principal: ctx.principal().cloned(),
             idempotency_key,
             // The creating request's span (this runs inside it): the worker's links to it.
-            traceparent: crate::observe::traceparent_of(&tracing::Span::current()),
+            traceparent: crate::observe::traceparent_of(&crate::observe::current()),
         };
         let answers = ctx.inputs().all_answers();
         // The record keeps the work input until it expires: bounded before anything is
@@ -689,13 +688,14 @@ impl Tasks {
         if let Some(tp) = &record.work.traceparent {
             crate::observe::link(&span, tp);
         }
-        tokio::spawn(
+        // The span ends with the run (also when the run is dropped).
+        tokio::spawn(crate::observe::Instrumented::ending(
             async move {
                 let _done = done.drop_guard();
                 this.work(invocation, id, worker, slot).await;
-            }
-            .instrument(span),
-        );
+            },
+            span,
+        ));
     }
 
     /// The worker: runs the tool detached from the request, parks on input, and

@@ -30,6 +30,7 @@ use presa_tests::otlp::{Kind, PointValue, Receiver, Span, SpanStatus};
 use presa_tests::prometheus::Prometheus;
 use presa_tests::wait::Deadline;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::process::Stdio;
 use tokio::process::{Child, Command};
 
@@ -1500,4 +1501,170 @@ async fn otel_a_request_dropped_at_shutdown_is_cancelled() {
         ],
     )
     .await;
+}
+
+// ---- presa's span exporter against the SDK's ----
+
+/// One script of requests, each with a different shape of span: a tool call, a tool
+/// error, a protocol error, invalid params, a resource read, a prompt, a parent with a
+/// trace state from `_meta`, a string id longer than a one-byte protobuf length, the two
+/// rounds of an MRTR call, and a task (whose run is a span of its own).
+async fn twin_script(fixture: &Fixture) {
+    let http = fixture.http();
+    let calls = [
+        (
+            1,
+            "tools/call",
+            json!({"name": "greet", "arguments": {"name": "A"}}),
+        ),
+        (2, "tools/call", json!({"name": "test_error_handling"})),
+        (3, "tools/call", json!({"name": "no_such_tool"})),
+        (
+            4,
+            "prompts/get",
+            json!({"name": "test_prompt_with_arguments", "arguments": {}}),
+        ),
+        (5, "resources/read", json!({"uri": "test://static-text"})),
+        (6, "prompts/get", json!({"name": "test_simple_prompt"})),
+        (
+            7,
+            "tools/call",
+            json!({
+                "name": "greet",
+                "_meta": {
+                    "traceparent": "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                    "tracestate": "vendor=abc,other=1",
+                    "baggage": "user=someone"
+                }
+            }),
+        ),
+    ];
+    for (id, method, params) in calls {
+        http.call(id, method, params).await;
+    }
+    let long_id = "x".repeat(200);
+    let msg = presa_tests::request(
+        long_id.as_str(),
+        "tools/call",
+        json!({"name": "greet", "arguments": {"name": "B"}}),
+    );
+    http.post(&msg, &[]).await;
+    let params = crate::mrtr::call_params(
+        "confirm_delete",
+        json!({"filename": "notes.txt"}),
+        crate::mrtr::form_caps(),
+    );
+    let first = http.call(8, "tools/call", params.clone()).await;
+    let state = result(&first)["requestState"]
+        .as_str()
+        .expect("a requestState")
+        .to_owned();
+    let answers = json!({"confirm-delete": crate::mrtr::accept(json!({"confirm": true}))});
+    http.call(
+        9,
+        "tools/call",
+        crate::mrtr::retry(&params, answers, Some(&state)),
+    )
+    .await;
+    http.call(
+        10,
+        "tools/call",
+        crate::tasks::declared(crate::tasks::tool(
+            "slow_compute",
+            json!({"seconds": 0, "label": "twin"}),
+        )),
+    )
+    .await;
+}
+
+/// What two spans of the same request must share whichever way they were exported:
+/// everything but their ids, times, and what is random per process (the session id).
+fn twin_view(span: &Span, by_id: &BTreeMap<String, String>) -> Value {
+    let mut attributes = span.attributes.clone();
+    attributes.remove("duration_us");
+    let links: Vec<Value> = span
+        .links
+        .iter()
+        .map(|l| {
+            json!({
+                // The request a link points to, by its request id (the ids differ).
+                "to": by_id.get(&l.span_id).cloned().unwrap_or_else(|| "elsewhere".into()),
+                "trace_state": l.trace_state,
+                "flags": l.flags,
+                "attributes": l.attributes,
+            })
+        })
+        .collect();
+    let remote_parent = span.parent_span_id.as_deref() == Some("00f067aa0ba902b7");
+    json!({
+        "name": span.name,
+        "kind": format!("{:?}", span.kind),
+        "attributes": attributes,
+        "status": format!("{:?}", span.status),
+        "status_message": span.status_message,
+        "parent": span.parent_span_id.as_ref().map(|p| if remote_parent { p.clone() } else { "local".into() }),
+        "trace": if remote_parent { span.trace_id.clone() } else { "own".into() },
+        "trace_state": span.trace_state,
+        "flags": span.flags,
+        "links": links,
+        "resource": span.resource,
+        "scope": span.scope,
+    })
+}
+
+/// Every span of the script, by request id (the task's run under `task`).
+async fn twin_spans(receiver: &Receiver) -> BTreeMap<String, Value> {
+    // Ten numbered requests, the long id, and the task's run.
+    let spans = receiver
+        .wait_for_spans("the script's spans", 12, |_| true)
+        .await;
+    let by_id: BTreeMap<String, String> = spans
+        .iter()
+        .map(|s| {
+            let key = s
+                .str("jsonrpc.request.id")
+                .map_or_else(|| "task".to_owned(), str::to_owned);
+            (s.span_id.clone(), key)
+        })
+        .collect();
+    spans
+        .iter()
+        .map(|s| (by_id[&s.span_id].clone(), twin_view(s, &by_id)))
+        .collect()
+}
+
+/// presa exports each request's span itself (one record per request, the OTLP body
+/// written from it); `--otel-sdk` exports the same spans the SDK's way
+/// (`tracing-opentelemetry`, the SDK's batch processor and OTLP exporter). For the same
+/// requests the two must send the same spans: names, kinds, attributes, statuses,
+/// parents, trace states, flags, links, resource and scope. This is what holds presa's
+/// exporter to the plain one.
+#[tokio::test]
+async fn otel_presas_span_exporter_sends_what_the_sdk_sends() {
+    let direct_receiver = Receiver::start().await;
+    let sdk_receiver = Receiver::start().await;
+    let direct = Fixture::start_bin(FIXTURE, &[], &direct_receiver).await;
+    let sdk = Fixture::start_bin(FIXTURE, &["--otel-sdk"], &sdk_receiver).await;
+    twin_script(&direct).await;
+    twin_script(&sdk).await;
+    let direct_spans = twin_spans(&direct_receiver).await;
+    let sdk_spans = twin_spans(&sdk_receiver).await;
+    assert_eq!(
+        direct_spans.keys().collect::<Vec<_>>(),
+        sdk_spans.keys().collect::<Vec<_>>(),
+        "the same requests have spans"
+    );
+    for (id, direct) in &direct_spans {
+        assert_eq!(
+            direct, &sdk_spans[id],
+            "request {id}: presa's exporter (left) and the SDK's (right) differ"
+        );
+    }
+    // The script covers what it says: a remote parent with its trace state, a link from
+    // the second MRTR round to the first, and one from the task's run to its creation.
+    assert_eq!(direct_spans["7"]["parent"], "00f067aa0ba902b7");
+    assert_eq!(direct_spans["7"]["trace_state"], "vendor=abc,other=1");
+    assert_eq!(direct_spans["9"]["links"][0]["to"], "8");
+    assert_eq!(direct_spans["task"]["links"][0]["to"], "10");
+    assert_eq!(direct_spans["3"]["status"], "Error");
 }

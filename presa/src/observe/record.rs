@@ -1,0 +1,364 @@
+//! The direct record of a span (feature `otel`, once `otel::Telemetry::install` made it
+//! presa's way to export): what a request's span holds while the request runs, kept in
+//! one small struct beside the request instead of in a `tracing` subscriber's registry,
+//! and handed whole to the exporter when the request ends ([`Finished`], [`Sink`]).
+//!
+//! The record holds exactly what the `tracing` span of the same request carries for
+//! `tracing-opentelemetry` (the span's name, kind, status, parent, links and attributes),
+//! so the two ways of exporting give the same span; `otel`'s tests hold them to each other.
+//! It is shared by the request's polls and its end ([`Record`] is behind an `Arc`), and
+//! the request's polls make it the thread's current record ([`current`]), which is how
+//! code inside a request (the dispatch, the MRTR seal, a task's creation) finds it.
+
+use super::Network;
+use opentelemetry::KeyValue;
+use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceState};
+use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Instant, SystemTime};
+
+/// An attribute's value, as the conventions type it.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Value {
+    /// A string known when presa was built.
+    Static(&'static str),
+    /// A string, shared with the metric's attributes.
+    Str(Arc<str>),
+    /// An integer.
+    Int(i64),
+}
+
+/// A span's kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kind {
+    /// A request served.
+    Server,
+    /// Work inside the server (a task's run).
+    Internal,
+}
+
+/// A span ended, for the exporter.
+#[derive(Debug)]
+pub(crate) struct Finished {
+    /// The span's own context (trace id, span id, flags, the parent's trace state).
+    pub(crate) context: SpanContext,
+    /// The parent's span id, and whether the parent came from another process.
+    pub(crate) parent: Option<(SpanId, bool)>,
+    /// The span's name.
+    pub(crate) name: String,
+    /// The span's kind.
+    pub(crate) kind: Kind,
+    /// Start and end, as the wall clock said.
+    pub(crate) start: SystemTime,
+    /// See `start`.
+    pub(crate) end: SystemTime,
+    /// The attributes, in the order first recorded.
+    pub(crate) attributes: Vec<(&'static str, Value)>,
+    /// `Some` for an error status, with its description (empty for none).
+    pub(crate) error: Option<String>,
+    /// The spans this one follows from.
+    pub(crate) links: Vec<SpanContext>,
+}
+
+/// Where finished spans go: the exporter `otel::Telemetry::install` started.
+pub(crate) trait Sink: Send + Sync {
+    /// Takes one finished span (sampled). Never blocks: a full exporter drops it.
+    fn accept(&self, span: Finished);
+}
+
+/// Whether requests are recorded directly (set once, by `otel::Telemetry::install`).
+static DIRECT: AtomicBool = AtomicBool::new(false);
+
+/// Where finished spans go, when spans are exported.
+static SINK: OnceLock<Box<dyn Sink>> = OnceLock::new();
+
+/// Whether spans made by `tracing` inside a request (a handler's own) are to find the
+/// request's span as their parent, through OpenTelemetry's current context.
+static CONTEXT: AtomicBool = AtomicBool::new(false);
+
+/// Makes presa record every request directly from now on, sending finished spans to
+/// `sink` when there is one (metrics only otherwise). `context`: make each request's
+/// span the current OpenTelemetry context while it is polled, for spans a `tracing`
+/// layer makes inside it.
+pub(crate) fn activate(sink: Option<Box<dyn Sink>>, context: bool) {
+    if let Some(sink) = sink {
+        let _ = SINK.set(sink);
+    }
+    CONTEXT.store(context, Ordering::Relaxed);
+    DIRECT.store(true, Ordering::Release);
+}
+
+/// Whether requests are recorded directly.
+pub(crate) fn active() -> bool {
+    DIRECT.load(Ordering::Acquire)
+}
+
+/// Whether the current OpenTelemetry context is to be set while a request is polled.
+pub(crate) fn sets_context() -> bool {
+    CONTEXT.load(Ordering::Relaxed)
+}
+
+thread_local! {
+    /// The record of the request (or task run) being polled on this thread.
+    static CURRENT: RefCell<Option<Arc<Record>>> = const { RefCell::new(None) };
+}
+
+/// The record of the request being polled on this thread, if any.
+pub(crate) fn current() -> Option<Arc<Record>> {
+    CURRENT.with(|c| c.borrow().clone())
+}
+
+/// Makes `record` the thread's current one until the returned guard drops (which puts
+/// back the one before).
+pub(crate) fn enter(record: &Arc<Record>) -> Entered {
+    let before = CURRENT.with(|c| c.replace(Some(Arc::clone(record))));
+    let context = sets_context().then(|| record.context().attach());
+    Entered {
+        before,
+        _context: context,
+    }
+}
+
+/// What [`enter`] returns: the record before, put back on drop.
+pub(crate) struct Entered {
+    before: Option<Arc<Record>>,
+    _context: Option<opentelemetry::ContextGuard>,
+}
+
+impl Drop for Entered {
+    fn drop(&mut self) {
+        let before = self.before.take();
+        CURRENT.with(|c| *c.borrow_mut() = before);
+    }
+}
+
+/// One span's record, while its work runs.
+#[derive(Debug)]
+pub(crate) struct Record {
+    data: Mutex<Data>,
+    /// When the span started, for the duration metric (monotonic).
+    started: Instant,
+}
+
+/// What a [`Record`] holds.
+#[derive(Debug)]
+struct Data {
+    context: SpanContext,
+    parent: Option<(SpanId, bool)>,
+    /// The OpenTelemetry context a request's inner spans take as parent, made on first use.
+    otel_context: Option<opentelemetry::Context>,
+    /// The baggage the parent's context carried, for `otel_context`.
+    baggage: Option<opentelemetry::Context>,
+    name: String,
+    kind: Kind,
+    start: SystemTime,
+    attributes: Vec<(&'static str, Value)>,
+    error: Option<String>,
+    links: Vec<SpanContext>,
+    /// `mcp.method.name`, for the requests in flight.
+    method: Option<String>,
+    /// Ended: a second end records nothing.
+    ended: bool,
+}
+
+/// The ids of new traces and spans.
+fn ids() -> &'static RandomIdGenerator {
+    static IDS: OnceLock<RandomIdGenerator> = OnceLock::new();
+    IDS.get_or_init(RandomIdGenerator::default)
+}
+
+impl Record {
+    /// The record of a request span: named after its method, with the attributes known
+    /// when it starts.
+    pub(crate) fn server(method: &str, request_id: String, network: Network) -> Record {
+        let mut attributes = Vec::with_capacity(12);
+        attributes.push(("mcp.method.name", Value::Str(method.into())));
+        attributes.push(("jsonrpc.request.id", Value::Str(request_id.into())));
+        match network {
+            Network::Pipe => attributes.push(("network.transport", Value::Static("pipe"))),
+            Network::Http => {
+                attributes.push(("network.transport", Value::Static("tcp")));
+                attributes.push(("network.protocol.name", Value::Static("http")));
+                attributes.push(("network.protocol.version", Value::Static("1.1")));
+            }
+            Network::InProcess => {}
+        }
+        Record::new(method.to_owned(), Kind::Server, attributes, Some(method))
+    }
+
+    /// The record of a task's run: `execute_tool {tool}`, kind INTERNAL.
+    #[cfg(feature = "tasks")]
+    pub(crate) fn task(tool: &str) -> Record {
+        let attributes = vec![
+            ("gen_ai.operation.name", Value::Static("execute_tool")),
+            ("gen_ai.tool.name", Value::Str(tool.into())),
+        ];
+        Record::new(
+            format!("execute_tool {tool}"),
+            Kind::Internal,
+            attributes,
+            None,
+        )
+    }
+
+    fn new(
+        name: String,
+        kind: Kind,
+        attributes: Vec<(&'static str, Value)>,
+        method: Option<&str>,
+    ) -> Record {
+        let ids = ids();
+        let context = SpanContext::new(
+            ids.new_trace_id(),
+            ids.new_span_id(),
+            TraceFlags::SAMPLED,
+            false,
+            TraceState::NONE,
+        );
+        let method = method.map(str::to_owned);
+        if let Some(method) = &method {
+            super::on::request_started(method);
+        }
+        Record {
+            data: Mutex::new(Data {
+                context,
+                parent: None,
+                otel_context: None,
+                baggage: None,
+                name,
+                kind,
+                start: SystemTime::now(),
+                attributes,
+                error: None,
+                links: Vec::new(),
+                method,
+                ended: false,
+            }),
+            started: Instant::now(),
+        }
+    }
+
+    fn data(&self) -> std::sync::MutexGuard<'_, Data> {
+        // A panic while the lock was held leaves the record as it was: still usable.
+        self.data
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Makes `parent` (from another process) the span's parent: its trace, its sampled
+    /// flag and its trace state; `cx` is the context it came in, with any baggage.
+    pub(crate) fn set_parent(&self, parent: &SpanContext, cx: opentelemetry::Context) {
+        if !parent.is_valid() {
+            return;
+        }
+        let mut data = self.data();
+        data.context = SpanContext::new(
+            parent.trace_id(),
+            data.context.span_id(),
+            parent.trace_flags(),
+            false,
+            parent.trace_state().clone(),
+        );
+        data.parent = Some((parent.span_id(), parent.is_remote()));
+        data.baggage = Some(cx);
+        data.otel_context = None;
+    }
+
+    /// The span's own context.
+    pub(crate) fn span_context(&self) -> SpanContext {
+        self.data().context.clone()
+    }
+
+    /// The OpenTelemetry context whose span is this one, for spans made inside it.
+    fn context(&self) -> opentelemetry::Context {
+        use opentelemetry::trace::TraceContextExt as _;
+        let mut data = self.data();
+        if let Some(cx) = &data.otel_context {
+            return cx.clone();
+        }
+        let base = data.baggage.clone().unwrap_or_default();
+        let cx = base.with_remote_span_context(data.context.clone());
+        data.otel_context = Some(cx.clone());
+        cx
+    }
+
+    /// Sets an attribute (a later value of the same key replaces the earlier).
+    pub(crate) fn set(&self, key: &'static str, value: Value) {
+        let mut data = self.data();
+        match data.attributes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = value,
+            None => data.attributes.push((key, value)),
+        }
+    }
+
+    /// Names the span.
+    pub(crate) fn rename(&self, name: String) {
+        self.data().name = name;
+    }
+
+    /// Sets the status to error, with `description` (which a later one replaces).
+    pub(crate) fn error(&self, description: Option<&str>) {
+        let mut data = self.data();
+        match description {
+            Some(d) => data.error = Some(d.to_owned()),
+            None => {
+                data.error.get_or_insert_with(String::new);
+            }
+        }
+    }
+
+    /// Adds a link to `to`.
+    pub(crate) fn link(&self, to: SpanContext) {
+        if to.is_valid() {
+            self.data().links.push(to);
+        }
+    }
+
+    /// Ends the span: records the duration metric and the requests in flight, and hands
+    /// the span to the exporter when there is one and the span is sampled. Only the first
+    /// end counts.
+    pub(crate) fn end(&self) {
+        let elapsed = self.started.elapsed();
+        let end = SystemTime::now();
+        let mut data = self.data();
+        if data.ended {
+            return;
+        }
+        data.ended = true;
+        if let Some(method) = data.method.take() {
+            super::on::request_ended(method, elapsed, &data.attributes);
+        }
+        let Some(sink) = SINK.get() else { return };
+        if !data.context.is_sampled() {
+            return;
+        }
+        let finished = Finished {
+            context: data.context.clone(),
+            parent: data.parent,
+            name: std::mem::take(&mut data.name),
+            kind: data.kind,
+            start: data.start,
+            end,
+            attributes: std::mem::take(&mut data.attributes),
+            error: data.error.take(),
+            links: std::mem::take(&mut data.links),
+        };
+        drop(data);
+        sink.accept(finished);
+    }
+}
+
+/// The attributes of the duration metric, from a request's attributes.
+pub(crate) fn metric_attributes(attributes: &[(&'static str, Value)]) -> Vec<KeyValue> {
+    attributes
+        .iter()
+        .filter(|(k, _)| super::on::DURATION_KEYS.contains(k))
+        .map(|(k, v)| match v {
+            Value::Static(s) => KeyValue::new(*k, *s),
+            Value::Str(s) => KeyValue::new(*k, Arc::clone(s)),
+            Value::Int(i) => KeyValue::new(*k, *i),
+        })
+        .collect()
+}

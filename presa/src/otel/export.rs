@@ -1,0 +1,271 @@
+//! presa's span exporter: finished request spans queue here (bounded), and one thread
+//! sends them in batches over OTLP/HTTP, as the SDK's batch span processor does, with the
+//! same defaults and the same environment variables (`OTEL_BSP_SCHEDULE_DELAY`,
+//! `OTEL_BSP_MAX_QUEUE_SIZE`, `OTEL_BSP_MAX_EXPORT_BATCH_SIZE`,
+//! `OTEL_EXPORTER_OTLP_TIMEOUT`, all in milliseconds or spans).
+//!
+//! A request never waits for the exporter: a span that finds the queue full is dropped
+//! and counted (`presa.telemetry.dropped_spans`), and a failed export is logged and its
+//! batch dropped, as the SDK does.
+
+use super::otlp::Header;
+use crate::observe::record::{Finished, Sink};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+/// How the exporter batches, as the SDK's batch span processor's settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Batching {
+    /// The longest a span waits before its batch is sent.
+    pub(crate) delay: Duration,
+    /// The most spans queued; more are dropped.
+    pub(crate) max_queue: usize,
+    /// The most spans in one request.
+    pub(crate) max_batch: usize,
+    /// How long one export may take.
+    pub(crate) timeout: Duration,
+}
+
+impl Batching {
+    /// The SDK's defaults, or the `OTEL_BSP_*` and `OTEL_EXPORTER_OTLP_TIMEOUT`
+    /// environment variables where set.
+    pub(crate) fn from_env() -> Batching {
+        fn env(name: &str, default: u64) -> u64 {
+            std::env::var(name)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(default)
+        }
+        let max_queue = usize::try_from(env("OTEL_BSP_MAX_QUEUE_SIZE", 2048))
+            .unwrap_or(2048)
+            .max(1);
+        let max_batch = usize::try_from(env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
+            .unwrap_or(512)
+            .clamp(1, max_queue);
+        Batching {
+            delay: Duration::from_millis(env("OTEL_BSP_SCHEDULE_DELAY", 5000)),
+            max_queue,
+            max_batch,
+            timeout: Duration::from_millis(env("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)),
+        }
+    }
+}
+
+/// What the requests and the exporter's thread share.
+struct Shared {
+    queue: Mutex<Queue>,
+    /// Signalled when a batch is full, a flush is asked for, or the exporter stops.
+    wake: Condvar,
+    /// Signalled when a flush is done.
+    flushed: Condvar,
+    batching: Batching,
+}
+
+#[derive(Default)]
+struct Queue {
+    spans: Vec<Finished>,
+    /// Flushes asked for, and done (every span queued before the ask was sent).
+    flush_asked: u64,
+    flush_done: u64,
+    stop: bool,
+}
+
+impl Shared {
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// The sink the requests' records end into.
+struct Intake(Arc<Shared>);
+
+impl Sink for Intake {
+    fn accept(&self, span: Finished) {
+        let shared = &self.0;
+        let mut queue = shared.queue();
+        if queue.spans.len() >= shared.batching.max_queue {
+            drop(queue);
+            crate::observe::span_dropped();
+            return;
+        }
+        queue.spans.push(span);
+        let full = queue.spans.len() == shared.batching.max_batch;
+        drop(queue);
+        if full {
+            shared.wake.notify_one();
+        }
+    }
+}
+
+/// The exporter: its thread, and the handle to flush and stop it.
+pub(crate) struct Exporter {
+    shared: Arc<Shared>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+}
+
+impl Exporter {
+    /// Starts the exporter's thread, sending to `url` (`…/v1/traces`); returns it and
+    /// the sink for `observe::record::activate`.
+    pub(crate) fn start(
+        url: String,
+        header: Header,
+        batching: Batching,
+    ) -> std::io::Result<(Exporter, Box<dyn Sink>)> {
+        let shared = Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            flushed: Condvar::new(),
+            batching,
+        });
+        let thread = std::thread::Builder::new()
+            .name("presa-otlp-spans".into())
+            .spawn({
+                let shared = Arc::clone(&shared);
+                move || run(&shared, &url, &header)
+            })?;
+        let sink = Box::new(Intake(Arc::clone(&shared)));
+        Ok((
+            Exporter {
+                shared,
+                thread: Mutex::new(Some(thread)),
+            },
+            sink,
+        ))
+    }
+
+    /// Sends every span queued now, waiting for it (at most the export timeout per
+    /// batch queued).
+    pub(crate) fn flush(&self) {
+        let shared = &self.shared;
+        let mut queue = shared.queue();
+        if queue.stop {
+            return;
+        }
+        queue.flush_asked += 1;
+        let ticket = queue.flush_asked;
+        shared.wake.notify_one();
+        let batches = queue.spans.len().div_ceil(shared.batching.max_batch).max(1) as u32;
+        let deadline = Instant::now() + shared.batching.timeout * batches;
+        while queue.flush_done < ticket && !queue.stop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            queue = shared
+                .flushed
+                .wait_timeout(queue, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Sends what is queued and stops the thread.
+    pub(crate) fn shutdown(&self) {
+        self.flush();
+        self.shared.queue().stop = true;
+        self.shared.wake.notify_one();
+        let thread = self
+            .thread
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some(thread) = thread {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The exporter's thread: waits for a full batch, a flush, the delay or the stop, then
+/// sends what is queued, a batch at a time.
+fn run(shared: &Shared, url: &str, header: &Header) {
+    let batching = shared.batching;
+    // The client is made and dropped on this thread: reqwest's blocking client runs a
+    // runtime of its own, which must not be dropped inside an async context.
+    let client = match reqwest::blocking::Client::builder()
+        .timeout(batching.timeout)
+        .build()
+    {
+        Ok(client) => client,
+        Err(e) => {
+            tracing::warn!(error = %e, "OTLP span exporter: no HTTP client; spans are not exported");
+            stop_draining(shared);
+            return;
+        }
+    };
+    let mut body = Vec::with_capacity(64 * 1024);
+    let mut next = Instant::now() + batching.delay;
+    loop {
+        let (batch, ticket, stop) = {
+            let mut queue = shared.queue();
+            loop {
+                let due = Instant::now() >= next;
+                if queue.stop
+                    || queue.spans.len() >= batching.max_batch
+                    || queue.flush_asked > queue.flush_done
+                    || due
+                {
+                    break;
+                }
+                let left = next.saturating_duration_since(Instant::now());
+                queue = shared
+                    .wake
+                    .wait_timeout(queue, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            let ticket = queue.flush_asked;
+            let flushing = ticket > queue.flush_done || queue.stop;
+            // A flush (or the stop) takes everything queued; otherwise one batch.
+            let take = if flushing {
+                queue.spans.len()
+            } else {
+                queue.spans.len().min(batching.max_batch)
+            };
+            let batch: Vec<Finished> = queue.spans.drain(..take).collect();
+            (batch, flushing.then_some(ticket), queue.stop)
+        };
+        for chunk in batch.chunks(batching.max_batch) {
+            body.clear();
+            header.encode(chunk, &mut body);
+            send(&client, url, &body);
+        }
+        if batch.len() < batching.max_batch || ticket.is_some() {
+            next = Instant::now() + batching.delay;
+        }
+        if let Some(ticket) = ticket {
+            shared.queue().flush_done = ticket;
+            shared.flushed.notify_all();
+        }
+        if stop {
+            return;
+        }
+    }
+}
+
+/// Without a client nothing is sent: the thread marks every flush done and stops.
+fn stop_draining(shared: &Shared) {
+    let mut queue = shared.queue();
+    queue.stop = true;
+    queue.spans.clear();
+    queue.flush_done = queue.flush_asked;
+    drop(queue);
+    shared.flushed.notify_all();
+}
+
+/// One export request; a failure is logged, and the batch is not sent again.
+fn send(client: &reqwest::blocking::Client, url: &str, body: &[u8]) {
+    let sent = client
+        .post(url)
+        .header("content-type", "application/x-protobuf")
+        .body(body.to_vec())
+        .send();
+    match sent {
+        Ok(response) if response.status().is_success() => {}
+        Ok(response) => {
+            tracing::warn!(status = %response.status(), "OTLP span export refused; the batch is dropped");
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "OTLP span export failed; the batch is dropped");
+        }
+    }
+}

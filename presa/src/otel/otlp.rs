@@ -1,0 +1,245 @@
+//! The OTLP trace export request, written as protobuf from presa's finished spans
+//! (`observe::record::Finished`): the body of `POST {endpoint}/v1/traces`.
+//!
+//! Written by hand because the SDK's way costs more than the request it describes: every
+//! attribute of every span is copied into owned strings of generated messages, then
+//! encoded. This writes the same message straight from the record, field by field, as
+//! `opentelemetry-proto`'s `ExportTraceServiceRequest` defines it (one resource, one
+//! scope, the spans); its tests decode what it writes with that crate and compare it
+//! with the SDK exporter's body for the same spans.
+
+use crate::observe::record::{Finished, Kind, Value};
+use opentelemetry::trace::SpanContext;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Protobuf wire types.
+const VARINT: u8 = 0;
+const FIXED64: u8 = 1;
+const LEN: u8 = 2;
+const FIXED32: u8 = 5;
+
+/// `SpanFlags`: the flags say whether the parent is remote, and it is.
+const HAS_IS_REMOTE: u32 = 0x100;
+const IS_REMOTE: u32 = 0x200;
+
+/// The parts of every request that do not change: the resource and the scope, written
+/// once.
+#[derive(Debug)]
+pub(crate) struct Header {
+    /// `Resource` (field 1 of `ResourceSpans`), tag and length included.
+    resource: Vec<u8>,
+    /// `InstrumentationScope` (field 1 of `ScopeSpans`), tag and length included.
+    scope: Vec<u8>,
+}
+
+impl Header {
+    /// The header for spans of `resource`, from the instrumentation scope `scope`.
+    pub(crate) fn new(resource: &opentelemetry_sdk::Resource, scope: &str) -> Header {
+        let mut r = Vec::new();
+        nested(&mut r, 1, |out| {
+            for (key, value) in resource.iter() {
+                nested(out, 1, |kv| {
+                    string(kv, 1, key.as_str());
+                    nested(kv, 2, |any| any_value(any, value));
+                });
+            }
+        });
+        let mut s = Vec::new();
+        nested(&mut s, 1, |out| string(out, 1, scope));
+        Header {
+            resource: r,
+            scope: s,
+        }
+    }
+
+    /// Writes the `ExportTraceServiceRequest` of `spans` into `out`. Each span is
+    /// written into a scratch buffer first, so the large messages around them get
+    /// their lengths before their bodies, and nothing written is moved again.
+    pub(crate) fn encode(&self, spans: &[Finished], out: &mut Vec<u8>) {
+        let mut written = Vec::with_capacity(spans.len() * 512);
+        let mut one = Vec::with_capacity(1024);
+        for span in spans {
+            one.clear();
+            encode_span(&mut one, span);
+            bytes_always(&mut written, 2, &one);
+        }
+        let scope_spans_len = self.scope.len() + written.len();
+        let mut head = Vec::with_capacity(32);
+        key(&mut head, 2, LEN);
+        varint(&mut head, scope_spans_len as u64);
+        let resource_spans_len = self.resource.len() + head.len() + scope_spans_len;
+        key(out, 1, LEN);
+        varint(out, resource_spans_len as u64);
+        out.extend_from_slice(&self.resource);
+        out.extend_from_slice(&head);
+        out.extend_from_slice(&self.scope);
+        out.extend_from_slice(&written);
+    }
+}
+
+/// One `Span`.
+fn encode_span(out: &mut Vec<u8>, span: &Finished) {
+    let sc = &span.context;
+    bytes(out, 1, &sc.trace_id().to_bytes());
+    bytes(out, 2, &sc.span_id().to_bytes());
+    let state = sc.trace_state().header();
+    string(out, 3, &state);
+    if let Some((parent, _)) = span.parent {
+        bytes(out, 4, &parent.to_bytes());
+    }
+    string(out, 5, &span.name);
+    let kind = match span.kind {
+        Kind::Internal => 1,
+        Kind::Server => 2,
+    };
+    key(out, 6, VARINT);
+    varint(out, kind);
+    fixed64(out, 7, nanos(span.start));
+    fixed64(out, 8, nanos(span.end));
+    for (k, v) in &span.attributes {
+        nested(out, 9, |kv| {
+            string(kv, 1, k);
+            nested(kv, 2, |any| match v {
+                Value::Static(s) => string(any, 1, s),
+                Value::Str(s) => string(any, 1, s),
+                Value::Int(i) => {
+                    key(any, 3, VARINT);
+                    varint(any, *i as u64);
+                }
+            });
+        });
+    }
+    for link in &span.links {
+        nested(out, 13, |l| encode_link(l, link));
+    }
+    // The status is always written, as the SDK's exporter does (an unset one is empty).
+    nested(out, 15, |status| {
+        if let Some(message) = &span.error {
+            string(status, 2, message);
+            key(status, 3, VARINT);
+            varint(status, 2);
+        }
+    });
+    let remote = match span.parent {
+        Some((_, true)) => IS_REMOTE,
+        _ => 0,
+    };
+    fixed32(
+        out,
+        16,
+        u32::from(sc.trace_flags().to_u8()) | HAS_IS_REMOTE | remote,
+    );
+}
+
+/// One `Span.Link`.
+fn encode_link(out: &mut Vec<u8>, to: &SpanContext) {
+    bytes(out, 1, &to.trace_id().to_bytes());
+    bytes(out, 2, &to.span_id().to_bytes());
+    string(out, 3, &to.trace_state().header());
+    let remote = if to.is_remote() { IS_REMOTE } else { 0 };
+    fixed32(
+        out,
+        6,
+        u32::from(to.trace_flags().to_u8()) | HAS_IS_REMOTE | remote,
+    );
+}
+
+/// An `AnyValue`'s field for a resource attribute.
+fn any_value(out: &mut Vec<u8>, value: &opentelemetry::Value) {
+    use opentelemetry::{Array, Value as V};
+    match value {
+        V::String(s) => string(out, 1, s.as_str()),
+        V::Bool(b) => {
+            key(out, 2, VARINT);
+            varint(out, u64::from(*b));
+        }
+        V::I64(i) => {
+            key(out, 3, VARINT);
+            varint(out, *i as u64);
+        }
+        V::F64(f) => {
+            key(out, 4, FIXED64);
+            out.extend_from_slice(&f.to_le_bytes());
+        }
+        V::Array(array) => nested(out, 5, |values| {
+            let each = |values: &mut Vec<u8>, v: opentelemetry::Value| {
+                nested(values, 1, |any| any_value(any, &v));
+            };
+            match array {
+                Array::Bool(items) => items.iter().for_each(|b| each(values, V::Bool(*b))),
+                Array::I64(items) => items.iter().for_each(|i| each(values, V::I64(*i))),
+                Array::F64(items) => items.iter().for_each(|f| each(values, V::F64(*f))),
+                Array::String(items) => items
+                    .iter()
+                    .for_each(|s| each(values, V::String(s.clone()))),
+                other => each(values, V::String(other.to_string().into())),
+            }
+        }),
+        other => string(out, 1, &other.as_str()),
+    }
+}
+
+/// Nanoseconds since the Unix epoch (0 before it).
+fn nanos(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
+    varint(out, (u64::from(field) << 3) | u64::from(wire));
+}
+
+fn varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// A string field; proto3 leaves an empty one out.
+fn string(out: &mut Vec<u8>, field: u32, s: &str) {
+    bytes(out, field, s.as_bytes());
+}
+
+/// A bytes field; proto3 leaves an empty one out.
+fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+    if !b.is_empty() {
+        bytes_always(out, field, b);
+    }
+}
+
+/// A length-delimited field, also when empty (a message that is present).
+fn bytes_always(out: &mut Vec<u8>, field: u32, b: &[u8]) {
+    key(out, field, LEN);
+    varint(out, b.len() as u64);
+    out.extend_from_slice(b);
+}
+
+fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
+    key(out, field, FIXED64);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
+    key(out, field, FIXED32);
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+/// A message field: `body` writes the message, whose length is put before it.
+fn nested(out: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
+    key(out, field, LEN);
+    // One byte is kept for the length, which fits there when under 128; a longer one
+    // moves the body along.
+    let at = out.len();
+    out.push(0);
+    body(out);
+    let len = out.len() - at - 1;
+    if len < 0x80 {
+        out[at] = len as u8;
+    } else {
+        let mut prefix = Vec::with_capacity(4);
+        varint(&mut prefix, len as u64);
+        out.splice(at..at + 1, prefix);
+    }
+}
