@@ -19,7 +19,8 @@ mod store;
 
 pub(crate) use outgoing::AskFailure;
 pub use store::{
-    MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+    EventBounds, MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+    StreamEvent, StreamRead,
 };
 
 use crate::context::Outbound;
