@@ -4,13 +4,18 @@
 //! request lands; a DELETE on any replica ends it on all; a fault of the store is a
 //! retryable -32603 and serving comes back with the store.
 //!
+//! A stream's events are shared too: a client that drops a GET stream or a request's
+//! stream resumes it with `Last-Event-ID` on any replica, which replays what it missed
+//! from the store, with the same ids, and goes on with what follows.
+//!
 //! Two servers in this process sharing a `MemorySessionStore` check the rules quickly;
 //! three fixture replicas sharing a throwaway PostgreSQL behind a real HAProxy check them
 //! as deployed (skipped, saying so, where PostgreSQL or HAProxy is missing).
 
 use crate::subscriptions::{builder, plain_resource, plain_tool};
 use presa::session::{MemorySessionStore, SessionStore};
-use presa::{HttpConfig, LogLevel, Server};
+use presa::subscriptions::MemoryFanout;
+use presa::{HttpConfig, LogLevel, Server, Tool, ToolCall};
 use presa_tests::haproxy::Haproxy;
 use presa_tests::http::{Harness, Http};
 use presa_tests::legacy::{Legacy, request};
@@ -19,7 +24,9 @@ use presa_tests::replicas::Replicas;
 use presa_tests::sse::Next;
 use presa_tests::wait::{Deadline, PATIENCE};
 use serde_json::{Value, json};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::Notify;
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture");
 
@@ -410,4 +417,287 @@ async fn answers_and_cancellations_reach_the_replica_that_waits_for_them() {
         .expect("no panic");
     assert_eq!(reply.status, 204, "{}", reply.body);
     assert!(at.elapsed() < Duration::from_secs(5), "{:?}", at.elapsed());
+}
+
+// ---- Streams resumed on another replica ----
+
+/// A server like [`replica`], also sharing `fanout`, with `steps`: a tool that reports
+/// progress twice, waits for `gate`, reports progress again and answers "done".
+fn streaming_replica(
+    store: &MemorySessionStore,
+    fanout: &MemoryFanout,
+    gate: &Arc<Notify>,
+) -> Server {
+    let gate = Arc::clone(gate);
+    let steps = Tool::new("steps")
+        .description("Reports progress twice, waits for the test, then once more")
+        .handler(move |call: ToolCall| {
+            let gate = Arc::clone(&gate);
+            async move {
+                call.ctx.progress(1.0, Some(3.0), Some("one"));
+                call.ctx.progress(2.0, Some(3.0), Some("two"));
+                gate.notified().await;
+                call.ctx.progress(3.0, Some(3.0), Some("three"));
+                "done"
+            }
+        });
+    builder("legacy-replica")
+        .tool(plain_tool("plain"))
+        .tool(steps)
+        .resource(plain_resource("test://doc"))
+        .resource_notifications(true)
+        .session_store(store.clone())
+        .fanout(fanout.clone())
+        .build()
+        .expect("builds")
+}
+
+/// The event ids of an SSE body, in order.
+fn ids_in(raw: &str) -> Vec<String> {
+    raw.lines()
+        .filter_map(|l| l.strip_prefix("id: "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The `data:` of the first event of an SSE body.
+#[track_caller]
+fn first_data(raw: &str) -> String {
+    raw.lines()
+        .find_map(|l| l.strip_prefix("data: "))
+        .unwrap_or_else(|| panic!("an event with data: {raw:?}"))
+        .to_owned()
+}
+
+/// The stream number of an event id `<stream>-<seq>`.
+#[track_caller]
+fn stream_of(id: &str) -> u64 {
+    id.split_once('-')
+        .and_then(|(stream, _)| stream.parse().ok())
+        .unwrap_or_else(|| panic!("an event id <stream>-<seq>: {id}"))
+}
+
+/// Waits until `store` holds `seq` as the last event written of stream `stream` of
+/// session `id` (the replica writes its events to the store as it goes).
+async fn until_stored(store: &dyn SessionStore, id: &str, stream: u64, seq: u64) {
+    presa_tests::wait::until_async("the events reach the store", || async {
+        let read = store.read_stream(id, stream, 0).await.ok()??;
+        (read.last_seq >= seq).then_some(())
+    })
+    .await;
+}
+
+/// Publishes an update of `test://doc` on `server`, and waits until the session's
+/// standalone stream in `store` has one more event (a feed coalesces updates it has not
+/// sent yet, so they go one at a time).
+async fn update(server: &Server, store: &dyn SessionStore, id: &str) {
+    let last = store
+        .read_stream(id, 0, 0)
+        .await
+        .ok()
+        .flatten()
+        .map_or(0, |r| r.last_seq);
+    server.notify_resource_updated("test://doc");
+    until_stored(store, id, 0, last + 1).await;
+}
+
+/// (a) A GET stream opened on A hears an update; the connection drops; two more updates
+/// come while no connection is open; a GET with `Last-Event-ID` on B replays exactly
+/// those two, byte for byte with their ids, then goes on with B's own events (the
+/// stream's numbering goes on where the store says); A no longer writes the stream once
+/// B took it over, so an update published on A reaches the client once, through B.
+#[tokio::test]
+async fn a_get_stream_dropped_on_one_server_resumes_on_another() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let one = streaming_replica(&store, &fanout, &gate);
+    let two = streaming_replica(&store, &fanout, &gate);
+    let (ha, hb) = (
+        Harness::start(one.clone()).await,
+        Harness::start(two.clone()).await,
+    );
+    let mut a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    let r = a
+        .call("resources/subscribe", json!({"uri": "test://doc"}))
+        .await;
+    assert_eq!(r.response()["result"], json!({}), "{}", r.body);
+
+    let mut get = a.get("", &[]).await;
+    assert_eq!(get.status, 200);
+    one.notify_resource_updated("test://doc");
+    get.next(PATIENCE).await.msg("the first update");
+    let last = get.last_event_id().expect("an event id");
+    assert_eq!(last, "0-1");
+    let data = first_data(get.raw().trim_start_matches("id: 0-0\ndata:\n\n"));
+    drop(get);
+
+    update(&one, &store, &id).await;
+    update(&one, &store, &id).await;
+    let mut resumed = b.get("", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    resumed.next(PATIENCE).await.msg("the second update");
+    resumed.next(PATIENCE).await.msg("the third update");
+    assert_eq!(
+        resumed.raw(),
+        format!("id: 0-2\ndata: {data}\n\nid: 0-3\ndata: {data}\n\n"),
+        "exactly the missed events, in order, with their ids"
+    );
+
+    // New events: B's own, and one published on A (heard by B through the fan-out,
+    // written by B alone).
+    two.notify_resource_updated("test://doc");
+    resumed.next(PATIENCE).await.msg("an update published on B");
+    one.notify_resource_updated("test://doc");
+    resumed.next(PATIENCE).await.msg("an update published on A");
+    assert_eq!(ids_in(resumed.raw()), ["0-2", "0-3", "0-4", "0-5"]);
+    assert!(
+        matches!(
+            resumed.next(Duration::from_millis(300)).await,
+            Next::Timeout
+        ),
+        "nothing twice: {:?}",
+        resumed.raw()
+    );
+}
+
+/// (b) A request answered as a stream on A reports progress twice; the client drops the
+/// connection after the first event and resumes on B with its id: B replays the second
+/// from the store, then follows the stream live (A writes it) to the third and the
+/// answer, and the stream ends. A request stream B numbers is never one A numbers.
+#[tokio::test]
+async fn a_request_stream_dropped_on_one_server_resumes_on_another() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+
+    let call = request(
+        7,
+        "tools/call",
+        json!({"name": "steps", "arguments": {}, "_meta": {"progressToken": "p"}}),
+    );
+    let mut s = a.open_post(&call, &[]).await;
+    assert!(s.is_sse());
+    let first = s.next(PATIENCE).await.msg("the first progress");
+    assert_eq!(first["params"]["progress"], 1.0, "{first}");
+    let last = s.last_event_id().expect("an event id");
+    let stream = stream_of(&last);
+    assert_eq!(last, format!("{stream}-1"));
+    drop(s);
+    until_stored(&store, &id, stream, 2).await;
+
+    let mut resumed = b.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let second = resumed.next(PATIENCE).await.msg("the second progress");
+    assert_eq!(second["params"]["progress"], 2.0, "{second}");
+    assert!(
+        resumed
+            .raw()
+            .starts_with(&format!("id: {stream}-2\ndata: {{")),
+        "{:?}",
+        resumed.raw()
+    );
+    gate.notify_one();
+    let third = resumed.next(PATIENCE).await.msg("the third progress");
+    assert_eq!(third["params"]["progress"], 3.0, "{third}");
+    let done = resumed.next(PATIENCE).await.msg("the answer");
+    assert_eq!(done["id"], 7, "{done}");
+    assert_eq!(done["result"]["content"][0]["text"], "done", "{done}");
+    assert!(matches!(resumed.next(PATIENCE).await, Next::End));
+    assert_eq!(
+        ids_in(resumed.raw()),
+        [2, 3, 4].map(|n| format!("{stream}-{n}"))
+    );
+
+    // B's own request stream is numbered in B's range.
+    let mut on_b = b
+        .open_post(
+            &request(
+                8,
+                "tools/call",
+                json!({"name": "steps", "arguments": {}, "_meta": {"progressToken": "q"}}),
+            ),
+            &[],
+        )
+        .await;
+    on_b.next(PATIENCE).await.msg("progress on B");
+    let b_stream = stream_of(&on_b.last_event_id().expect("an id"));
+    assert!(
+        b_stream >= 1_000_000_000_000 && b_stream != stream,
+        "{b_stream} vs {stream}"
+    );
+    gate.notify_one();
+    on_b.reply().await;
+}
+
+/// (d) With a buffer of `N` events, a stream resumed on another server replays all `N`
+/// when `N` were written, and the newest `N` when one more was: the bound holds in the
+/// store as in one server's buffer.
+#[tokio::test]
+async fn the_shared_buffer_holds_its_bound_at_and_past_it() {
+    const N: u64 = 3;
+    for (written, want) in [(N, 1..=N), (N + 1, 2..=N + 1)] {
+        let (store, fanout, gate) = (
+            MemorySessionStore::default(),
+            MemoryFanout::new(),
+            Arc::new(Notify::new()),
+        );
+        let config = HttpConfig::default().session_event_buffer(N as usize, 1 << 20);
+        let one = streaming_replica(&store, &fanout, &gate);
+        let ha = Harness::start_with(one.clone(), config.clone()).await;
+        let hb = Harness::start_with(streaming_replica(&store, &fanout, &gate), config).await;
+        let mut a = Legacy::open(&ha.http(), VERSION).await;
+        let b = a.at(&hb.http());
+        let id = a.session.clone().expect("a session");
+        a.call("resources/subscribe", json!({"uri": "test://doc"}))
+            .await;
+        for _ in 0..written {
+            update(&one, &store, &id).await;
+        }
+        let mut resumed = b.get("", &[("Last-Event-ID", "0-0")]).await;
+        let want: Vec<String> = want.map(|n| format!("0-{n}")).collect();
+        for _ in &want {
+            resumed.next(PATIENCE).await.msg("a held event");
+        }
+        assert!(matches!(
+            resumed.next(Duration::from_millis(300)).await,
+            Next::Timeout
+        ));
+        assert_eq!(ids_in(resumed.raw()), want, "{written} written");
+    }
+}
+
+/// (e) An id that is not an event id, one of a stream no server wrote (in the range of
+/// another copy's numbers, too), and one past every stream: 400 on every server.
+#[tokio::test]
+async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    for to in [&a, &b] {
+        for bad in ["junk", "1-x", "99-1", "1000000000001-1", "3000000000007-2"] {
+            to.get("", &[("Last-Event-ID", bad)])
+                .await
+                .reply()
+                .await
+                .assert_error(400, -32600, None);
+        }
+    }
 }
