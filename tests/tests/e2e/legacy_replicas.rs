@@ -701,3 +701,164 @@ async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
         }
     }
 }
+
+/// The messages of a stream to its end, and its raw text.
+async fn to_end(mut stream: presa_tests::http::Stream) -> (Vec<Value>, String) {
+    let mut messages = Vec::new();
+    loop {
+        match stream.next(PATIENCE).await {
+            Next::Msg(m) => messages.push(m),
+            Next::End => break,
+            Next::Timeout => panic!("the stream ends: {:?}", stream.raw()),
+        }
+    }
+    (messages, stream.raw().to_owned())
+}
+
+/// Starts `slow_progress` through `on` (three steps 400 ms apart), reads its first
+/// progress and drops the connection: the id of that event.
+async fn begin_slow(on: &Legacy, id: i64) -> String {
+    let call = request(
+        id,
+        "tools/call",
+        json!({"name": "slow_progress", "arguments": {"steps": 3, "interval_ms": 400},
+               "_meta": {"progressToken": id}}),
+    );
+    let mut s = on.open_post(&call, &[]).await;
+    assert!(s.is_sse());
+    let first = s.next(PATIENCE).await.msg("the first progress");
+    assert_eq!(first["params"]["progress"], 1.0, "{first}");
+    let last = s.last_event_id().expect("an event id");
+    assert!(last.ends_with("-1"), "{last}");
+    last
+}
+
+/// What a request stream resumed after `last` gives: the two progress left and the
+/// answer, ids following `last`'s, and the end.
+#[track_caller]
+fn assert_rest(messages: &[Value], raw: &str, last: &str, id: i64) {
+    let stream = stream_of(last);
+    let progress: Vec<f64> = messages
+        .iter()
+        .filter_map(|m| m["params"].get("progress").and_then(Value::as_f64))
+        .collect();
+    assert_eq!(progress, [2.0, 3.0], "{raw}");
+    let answer = messages.last().expect("messages");
+    assert_eq!(answer["id"], id, "{raw}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Completed 3 steps",
+        "{raw}"
+    );
+    assert_eq!(
+        ids_in(raw),
+        [2, 3, 4].map(|n| format!("{stream}-{n}")),
+        "{raw}"
+    );
+}
+
+/// Publishes an update of `test://watched-resource` through `on`.
+async fn trigger(on: &mut Legacy) {
+    let r = on
+        .call(
+            "tools/call",
+            json!({"name": "test_trigger_resource_update", "arguments": {}}),
+        )
+        .await;
+    assert!(r.response().get("result").is_some(), "{}", r.body);
+}
+
+/// (c) Three fixture replicas on PostgreSQL behind HAProxy: a request's stream begun on
+/// A, dropped after its first progress and resumed on B, gives the rest of the stream
+/// (read live from the store as A writes it) and the answer; so does one begun and
+/// resumed through the balancer, wherever each lands. A GET stream dropped on A resumes
+/// on C with the update it missed, byte for byte, then goes on with C's. An id that is
+/// not an event id, or names no stream, is 400 on every replica.
+#[tokio::test]
+async fn streams_resume_on_any_replica_behind_the_balancer() {
+    let Some((pg, replicas, lb)) = cluster(&[]).await else {
+        return;
+    };
+    let [ra, rb, rc] = [0, 1, 2].map(|i| Http::at(&replicas.url(i)));
+    let a = Legacy::open(&ra, VERSION).await;
+    let (mut b, mut c) = (a.at(&rb), a.at(&rc));
+    let through = a.at(&Http::at(&lb.url()));
+    let id = a.session.clone().expect("a session");
+
+    let last = begin_slow(&a, 1).await;
+    let resumed = b.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let (messages, raw) = to_end(resumed).await;
+    assert_rest(&messages, &raw, &last, 1);
+
+    let last = begin_slow(&through, 2).await;
+    let resumed = through.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let (messages, raw) = to_end(resumed).await;
+    assert_rest(&messages, &raw, &last, 2);
+
+    // The GET stream: open on A, which hears an update (the fan-out's listener may start
+    // after the stream: B publishes until A hears).
+    let r = c
+        .call(
+            "resources/subscribe",
+            json!({"uri": "test://watched-resource"}),
+        )
+        .await;
+    assert_eq!(result(&r), json!({}));
+    let mut get = a.get("", &[]).await;
+    assert_eq!(get.status, 200);
+    let deadline = Deadline::new("A's stream hears B's resource update");
+    loop {
+        trigger(&mut b).await;
+        match get.next(Duration::from_millis(500)).await {
+            Next::Msg(m) => {
+                assert_eq!(m["method"], "notifications/resources/updated", "{m}");
+                break;
+            }
+            other => deadline.tick(format!("{other:?}")).await,
+        }
+    }
+    let heard = get.last_event_id().expect("an event id");
+    let seq: u64 = heard
+        .strip_prefix("0-")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("an id of the standalone stream: {heard}"));
+    let data = first_data(
+        get.raw()
+            .split(&format!("id: {heard}\n"))
+            .nth(1)
+            .unwrap_or(""),
+    );
+    drop(get);
+    // One more while no connection is open: A writes it to the store.
+    let store = presa::tasks::PgStore::builder(pg.url())
+        .connect()
+        .await
+        .expect("the fixture's store");
+    trigger(&mut b).await;
+    until_stored(&store, &id, 0, seq + 1).await;
+    let mut resumed = c.get("", &[("Last-Event-ID", &heard)]).await;
+    assert_eq!(resumed.status, 200);
+    resumed.next(PATIENCE).await.msg("the missed update");
+    assert_eq!(
+        resumed.raw(),
+        format!("id: 0-{}\ndata: {data}\n\n", seq + 1),
+        "the missed event, with its id"
+    );
+    trigger(&mut b).await;
+    resumed.next(PATIENCE).await.msg("an update after it");
+    assert_eq!(
+        ids_in(resumed.raw()),
+        [seq + 1, seq + 2].map(|n| format!("0-{n}"))
+    );
+
+    for to in [&a, &b, &c, &through] {
+        for bad in ["junk", "1-x", "99-1", "5000000000000-1"] {
+            to.get("", &[("Last-Event-ID", bad)])
+                .await
+                .reply()
+                .await
+                .assert_error(400, -32600, None);
+        }
+    }
+}
