@@ -641,6 +641,58 @@ async fn a_request_stream_dropped_on_one_server_resumes_on_another() {
     on_b.reply().await;
 }
 
+/// A resumption on B replaces the connection that read the stream on A, which ends: the
+/// GET stream's, and a request stream's (A still writes it; B reads it to its answer).
+#[tokio::test]
+async fn a_resumption_on_one_server_ends_the_connection_on_another() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+
+    let mut get = a.get("", &[]).await;
+    assert_eq!(get.status, 200);
+    let mut taken = b.get("", &[("Last-Event-ID", "0-0")]).await;
+    assert_eq!(taken.status, 200);
+    assert!(
+        matches!(get.next(PATIENCE).await, Next::End),
+        "A's GET stream ends: {:?}",
+        get.raw()
+    );
+
+    let call = request(
+        3,
+        "tools/call",
+        json!({"name": "steps", "arguments": {}, "_meta": {"progressToken": 3}}),
+    );
+    let mut s = a.open_post(&call, &[]).await;
+    s.next(PATIENCE).await.msg("the first progress");
+    let last = s.last_event_id().expect("an event id");
+    let resumed = b.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    let deadline = Deadline::new("A's request stream ends");
+    loop {
+        match s.next(Duration::from_millis(200)).await {
+            Next::End => break,
+            // The second progress may reach A's connection before it is replaced.
+            Next::Msg(m) if m["params"]["progress"] == 2.0 => {}
+            other => deadline.tick(format!("{other:?}")).await,
+        }
+    }
+    gate.notify_one();
+    let (messages, raw) = to_end(resumed).await;
+    assert_eq!(messages.last().expect("the answer")["id"], 3, "{raw}");
+    assert!(matches!(
+        taken.next(Duration::from_millis(100)).await,
+        Next::Timeout
+    ));
+}
+
 /// (d) With a buffer of `N` events, a stream resumed on another server replays all `N`
 /// when `N` were written, and the newest `N` when one more was: the bound holds in the
 /// store as in one server's buffer.
