@@ -36,8 +36,14 @@
 //!   the client changes (log level, subscriptions) and its DELETE are written to the
 //!   record and announced through the fan-out, so the replicas holding the session read
 //!   it again (or end it). A client's answer or `notifications/cancelled` that reaches a
-//!   replica other than the one waiting for it is passed on the same way. The event
-//!   buffer and the streams stay in the replica that holds them.
+//!   replica other than the one waiting for it is passed on the same way. The events of
+//!   the session's streams are written through to the store's buffer, so a GET with
+//!   `Last-Event-ID` resumes a stream on any replica: the standalone stream is taken
+//!   over by the replica of the latest GET, a request's stream is read from the store
+//!   as the replica running the request writes it ([`shared`]). A request runs on the
+//!   replica it reached: if that replica goes away, the request is lost with it (a
+//!   resumption elsewhere replays what the store holds of its stream, then waits for
+//!   an answer that never comes).
 //!
 //! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
 //! 405; `initialize` is answered and forgotten, and every other request is served in a
