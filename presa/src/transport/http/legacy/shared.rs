@@ -3,14 +3,20 @@
 //! in order, by one writer task per copy of the session; and the connections that read a
 //! stream another replica writes, from the store ([`Follower`]).
 //!
-//! Each replica serving a session holds a copy of it, numbered by the store
-//! ([`SessionStore::claim_copy`]; the copy `initialize` made is 0). The number is the
-//! copy's writer id in the store, and the range of its request stream numbers: copy `c`
-//! numbers its request streams from `c × 10^12 + 1`, so two replicas never number a
-//! stream alike and every id is still `<stream>-<seq>`. The standalone stream (0) has
-//! one writer at a time: the copy `initialize` made, then the copy of the replica of the
-//! latest GET, which takes the stream over in the store and goes on from the `seq` the
-//! store has; the store refuses the events of a copy that lost it.
+//! Each replica serving a session holds a copy of it, numbered by the store when the
+//! copy is made ([`SessionStore::claim_copy`]; the copy `initialize` made is 0, and a
+//! copy dropped for idleness and made again gets a new number). The number is the copy's
+//! writer id in the store, and the range of its request stream numbers: copy `c` numbers
+//! its request streams `c × 10^12 + 1`, `c × 10^12 + 2`, … (past `10^12 − 1` of them it
+//! starts its range again), so two replicas never number a stream alike, every id is
+//! still `<stream>-<seq>`, and numbering a request's stream costs no call to the store.
+//! A server without a store numbers them 1, 2, … as copy 0 does.
+//!
+//! The standalone stream (0) has one writer at a time: the copy `initialize` made, then
+//! the copy of the replica of the latest GET, which takes the stream over in the store
+//! and goes on from the `seq` the store has; the store refuses the events of a copy that
+//! lost it (which learns so through the fan-out, or from the refusal). Every copy hears
+//! the session's list changes and updates, and only the writer sends them.
 //!
 //! A GET whose `Last-Event-ID` names a request stream this replica does not hold reads
 //! it from the store: the events after that id, then each new one, until the stream
@@ -97,10 +103,7 @@ impl Shared {
 
     /// The number of this copy's `local`th request stream (from 1).
     pub(super) fn stream_number(&self, local: u64) -> u64 {
-        let within = 1 + local.saturating_sub(1) % (COPY_STREAMS - 1);
-        self.copy
-            .saturating_mul(COPY_STREAMS)
-            .saturating_add(within)
+        stream_number(self.copy, local)
     }
 
     /// Whether this copy writes request stream `stream`.
@@ -133,6 +136,13 @@ impl Shared {
         let message = json!({"stream": stream, "taken": {"copy": self.copy, "conn": conn.id()}});
         self.core.pass_to_session(session, message);
     }
+}
+
+/// The number of copy `copy`'s `local`th request stream (from 1): in its range, never
+/// its first number (`copy × 10^12`, which is the standalone stream's for copy 0).
+fn stream_number(copy: u64, local: u64) -> u64 {
+    let within = 1 + local.saturating_sub(1) % (COPY_STREAMS - 1);
+    copy.saturating_mul(COPY_STREAMS).saturating_add(within)
 }
 
 /// Writes a copy's events and ends to the store in order, each announced when a
@@ -258,5 +268,29 @@ impl Passed {
             });
         }
         message.get("written").map(|_| Passed::Written { stream })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{COPY_STREAMS, stream_number};
+
+    /// A copy numbers its request streams in its own range, from its second number to
+    /// its last; one past the last starts the range again (never on the range's first
+    /// number, which for copy 0 is the standalone stream's).
+    #[test]
+    fn each_copy_numbers_its_streams_in_its_own_range() {
+        assert_eq!(stream_number(0, 1), 1);
+        assert_eq!(stream_number(0, 2), 2);
+        assert_eq!(stream_number(2, 1), 2 * COPY_STREAMS + 1);
+        let last = COPY_STREAMS - 1;
+        assert_eq!(stream_number(2, last), 3 * COPY_STREAMS - 1, "at the bound");
+        assert_eq!(
+            stream_number(2, last + 1),
+            2 * COPY_STREAMS + 1,
+            "just past it"
+        );
+        assert_eq!(stream_number(0, last + 1), 1, "never the standalone stream");
+        assert_eq!(stream_number(u64::MAX, 1), u64::MAX, "no overflow");
     }
 }
