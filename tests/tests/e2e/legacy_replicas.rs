@@ -359,6 +359,63 @@ async fn the_postgres_session_store_keeps_the_contract() {
     );
 }
 
+/// A database whose session records an earlier build kept (the sessions' first version:
+/// records, no event buffers) gains the buffers at the next connect, and the records it
+/// held are served with them.
+#[tokio::test]
+async fn session_records_of_an_earlier_build_gain_event_buffers() {
+    let Some(pg) = Postgres::start().await else {
+        return;
+    };
+    let store = presa::tasks::PgStore::connect(&pg.url())
+        .await
+        .expect("connects");
+    let kept = presa::session::SessionRecord::new(
+        "earlier",
+        None,
+        VERSION,
+        serde_json::Map::new(),
+        json!({"name": "c", "version": "1"}),
+        now_ms(),
+    );
+    store.create(&kept).await.expect("kept");
+    store.close().await;
+    let mut conn = pg.connection().await;
+    for statement in [
+        "DROP TABLE presa_session_events",
+        "DROP TABLE presa_session_streams",
+        "ALTER TABLE presa_sessions DROP COLUMN copies",
+        "UPDATE presa_migrations SET version = 1 WHERE component = 'sessions'",
+    ] {
+        sqlx::query(statement)
+            .execute(&mut conn)
+            .await
+            .expect("undone");
+    }
+    let store = presa::tasks::PgStore::connect(&pg.url())
+        .await
+        .expect("connects and migrates");
+    let version: i64 =
+        sqlx::query_scalar("SELECT version FROM presa_migrations WHERE component = 'sessions'")
+            .fetch_one(&mut conn)
+            .await
+            .expect("read");
+    assert_eq!(version, 2);
+    assert_eq!(store.claim_copy("earlier").await, Ok(Some(1)));
+    let event = presa::session::StreamEvent::new(0, 1, "{}");
+    let bounds = presa::session::EventBounds::new(10, 1 << 20);
+    assert_eq!(
+        store.append_event("earlier", 0, &event, bounds).await,
+        Ok(true)
+    );
+    let read = store
+        .read_stream("earlier", 0, 0)
+        .await
+        .expect("the store answers")
+        .expect("the stream");
+    assert_eq!(read.events, [event]);
+}
+
 /// The client's answer to an elicitation replica A asked, POSTed to replica B, reaches
 /// A (through the fan-out), and the tool completes on A's stream; a
 /// `notifications/cancelled` POSTed to C cancels a request running on A.
