@@ -275,9 +275,10 @@ const STORE_TIMEOUT: Duration = Duration::from_millis(1000);
 /// How late past a bound an answer may come (scheduling on a loaded machine).
 const MARGIN: Duration = Duration::from_millis(1500);
 
-/// PostgreSQL stopped: a request of a session, on a replica that holds it and on one
-/// that does not, is a 503 with the retryable -32603 within the store timeout (never a
-/// hang); PostgreSQL back, the session is served again, within 5 s, on every replica.
+/// PostgreSQL stopped: a request of a session, and a resumption of its stream, on a
+/// replica that holds it and on one that does not, is a 503 with the retryable -32603
+/// within the store timeout (never a hang); PostgreSQL back, the session is served
+/// again, within 5 s, on every replica.
 #[tokio::test]
 async fn a_database_outage_is_retryable_for_legacy_sessions_and_they_recover() {
     let timeout = STORE_TIMEOUT.as_millis().to_string();
@@ -301,6 +302,16 @@ async fn a_database_outage_is_retryable_for_legacy_sessions_and_they_recover() {
         let error = &r.response()["error"];
         assert_eq!(error["code"], -32603, "{}", r.body);
         assert_eq!(error["data"]["retryable"], true, "{}", r.body);
+        // A resumption too: the store holds the stream.
+        let r = to.get("", &[("Last-Event-ID", "0-0")]).await.reply().await;
+        assert_eq!(r.status, 503, "{}", r.body);
+        assert_eq!(r.response()["error"]["code"], -32603, "{}", r.body);
+        assert_eq!(
+            r.response()["error"]["data"]["retryable"],
+            true,
+            "{}",
+            r.body
+        );
     }
     pg.start_again().await.expect("PostgreSQL starts again");
     let back = Instant::now();
