@@ -39,8 +39,11 @@
 //!   replica other than the one waiting for it is passed on the same way. The events of
 //!   the session's streams are written through to the store's buffer, so a GET with
 //!   `Last-Event-ID` resumes a stream on any replica: the standalone stream is taken
-//!   over by the replica of the latest GET, a request's stream is read from the store
-//!   as the replica running the request writes it ([`shared`]). A request runs on the
+//!   over by the replica of the latest GET (a plain GET too: the connection another
+//!   replica held ends, where a second plain GET on the same replica gets 409), a
+//!   request's stream is read from the store as the replica running the request writes
+//!   it ([`shared`]). A resumption ends the connection that read the stream before, on
+//!   whichever replica, when the fan-out is there to say so. A request runs on the
 //!   replica it reached: if that replica goes away, the request is lost with it (a
 //!   resumption elsewhere replays what the store holds of its stream, then waits for
 //!   an answer that never comes).
