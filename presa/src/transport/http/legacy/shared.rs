@@ -16,7 +16,9 @@
 //! the copy of the replica of the latest GET, which takes the stream over in the store
 //! and goes on from the `seq` the store has; the store refuses the events of a copy that
 //! lost it (which learns so through the fan-out, or from the refusal). Every copy hears
-//! the session's list changes and updates, and only the writer sends them.
+//! the session's list changes and updates, and only the writer sends them. A plain GET
+//! that takes the stream over begins after its newest event (which connection read what
+//! is known only where it was read); one with `Last-Event-ID` replays what followed.
 //!
 //! A GET whose `Last-Event-ID` names a request stream this replica does not hold reads
 //! it from the store: the events after that id, then each new one, until the stream
