@@ -239,13 +239,6 @@ impl Live {
     /// Adds an event (one serialized message) to a stream and wakes its connection.
     /// False when the stream is gone or has ended.
     pub(super) fn push(&self, stream: u64, message: &str) -> bool {
-        if stream == GET_STREAM
-            && let Some(shared) = &self.shared
-            && !shared.writes_standalone()
-        {
-            // Another replica's copy writes it.
-            return false;
-        }
         let Some(mut events) = self.events() else {
             return false;
         };
@@ -256,16 +249,20 @@ impl Live {
             return false;
         }
         let seq = s.next_seq;
+        if let Some(shared) = &self.shared {
+            if stream == GET_STREAM && !shared.writes_standalone() {
+                // Another replica's copy writes it.
+                return false;
+            }
+            // Under the buffer's lock, so the store is written in the order of the seqs.
+            shared.write(Write::Event(StreamEvent::new(stream, seq, message)));
+        }
         s.next_seq += 1;
         s.held += 1;
         if let Some(conn) = &s.conn {
             conn.wake.notify_one();
         }
         let text = format!("id: {stream}-{seq}\ndata: {message}\n\n");
-        if let Some(shared) = &self.shared {
-            // Under the buffer's lock, so the store is written in the order of the seqs.
-            shared.write(Write::Event(StreamEvent::new(stream, seq, message)));
-        }
         events.bytes += text.len();
         events.held.push_back(Held { stream, seq, text });
         events.evict();
