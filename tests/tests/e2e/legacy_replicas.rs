@@ -761,6 +761,43 @@ async fn a_resumption_on_one_server_ends_the_connection_on_another() {
     ));
 }
 
+/// A plain GET on B while A holds the GET stream takes the stream over: A's connection
+/// ends, B's begins with a priming event at the store's newest id, and goes on from it.
+#[tokio::test]
+async fn a_plain_get_on_another_server_takes_the_stream_over() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let one = streaming_replica(&store, &fanout, &gate);
+    let two = streaming_replica(&store, &fanout, &gate);
+    let ha = Harness::start(one.clone()).await;
+    let hb = Harness::start(two.clone()).await;
+    let mut a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    a.call("resources/subscribe", json!({"uri": "test://doc"}))
+        .await;
+    let mut get = a.get("", &[]).await;
+    update(&one, &store, &id).await;
+    get.next(PATIENCE).await.msg("the update");
+    assert_eq!(get.last_event_id().as_deref(), Some("0-1"));
+
+    let mut taken = b.get("", &[]).await;
+    assert_eq!(taken.status, 200);
+    assert!(matches!(get.next(PATIENCE).await, Next::End), "A's ends");
+    update(&two, &store, &id).await;
+    taken.next(PATIENCE).await.msg("an update on B");
+    assert!(
+        taken
+            .raw()
+            .starts_with("id: 0-1\ndata:\n\nid: 0-2\ndata: {"),
+        "{:?}",
+        taken.raw()
+    );
+}
+
 /// (d) With a buffer of `N` events, a stream resumed on another server replays all `N`
 /// when `N` were written, and the newest `N` when one more was: the bound holds in the
 /// store as in one server's buffer.
