@@ -22,6 +22,7 @@ pub(crate) fn register(builder: ServerBuilder) -> ServerBuilder {
         .add::<test_multiple_content_types>()
         .add::<test_error_handling>()
         .add::<test_tool_with_progress>()
+        .add::<slow_progress>()
         .add::<test_logging_tool>()
         .add::<custom_header_region>()
         .add::<json_schema_2020_12_tool>()
@@ -91,6 +92,31 @@ async fn test_tool_with_progress(ctx: RequestContext) -> String {
     ctx.progress(100.0, Some(100.0), Some("Computation complete"));
     let sum: u32 = (1..=100).sum();
     format!("Progress computation completed: {sum}")
+}
+
+/// Reports progress `steps` times (default 3, at most 100), `interval_ms` apart (default
+/// 500, at most 10 000), then answers: a request whose stream a client may drop and
+/// resume while it runs.
+#[presa::tool(live_notifications)]
+async fn slow_progress(
+    steps: Option<u32>,
+    interval_ms: Option<u64>,
+    ctx: RequestContext,
+) -> String {
+    let steps = steps.unwrap_or(3).min(100);
+    let pause = Duration::from_millis(interval_ms.unwrap_or(500).min(10_000));
+    for step in 1..=steps {
+        if step > 1 {
+            tokio::time::sleep(pause).await;
+        }
+        ctx.progress(
+            f64::from(step),
+            Some(f64::from(steps)),
+            Some(&format!("Step {step}")),
+        );
+    }
+    tokio::time::sleep(pause).await;
+    format!("Completed {steps} steps")
 }
 
 /// Logs one message at every level (sent only at or above the request's logLevel).

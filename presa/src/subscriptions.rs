@@ -141,8 +141,10 @@ pub(crate) enum Event {
     },
     /// A message for legacy session `id` that reached a replica other than the one
     /// waiting for it: the client's answer to a request the server sent it
-    /// (`{"id", "result"|"error"}`), or its cancellation of a request
-    /// (`{"cancel": requestId}`). Goes to the session's inbox, never to a listener.
+    /// (`{"id", "result"|"error"}`), its cancellation of a request
+    /// (`{"cancel": requestId}`), or news of one of the session's streams
+    /// (`{"stream": n, "taken"|"written": …}`, read by the HTTP transport). Goes to the
+    /// session's inbox, never to a listener.
     Session {
         id: String,
         message: Value,

@@ -19,7 +19,8 @@ mod store;
 
 pub(crate) use outgoing::AskFailure;
 pub use store::{
-    MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+    EventBounds, MemorySessionStore, SessionFuture, SessionRecord, SessionStore, SessionStoreError,
+    StreamEvent, StreamRead,
 };
 
 use crate::context::Outbound;
@@ -42,6 +43,10 @@ pub(crate) trait Channel: Send + Sync {
     /// The session ended from within (its record says it ended on another replica): the
     /// channel's transport ends what it holds of it.
     fn ended(&self) {}
+
+    /// Another replica passed a message about the session's streams (one carrying
+    /// `"stream"`): the transport that keeps the streams acts on it.
+    fn passed(&self, _message: &Value) {}
 }
 
 /// The message passing a client's answer to another replica ([`Session::receive`]).
@@ -348,8 +353,16 @@ impl Session {
         });
     }
 
-    /// Acts on a message another replica passed: a cancellation, or an answer.
+    /// Acts on a message another replica passed: a cancellation, an answer, or news of
+    /// the session's streams (for its channel).
     fn receive(&self, message: &Value) {
+        if message.get("stream").is_some() {
+            let channel = self.channel.lock().ok().and_then(|c| c.clone());
+            if let Some(channel) = channel {
+                channel.passed(message);
+            }
+            return;
+        }
         if let Some(request) = message.get("cancel") {
             if let Ok(id) = RequestId::read(request) {
                 self.cancel(&id);

@@ -80,7 +80,7 @@ async fn the_catalog_page_runs_tools_elicits_and_reads_in_a_browser() {
     let title = find(c, "#server-name").await.text().await.expect("text");
     assert!(title.contains("presa conformance fixture"), "{title}");
     let toc = find(c, "#toc").await.text().await.expect("text");
-    assert!(toc.contains("tools (40)"), "{toc}");
+    assert!(toc.contains("tools (41)"), "{toc}");
 
     // Strings and numbers.
     let item = open(c, "tool", "slow_compute").await;

@@ -384,7 +384,7 @@ async fn tools_list_is_sorted_and_complete() {
     sorted.sort_unstable();
     assert_eq!(names, sorted);
     assert_eq!(names.first(), Some(&"a_header_probe"));
-    assert_eq!(names.len(), 40, "{names:?}");
+    assert_eq!(names.len(), 41, "{names:?}");
     assert!(result(&r).get("nextCursor").is_none());
     for t in &tools {
         assert!(t["description"].is_string(), "{t}");

@@ -67,7 +67,7 @@ async fn the_replay_record_migrates_as_its_own_component() {
     let every = [
         ("events".to_owned(), 1),
         ("replay".to_owned(), 1),
-        ("sessions".to_owned(), 1),
+        ("sessions".to_owned(), 2),
         ("tasks".to_owned(), 2),
     ];
     assert_eq!(migrations(&pg).await, every);
@@ -102,7 +102,7 @@ async fn the_replay_record_migrates_as_its_own_component() {
         [
             ("events".to_owned(), 1),
             ("replay".to_owned(), 2),
-            ("sessions".to_owned(), 1),
+            ("sessions".to_owned(), 2),
             ("tasks".to_owned(), 2)
         ]
     );

@@ -43,13 +43,14 @@ async fn migrations(pg: &Postgres, schema: &str) -> Vec<(String, i64)> {
     .expect("the migrations read")
 }
 
-/// The rows of `presa_migrations` of this build: the fan-out's events, the replay
-/// record and the legacy sessions' records at version 1, the tasks at version 2 (leases).
+/// The rows of `presa_migrations` of this build: the fan-out's events and the replay
+/// record at version 1, the legacy sessions at version 2 (their event buffers), the
+/// tasks at version 2 (leases).
 fn current() -> [(String, i64); 4] {
     [
         ("events".to_owned(), 1),
         ("replay".to_owned(), 1),
-        ("sessions".to_owned(), 1),
+        ("sessions".to_owned(), 2),
         ("tasks".to_owned(), 2),
     ]
 }

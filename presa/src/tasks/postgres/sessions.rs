@@ -10,19 +10,36 @@
 //! last use, or ends the session when it finds it expired, under the row's lock. An
 //! ended session's row stays until the pruning removes it. Every wait is bounded as the
 //! tasks' statements are; a fault is a [`SessionStoreError`], never a session that ended.
+//!
+//! The sessions' event buffers are two more tables of the component (its second
+//! version): `presa_session_streams`, one row per stream (its writer, its last `seq`,
+//! whether it ended), and `presa_session_events`, one row per event held, numbered in
+//! the order they were added (`n`), which is the order the bounds let them go in. Both
+//! go with their session's row (`ON DELETE CASCADE`), and an ended session's are
+//! dropped when it ends. An event is added by one statement that makes the stream's row
+//! when it has none and checks its writer under the row's lock; a second one then lets
+//! the session's oldest events go past the bounds (a window over its rows, newest
+//! first), and with them the rows of ended streams that hold no event any more. Two of
+//! those at once on one session keep the bounds all the same: each deletes only what is
+//! past them in what it sees, which a newer event only pushes further past. A session's
+//! copy numbers count up in its row (`copies`).
 
 use super::super::rows::instant;
 use super::{PgStore, timeout};
 use crate::mrtr::token::PRUNE_BATCH;
-use crate::session::{SessionFuture, SessionRecord, SessionStore, SessionStoreError};
+use crate::session::{
+    EventBounds, SessionFuture, SessionRecord, SessionStore, SessionStoreError, StreamEvent,
+    StreamRead,
+};
 use crate::wire::meta::LogLevel;
 use serde_json::{Map, Value};
 use sqlx::Row;
 use sqlx::postgres::PgRow;
 
 /// The schema of the session records, one entry per version, as the tasks' `MIGRATIONS`.
-pub(super) const MIGRATIONS: &[&[&str]] = &[&[
-    "CREATE TABLE presa_sessions (
+pub(super) const MIGRATIONS: &[&[&str]] = &[
+    &[
+        "CREATE TABLE presa_sessions (
         id text PRIMARY KEY,
         -- The id of the principal that opened the session; NULL: none.
         owner text,
@@ -38,8 +55,37 @@ pub(super) const MIGRATIONS: &[&[&str]] = &[&[
         last_used bigint NOT NULL,
         ended boolean NOT NULL DEFAULT false
     )",
-    "CREATE INDEX presa_sessions_by_use ON presa_sessions (last_used)",
-]];
+        "CREATE INDEX presa_sessions_by_use ON presa_sessions (last_used)",
+    ],
+    &[
+        "ALTER TABLE presa_sessions ADD COLUMN copies bigint NOT NULL DEFAULT 0",
+        "CREATE TABLE presa_session_streams (
+        session text NOT NULL REFERENCES presa_sessions (id) ON DELETE CASCADE,
+        stream bigint NOT NULL,
+        -- The copy of the session that writes it.
+        writer bigint NOT NULL,
+        -- The seq of its last event written; 0 before any.
+        last_seq bigint NOT NULL,
+        ended boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (session, stream)
+    )",
+        "CREATE TABLE presa_session_events (
+        -- The order events were added in, which is the order the bounds let them go.
+        n bigserial PRIMARY KEY,
+        session text NOT NULL,
+        stream bigint NOT NULL,
+        seq bigint NOT NULL,
+        -- The serialized message.
+        data text NOT NULL,
+        -- The event's bytes as written on the wire, which the bounds count.
+        bytes bigint NOT NULL,
+        UNIQUE (session, stream, seq),
+        FOREIGN KEY (session, stream) REFERENCES presa_session_streams (session, stream)
+            ON DELETE CASCADE
+    )",
+        "CREATE INDEX presa_session_events_by_session ON presa_session_events (session, n)",
+    ],
+];
 
 /// The session records' row in `presa_migrations`.
 pub(super) const COMPONENT: &str = "sessions";
@@ -50,6 +96,27 @@ fn fault(e: super::StoreError) -> SessionStoreError {
 }
 
 impl PgStore {
+    /// Runs `query` on a connection of the pool, within the store's bounds: the rows it
+    /// returned.
+    async fn fetch_bounded(
+        &self,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<Vec<PgRow>, SessionStoreError> {
+        let mut conn = self.connection().await.map_err(fault)?;
+        let answer = timeout(self.answer_within, query.fetch_all(&mut *conn)).await;
+        self.answered(&mut conn, answer)
+            .map_err(fault)?
+            .map_err(|e| fault(self.unavailable(&e)))
+    }
+
+    /// Reads column `at` of `row`, a fault when it cannot.
+    fn column<'r, T>(&self, row: &'r PgRow, at: usize) -> Result<T, SessionStoreError>
+    where
+        T: sqlx::Decode<'r, sqlx::Postgres> + sqlx::Type<sqlx::Postgres>,
+    {
+        row.try_get(at).map_err(|e| fault(self.unavailable(&e)))
+    }
+
     /// Runs `query` on a connection of the pool, within the store's bounds: the rows it
     /// touched.
     async fn execute_bounded(
@@ -64,6 +131,16 @@ impl PgStore {
             .map_err(|e| fault(self.unavailable(&e)))?
             .rows_affected())
     }
+}
+
+/// A number of the buffer's as PostgreSQL's `bigint`: a fault past its range.
+fn int(n: u64) -> Result<i64, SessionStoreError> {
+    i64::try_from(n).map_err(|_| SessionStoreError::new(format!("{n} is past PostgreSQL's bigint")))
+}
+
+/// A `bigint` read back as a number of the buffer's (never negative as written).
+fn uint(n: i64) -> u64 {
+    u64::try_from(n).unwrap_or_default()
 }
 
 /// A row of `presa_sessions` (its columns after `ended`, in the order `touch` returns
@@ -201,10 +278,21 @@ impl SessionStore for PgStore {
 
     fn end<'a>(&'a self, id: &'a str) -> SessionFuture<'a, bool> {
         Box::pin(async move {
-            let query =
-                sqlx::query("UPDATE presa_sessions SET ended = true WHERE id = $1 AND NOT ended")
-                    .bind(id);
-            self.execute_bounded(query).await.map(|n| n == 1)
+            // The streams' rows take their events with them.
+            let query = sqlx::query(
+                "WITH ended AS (
+                   UPDATE presa_sessions SET ended = true WHERE id = $1 AND NOT ended
+                   RETURNING id),
+                 dropped AS (DELETE FROM presa_session_streams WHERE session = $1)
+                 SELECT count(*) FROM ended",
+            )
+            .bind(id);
+            let rows = self.fetch_bounded(query).await?;
+            let ended: i64 = match rows.first() {
+                Some(row) => self.column(row, 0)?,
+                None => 0,
+            };
+            Ok(ended == 1)
         })
     }
 
@@ -219,6 +307,166 @@ impl SessionStore for PgStore {
             self.execute_bounded(query)
                 .await
                 .map(|n| usize::try_from(n).unwrap_or(usize::MAX))
+        })
+    }
+
+    fn claim_copy<'a>(&'a self, id: &'a str) -> SessionFuture<'a, Option<u64>> {
+        Box::pin(async move {
+            let query = sqlx::query(
+                "UPDATE presa_sessions SET copies = copies + 1 WHERE id = $1 AND NOT ended
+                 RETURNING copies",
+            )
+            .bind(id);
+            let rows = self.fetch_bounded(query).await?;
+            rows.first()
+                .map(|row| self.column::<i64>(row, 0).map(uint))
+                .transpose()
+        })
+    }
+
+    fn append_event<'a>(
+        &'a self,
+        id: &'a str,
+        writer: u64,
+        event: &'a StreamEvent,
+        bounds: EventBounds,
+    ) -> SessionFuture<'a, bool> {
+        Box::pin(async move {
+            // The stream's row is made, or locked and its last seq moved when the writer
+            // is its own, then the event added when the row says so.
+            let add = sqlx::query(
+                "WITH live AS (SELECT id FROM presa_sessions WHERE id = $1 AND NOT ended),
+                 stream AS (
+                   INSERT INTO presa_session_streams (session, stream, writer, last_seq)
+                   SELECT id, $2, $3, $4 FROM live
+                   ON CONFLICT (session, stream) DO UPDATE SET last_seq = CASE
+                     WHEN presa_session_streams.writer = EXCLUDED.writer
+                          AND NOT presa_session_streams.ended
+                     THEN GREATEST(presa_session_streams.last_seq, EXCLUDED.last_seq)
+                     ELSE presa_session_streams.last_seq END
+                   RETURNING writer, ended)
+                 INSERT INTO presa_session_events (session, stream, seq, data, bytes)
+                 SELECT $1, $2, $4, $5, $6 FROM stream WHERE writer = $3 AND NOT ended
+                 ON CONFLICT (session, stream, seq) DO NOTHING",
+            )
+            .bind(id)
+            .bind(int(event.stream)?)
+            .bind(int(writer)?)
+            .bind(int(event.seq)?)
+            .bind(&event.data)
+            .bind(int(event.size() as u64)?);
+            if self.execute_bounded(add).await? != 1 {
+                return Ok(false);
+            }
+            let trim = sqlx::query(
+                "WITH gone AS (
+                   DELETE FROM presa_session_events WHERE n IN (
+                     SELECT n FROM (
+                       SELECT n, row_number() OVER newest AS k, sum(bytes) OVER newest AS b
+                       FROM presa_session_events WHERE session = $1
+                       WINDOW newest AS (ORDER BY n DESC)) t
+                     WHERE k > 1 AND (k > $2 OR b > $3))
+                   RETURNING n, stream)
+                 DELETE FROM presa_session_streams s
+                 WHERE s.session = $1 AND s.ended
+                   AND s.stream IN (SELECT stream FROM gone)
+                   AND NOT EXISTS (
+                     SELECT 1 FROM presa_session_events e
+                     WHERE e.session = $1 AND e.stream = s.stream
+                       AND e.n NOT IN (SELECT n FROM gone))",
+            )
+            .bind(id)
+            .bind(int(bounds.events as u64)?)
+            .bind(int(bounds.bytes as u64)?);
+            self.execute_bounded(trim).await?;
+            Ok(true)
+        })
+    }
+
+    fn end_stream<'a>(&'a self, id: &'a str, stream: u64, writer: u64) -> SessionFuture<'a, bool> {
+        Box::pin(async move {
+            let query = sqlx::query(
+                "UPDATE presa_session_streams SET ended = true
+                 WHERE session = $1 AND stream = $2 AND writer = $3 AND NOT ended
+                   AND EXISTS (SELECT 1 FROM presa_sessions WHERE id = $1 AND NOT ended)",
+            )
+            .bind(id)
+            .bind(int(stream)?)
+            .bind(int(writer)?);
+            self.execute_bounded(query).await.map(|n| n == 1)
+        })
+    }
+
+    fn take_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        writer: u64,
+    ) -> SessionFuture<'a, Option<u64>> {
+        Box::pin(async move {
+            let query = sqlx::query(
+                "INSERT INTO presa_session_streams (session, stream, writer, last_seq)
+                 SELECT id, $2, $3, 0 FROM presa_sessions WHERE id = $1 AND NOT ended
+                 ON CONFLICT (session, stream) DO UPDATE SET writer = EXCLUDED.writer
+                 RETURNING last_seq",
+            )
+            .bind(id)
+            .bind(int(stream)?)
+            .bind(int(writer)?);
+            let rows = self.fetch_bounded(query).await?;
+            rows.first()
+                .map(|row| self.column::<i64>(row, 0).map(uint))
+                .transpose()
+        })
+    }
+
+    fn read_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> SessionFuture<'a, Option<StreamRead>> {
+        Box::pin(async move {
+            // One row per event after `after`, or one with no event when there is none;
+            // none at all when the stream is not there.
+            let query = sqlx::query(
+                "SELECT st.last_seq, st.ended,
+                        EXISTS (SELECT 1 FROM presa_session_events h
+                                WHERE h.session = st.session AND h.stream = st.stream),
+                        e.seq, e.data
+                 FROM presa_session_streams st
+                 JOIN presa_sessions s ON s.id = st.session AND NOT s.ended
+                 LEFT JOIN presa_session_events e
+                   ON e.session = st.session AND e.stream = st.stream AND e.seq > $3
+                 WHERE st.session = $1 AND st.stream = $2
+                 ORDER BY e.seq",
+            )
+            .bind(id)
+            .bind(int(stream)?)
+            .bind(int(after)?);
+            let rows = self.fetch_bounded(query).await?;
+            let Some(first) = rows.first() else {
+                return Ok(None);
+            };
+            let last_seq = uint(self.column(first, 0)?);
+            let ended: bool = self.column(first, 1)?;
+            let holds: bool = self.column(first, 2)?;
+            if ended && !holds {
+                return Ok(None);
+            }
+            let mut events = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let seq: Option<i64> = self.column(row, 3)?;
+                let data: Option<String> = self.column(row, 4)?;
+                if let (Some(seq), Some(data)) = (seq, data) {
+                    events.push(StreamEvent::new(stream, uint(seq), data));
+                }
+            }
+            Ok(Some(StreamRead {
+                events,
+                last_seq,
+                ended,
+            }))
         })
     }
 }

@@ -159,13 +159,20 @@ fn schema_versions_count_the_migrations() {
         (MIGRATIONS, 2),
         (replay::MIGRATIONS, 1),
         (fanout::MIGRATIONS, 1),
+        (sessions::MIGRATIONS, 2),
     ] {
         assert_eq!(migrations.len(), steps);
         assert!(migrations.iter().all(|step| !step.is_empty()));
     }
     // Each component has its own row in `presa_migrations`.
     assert_eq!(
-        std::collections::BTreeSet::from([COMPONENT, replay::COMPONENT, fanout::COMPONENT]).len(),
-        3
+        std::collections::BTreeSet::from([
+            COMPONENT,
+            replay::COMPONENT,
+            fanout::COMPONENT,
+            sessions::COMPONENT
+        ])
+        .len(),
+        4
     );
 }

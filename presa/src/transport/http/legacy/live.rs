@@ -14,9 +14,15 @@
 //! `Last-Event-ID` reads from the same place. At most one connection reads a stream: a
 //! resumption replaces the one before (which ends), and a second plain GET of the
 //! standalone stream is refused while one is attached.
+//!
+//! With a session store, the buffer is also written through to the store's, and a
+//! stream another replica writes is read from there ([`super::shared`], which says how
+//! stream numbers stay unique across replicas).
 
-use crate::session::{Channel, Session};
-use std::collections::{HashMap, VecDeque};
+use super::shared::{Passed, Shared, Sharing, Write};
+use crate::session::{Channel, EventBounds, Session, SessionStoreError, StreamEvent};
+use serde_json::Value;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::time::Duration;
@@ -44,6 +50,8 @@ pub(super) struct Live {
     next_stream: AtomicU64,
     /// Requests running and connections open: a session with any is not idle.
     active: AtomicUsize,
+    /// The store side, when the session's record is kept in a store.
+    shared: Option<Shared>,
 }
 
 /// A session's streams and the events it holds.
@@ -55,6 +63,10 @@ struct Events {
     bytes: usize,
     next_conn: u64,
     limits: Limits,
+    /// The connections reading, from the store, a stream another replica writes.
+    follows: HashMap<u64, Conn>,
+    /// The streams this copy writes that a connection on another replica reads.
+    followed: HashSet<u64>,
 }
 
 /// One event, written out (`id:` and `data:` lines and the blank line).
@@ -126,13 +138,32 @@ pub(super) enum Refused {
     Unknown,
 }
 
+impl Conn {
+    /// The connection's number, unique within its session copy.
+    pub(super) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Waits until something happens on the connection's stream.
+    pub(super) async fn woken(&self) {
+        self.wake.notified().await;
+    }
+}
+
 impl Live {
     /// The HTTP side of `session`; its standalone stream exists from the start, holding
-    /// what is sent before a GET opens it.
-    pub(super) fn new(session: Arc<Session>, limits: Limits, owner: Option<String>) -> Arc<Live> {
+    /// what is sent before a GET opens it. With `sharing`, its events are written through
+    /// to the session store.
+    pub(super) fn new(
+        session: Arc<Session>,
+        limits: Limits,
+        owner: Option<String>,
+        sharing: Option<Sharing>,
+    ) -> Arc<Live> {
         let mut streams = HashMap::new();
         streams.insert(GET_STREAM, Stream::new());
-        Arc::new(Live {
+        let id = session.id().unwrap_or_default().to_owned();
+        Arc::new_cyclic(|weak| Live {
             session,
             owner,
             events: Mutex::new(Events {
@@ -141,10 +172,21 @@ impl Live {
                 bytes: 0,
                 next_conn: 1,
                 limits,
+                follows: HashMap::new(),
+                followed: HashSet::new(),
             }),
             next_stream: AtomicU64::new(1),
             active: AtomicUsize::new(0),
+            shared: sharing.map(|sharing| {
+                let bounds = EventBounds::new(limits.events, limits.bytes);
+                Shared::start(sharing, weak.clone(), id, bounds)
+            }),
         })
+    }
+
+    /// The store side, when the session's record is kept in a store.
+    pub(super) fn shared(&self) -> Option<&Shared> {
+        self.shared.as_ref()
     }
 
     /// The session id, as sent in `Mcp-Session-Id`.
@@ -170,7 +212,17 @@ impl Live {
     /// A number for a request's stream, taken before it is known whether the request
     /// is answered as one.
     pub(super) fn reserve_stream(&self) -> u64 {
-        self.next_stream.fetch_add(1, Ordering::Relaxed)
+        let local = self.next_stream.fetch_add(1, Ordering::Relaxed);
+        match &self.shared {
+            None => local,
+            Some(shared) => shared.stream_number(local),
+        }
+    }
+
+    /// Whether this copy holds stream `stream` (writes it, or has it in its buffer).
+    pub(super) fn holds(&self, stream: u64) -> bool {
+        self.events()
+            .is_some_and(|events| events.streams.contains_key(&stream))
     }
 
     /// Opens request stream `stream`, with the connection of its POST attached.
@@ -197,6 +249,14 @@ impl Live {
             return false;
         }
         let seq = s.next_seq;
+        if let Some(shared) = &self.shared {
+            if stream == GET_STREAM && !shared.writes_standalone() {
+                // Another replica's copy writes it.
+                return false;
+            }
+            // Under the buffer's lock, so the store is written in the order of the seqs.
+            shared.write(Write::Event(StreamEvent::new(stream, seq, message)));
+        }
         s.next_seq += 1;
         s.held += 1;
         if let Some(conn) = &s.conn {
@@ -220,6 +280,9 @@ impl Live {
             }
             if s.spent() {
                 events.streams.remove(&stream);
+            }
+            if let Some(shared) = &self.shared {
+                shared.write(Write::End(stream));
             }
         }
     }
@@ -329,6 +392,157 @@ impl Live {
                     conn.wake.notify_one();
                 }
             }
+            for conn in events.follows.values() {
+                conn.wake.notify_one();
+            }
+        }
+    }
+
+    /// Attaches a connection that reads, from the store, `stream` (which another
+    /// replica writes), replacing the one of this copy that read it.
+    pub(super) fn follow(&self, stream: u64) -> Option<Conn> {
+        let mut events = self.events()?;
+        let conn = events.new_conn();
+        if let Some(old) = events.follows.insert(stream, conn.clone()) {
+            old.wake.notify_one();
+        }
+        Some(conn)
+    }
+
+    /// Whether `conn` still reads `stream` from the store (the session lives, and no
+    /// other connection took the stream over).
+    pub(super) fn follows(&self, stream: u64, conn: &Conn) -> bool {
+        !self.session.is_closed()
+            && self
+                .events()
+                .is_some_and(|e| e.follows.get(&stream).is_some_and(|c| c.id == conn.id))
+    }
+
+    /// Detaches a connection that read a stream from the store.
+    pub(super) fn unfollow(&self, stream: u64, conn: &Conn) {
+        if let Some(mut events) = self.events()
+            && events.follows.get(&stream).is_some_and(|c| c.id == conn.id)
+        {
+            events.follows.remove(&stream);
+        }
+    }
+
+    /// Whether a connection on another replica reads `stream`, which this copy writes;
+    /// a stream that ended is forgotten as followed once this says so.
+    pub(super) fn is_followed(&self, stream: u64, ended: bool) -> bool {
+        let Some(mut events) = self.events() else {
+            return false;
+        };
+        if ended {
+            events.followed.remove(&stream)
+        } else {
+            events.followed.contains(&stream)
+        }
+    }
+
+    /// This copy no longer writes the standalone stream: its connection ends.
+    pub(super) fn lose_standalone(&self) {
+        let Some(shared) = &self.shared else { return };
+        if !shared.set_standalone(false) {
+            return;
+        }
+        if let Some(mut events) = self.events()
+            && let Some(s) = events.streams.get_mut(&GET_STREAM)
+            && let Some(conn) = s.conn.take()
+        {
+            conn.wake.notify_one();
+        }
+    }
+
+    /// Makes this copy the writer of the standalone stream in the store: the `seq` it
+    /// goes on after, and whether the events before are to be read from the store (this
+    /// copy did not write the stream, or wrote less of it than the store holds: its own
+    /// are dropped). `None` when the session is not live in the store.
+    pub(super) async fn take_standalone(&self) -> Result<Option<(u64, bool)>, SessionStoreError> {
+        let Some(shared) = &self.shared else {
+            return Ok(Some((0, false)));
+        };
+        let Some(last) = shared
+            .store
+            .take_stream(self.id(), GET_STREAM, shared.copy)
+            .await?
+        else {
+            return Ok(None);
+        };
+        let was = shared.set_standalone(true);
+        let Some(mut events) = self.events() else {
+            return Ok(None);
+        };
+        let Events {
+            streams,
+            held,
+            bytes,
+            ..
+        } = &mut *events;
+        let Some(s) = streams.get_mut(&GET_STREAM) else {
+            return Ok(None);
+        };
+        if was && s.next_seq > last {
+            return Ok(Some((s.next_seq - 1, false)));
+        }
+        held.retain(|h| {
+            if h.stream == GET_STREAM {
+                *bytes -= h.text.len();
+            }
+            h.stream != GET_STREAM
+        });
+        s.next_seq = last + 1;
+        s.delivered = last;
+        s.held = 0;
+        if let Some(conn) = s.conn.take() {
+            conn.wake.notify_one();
+        }
+        Ok(Some((last, true)))
+    }
+
+    /// Acts on what another replica passed about this session's streams.
+    pub(super) fn passed(&self, message: &Value) {
+        let (Some(shared), Some(passed)) = (&self.shared, Passed::read(message)) else {
+            return;
+        };
+        let Some(mut events) = self.events() else {
+            return;
+        };
+        match passed {
+            Passed::Written { stream } => {
+                if let Some(conn) = events.follows.get(&stream) {
+                    conn.wake.notify_one();
+                }
+            }
+            Passed::Taken { stream, copy, conn } => {
+                let mine = copy == shared.copy;
+                if events
+                    .follows
+                    .get(&stream)
+                    .is_some_and(|c| !(mine && c.id == conn))
+                    && let Some(old) = events.follows.remove(&stream)
+                {
+                    old.wake.notify_one();
+                }
+                if mine {
+                    return;
+                }
+                if stream == GET_STREAM {
+                    drop(events);
+                    self.lose_standalone();
+                    return;
+                }
+                if shared.writes(stream) {
+                    if let Some(s) = events.streams.get_mut(&stream)
+                        && let Some(old) = s.conn.take()
+                    {
+                        old.wake.notify_one();
+                    }
+                    events.followed.insert(stream);
+                    // Once what is queued is written, the follower reads it.
+                    shared.write(Write::Notice(stream));
+                }
+            }
         }
     }
 
@@ -387,7 +601,7 @@ impl Events {
 }
 
 /// Reads `<stream>-<seq>`.
-fn parse_event_id(id: &str) -> Option<(u64, u64)> {
+pub(super) fn parse_event_id(id: &str) -> Option<(u64, u64)> {
     let (stream, seq) = id.trim().split_once('-')?;
     let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     if !digits(stream) || !digits(seq) {
@@ -410,6 +624,12 @@ impl Channel for Standalone {
     fn ended(&self) {
         if let Some(live) = self.0.upgrade() {
             live.close();
+        }
+    }
+
+    fn passed(&self, message: &Value) {
+        if let Some(live) = self.0.upgrade() {
+            live.passed(message);
         }
     }
 }
@@ -505,7 +725,7 @@ mod tests {
 
     fn live(events: usize, bytes: usize) -> Arc<Live> {
         let session = Session::new(Some("s".into()), &SessionConfig::default());
-        Live::new(session, Limits { events, bytes }, None)
+        Live::new(session, Limits { events, bytes }, None, None)
     }
 
     #[test]

@@ -36,8 +36,17 @@
 //!   the client changes (log level, subscriptions) and its DELETE are written to the
 //!   record and announced through the fan-out, so the replicas holding the session read
 //!   it again (or end it). A client's answer or `notifications/cancelled` that reaches a
-//!   replica other than the one waiting for it is passed on the same way. The event
-//!   buffer and the streams stay in the replica that holds them.
+//!   replica other than the one waiting for it is passed on the same way. The events of
+//!   the session's streams are written through to the store's buffer, so a GET with
+//!   `Last-Event-ID` resumes a stream on any replica: the standalone stream is taken
+//!   over by the replica of the latest GET (a plain GET too: the connection another
+//!   replica held ends, where a second plain GET on the same replica gets 409), a
+//!   request's stream is read from the store as the replica running the request writes
+//!   it ([`shared`]). A resumption ends the connection that read the stream before, on
+//!   whichever replica, when the fan-out is there to say so. A request runs on the
+//!   replica it reached: if that replica goes away, the request is lost with it (a
+//!   resumption elsewhere replays what the store holds of its stream, then waits for
+//!   an answer that never comes).
 //!
 //! Stateless (`HttpConfig::legacy_sessions(false)`): no session ids; GET and DELETE get
 //! 405; `initialize` is answered and forgotten, and every other request is served in a
@@ -48,6 +57,7 @@
 
 mod live;
 mod outbound;
+mod shared;
 mod table;
 
 pub(super) use table::Sessions;
@@ -69,9 +79,10 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use live::{GET_STREAM, Limits, Live, Reader, Refused, priming};
+use live::{GET_STREAM, Limits, Live, Reader, Refused, parse_event_id, priming};
 use outbound::{PostOutbound, Start};
 use serde_json::{Map, Value};
+use shared::{Follower, Sharing};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -194,13 +205,32 @@ async fn find_shared(
         return Ok(live);
     }
     let core = &endpoint.server.core;
+    let copy = match store.claim_copy(session_id).await {
+        Ok(Some(copy)) => copy,
+        Ok(None) => return Err(not_found()),
+        Err(fault) => {
+            tracing::warn!("a legacy session could not be copied here: {fault}");
+            return Err(store_fault(id));
+        }
+    };
     let session = Session::new(Some(record.id.clone()), &core.sessions);
     session.keep_in(Arc::clone(store));
     if !core.restore_legacy(&session, &record) {
         tracing::warn!("a legacy session's record names a revision this server does not serve");
         return Err(not_found());
     }
-    let live = Live::new(session, limits(&endpoint.config), record.owner);
+    let sharing = Sharing {
+        store: Arc::clone(store),
+        core: Arc::clone(core),
+        copy,
+        standalone: false,
+    };
+    let live = Live::new(
+        session,
+        limits(&endpoint.config),
+        record.owner,
+        Some(sharing),
+    );
     live.session.set_channel(live.channel());
     let held = endpoint
         .sessions
@@ -346,11 +376,19 @@ fn initialize(
     };
     let core = &endpoint.server.core;
     let session = Session::new(Some(session_id), &core.sessions);
-    if let Some(store) = &core.session_store {
+    // The copy `initialize` makes is the session's first: number 0, writing the
+    // standalone stream.
+    let sharing = core.session_store.as_ref().map(|store| {
         session.keep_in(Arc::clone(store));
-    }
+        Sharing {
+            store: Arc::clone(store),
+            core: Arc::clone(core),
+            copy: 0,
+            standalone: true,
+        }
+    });
     let owner = principal.as_deref().map(|p| p.id().to_owned());
-    let live = Live::new(session, limits(&endpoint.config), owner);
+    let live = Live::new(session, limits(&endpoint.config), owner, sharing);
     live.session.set_channel(live.channel());
     let placed = endpoint
         .sessions
@@ -564,12 +602,43 @@ fn event_stream(
         let chunk = reader.next().await?;
         Some((Ok::<_, std::convert::Infallible>(chunk), reader))
     });
+    sse_response(Body::from_stream(body))
+}
+
+/// A stream another replica writes, read from the session store by `conn` after
+/// `cursor`, `first` (what the store held after the client's last event) written first.
+fn followed_stream(
+    endpoint: &Endpoint,
+    live: Arc<Live>,
+    stream: u64,
+    conn: live::Conn,
+    cursor: u64,
+    first: String,
+) -> Response {
+    let follower = Follower {
+        _active: live.activity(),
+        live,
+        stream,
+        conn,
+        cursor,
+        first: Some(first),
+        closing: endpoint.closing.clone(),
+    };
+    let body = futures_util::stream::unfold(follower, |mut follower| async move {
+        let chunk = follower.next().await?;
+        Some((Ok::<_, std::convert::Infallible>(chunk), follower))
+    });
+    sse_response(Body::from_stream(body))
+}
+
+/// An event stream's response, with `body`.
+fn sse_response(body: Body) -> Response {
     Response::builder()
         .status(StatusCode::OK)
         .header(header::CONTENT_TYPE, "text/event-stream")
         .header(header::CACHE_CONTROL, "no-cache")
         .header("x-accel-buffering", "no")
-        .body(Body::from_stream(body))
+        .body(body)
         .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
 }
 
@@ -811,30 +880,149 @@ pub(super) async fn handle_get(State(endpoint): State<Endpoint>, headers: Header
         Err(refused) => return refused,
     };
     live.session.touch();
-    let Some(last) = headers.get(LAST_EVENT_ID) else {
+    let last = headers
+        .get(LAST_EVENT_ID)
+        .map(|v| v.to_str().unwrap_or_default());
+    if live.shared().is_some() {
+        return get_shared(&endpoint, live, last).await;
+    }
+    get_here(&endpoint, live, last)
+}
+
+/// The 409 of a plain GET while a connection reads the standalone stream.
+fn conflict() -> Response {
+    transport_error(
+        StatusCode::CONFLICT,
+        Error::invalid_request("Conflict: the session's stream is open on another connection"),
+    )
+}
+
+/// The 400 of a resumption that names something other than an event id.
+fn malformed_event_id() -> Response {
+    transport_error(
+        StatusCode::BAD_REQUEST,
+        Error::invalid_request("Bad Request: Last-Event-ID is not an event id of this server"),
+    )
+}
+
+/// The 400 of a resumption that names a stream the session does not hold.
+fn unknown_stream() -> Response {
+    transport_error(
+        StatusCode::BAD_REQUEST,
+        Error::invalid_request(
+            "Bad Request: Last-Event-ID names a stream this session no longer holds",
+        ),
+    )
+}
+
+/// A GET of a session held in this process alone: the standalone stream after what
+/// earlier connections took, or the resumption of the stream `last` names.
+fn get_here(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) -> Response {
+    let Some(last) = last else {
         let Some((conn, cursor)) = live.listen() else {
-            return transport_error(
-                StatusCode::CONFLICT,
-                Error::invalid_request(
-                    "Conflict: the session's stream is open on another connection",
-                ),
-            );
+            return conflict();
         };
         let first = live.primes().then(|| priming(GET_STREAM, cursor));
-        return event_stream(&endpoint, live, GET_STREAM, conn, cursor, first);
+        return event_stream(endpoint, live, GET_STREAM, conn, cursor, first);
     };
-    match live.resume(last.to_str().unwrap_or_default()) {
-        Ok((stream, conn, after)) => event_stream(&endpoint, live, stream, conn, after, None),
-        Err(Refused::Malformed) => transport_error(
-            StatusCode::BAD_REQUEST,
-            Error::invalid_request("Bad Request: Last-Event-ID is not an event id of this server"),
-        ),
-        Err(Refused::Unknown) => transport_error(
-            StatusCode::BAD_REQUEST,
-            Error::invalid_request(
-                "Bad Request: Last-Event-ID names a stream this session no longer holds",
-            ),
-        ),
+    match live.resume(last) {
+        Ok((stream, conn, after)) => event_stream(endpoint, live, stream, conn, after, None),
+        Err(Refused::Malformed) => malformed_event_id(),
+        Err(Refused::Unknown) => unknown_stream(),
+    }
+}
+
+/// A GET of a session kept in a store (see [`shared`]): the standalone stream is taken
+/// over in the store (a resumption reads there what this copy did not write), a request
+/// stream this copy holds resumes here, and one another replica writes is followed from
+/// the store. Every connection that takes a stream over says so to the other replicas,
+/// whose connection to it ends. A fault of the store is a 503 with the retryable -32603.
+async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) -> Response {
+    let Some(shared) = live.shared() else {
+        return get_here(endpoint, live, last);
+    };
+    let target = match last.map(parse_event_id) {
+        None => None,
+        Some(Some(target)) => Some(target),
+        Some(None) => return malformed_event_id(),
+    };
+    let fault = |fault: crate::session::SessionStoreError| {
+        tracing::warn!("a legacy session's stream could not be read: {fault}");
+        store_fault(None)
+    };
+    match target {
+        None | Some((GET_STREAM, _)) => {
+            let (at, from_store) = match live.take_standalone().await {
+                Ok(Some(taken)) => taken,
+                Ok(None) => return not_found(),
+                Err(e) => return fault(e),
+            };
+            let (Some(last), Some((_, seq))) = (last, target) else {
+                let Some((conn, cursor)) = live.listen() else {
+                    return conflict();
+                };
+                shared.announce_taken(live.id(), GET_STREAM, &conn);
+                let first = live.primes().then(|| priming(GET_STREAM, cursor));
+                return event_stream(endpoint, live, GET_STREAM, conn, cursor, first);
+            };
+            // What the store holds up to where this copy goes on (its own later events
+            // are in its buffer).
+            let replay = if from_store {
+                match shared.store.read_stream(live.id(), GET_STREAM, seq).await {
+                    Ok(Some(read)) => read
+                        .events
+                        .iter()
+                        .filter(|e| e.seq <= at)
+                        .map(crate::session::StreamEvent::wire)
+                        .collect::<String>(),
+                    Ok(None) => return not_found(),
+                    Err(e) => return fault(e),
+                }
+            } else {
+                String::new()
+            };
+            let Ok((stream, conn, after)) = live.resume(last) else {
+                return unknown_stream();
+            };
+            shared.announce_taken(live.id(), stream, &conn);
+            let (cursor, first) = if from_store {
+                (at, Some(replay).filter(|r| !r.is_empty()))
+            } else {
+                (after, None)
+            };
+            event_stream(endpoint, live, stream, conn, cursor, first)
+        }
+        Some((stream, _)) if live.holds(stream) => {
+            let Some(last) = last else {
+                return unknown_stream();
+            };
+            match live.resume(last) {
+                Ok((stream, conn, after)) => {
+                    shared.announce_taken(live.id(), stream, &conn);
+                    event_stream(endpoint, live, stream, conn, after, None)
+                }
+                Err(Refused::Malformed) => malformed_event_id(),
+                Err(Refused::Unknown) => unknown_stream(),
+            }
+        }
+        Some((stream, seq)) => {
+            let read = match shared.store.read_stream(live.id(), stream, seq).await {
+                Ok(Some(read)) => read,
+                Ok(None) => return unknown_stream(),
+                Err(e) => return fault(e),
+            };
+            let Some(conn) = live.follow(stream) else {
+                return unknown_stream();
+            };
+            shared.announce_taken(live.id(), stream, &conn);
+            let cursor = read.events.last().map_or(seq.min(read.last_seq), |e| e.seq);
+            let first = read
+                .events
+                .iter()
+                .map(crate::session::StreamEvent::wire)
+                .collect();
+            followed_stream(endpoint, live, stream, conn, cursor, first)
+        }
     }
 }
 
