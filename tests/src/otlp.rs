@@ -64,6 +64,8 @@ pub struct Export {
     pub content_encoding: Option<String>,
     /// The status the receiver answered.
     pub status: u16,
+    /// How many spans it carried (0 for other exports).
+    pub spans: usize,
 }
 
 /// The kind of a span (OTLP's `SpanKind`).
@@ -343,8 +345,10 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 async fn traces(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes) -> Response {
     let answer = match read::<ExportTraceServiceRequest>(&headers, &body) {
         Ok(request) => {
-            lock(&seen.spans).extend(spans_of(request));
-            Ok(ExportTraceServiceResponse::default().encode_to_vec())
+            let spans = spans_of(request);
+            let n = spans.len();
+            lock(&seen.spans).extend(spans);
+            Ok((ExportTraceServiceResponse::default().encode_to_vec(), n))
         }
         Err(e) => Err(e),
     };
@@ -355,7 +359,7 @@ async fn metrics(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes)
     let answer = match read::<ExportMetricsServiceRequest>(&headers, &body) {
         Ok(request) => {
             lock(&seen.points).extend(points_of(request));
-            Ok(ExportMetricsServiceResponse::default().encode_to_vec())
+            Ok((ExportMetricsServiceResponse::default().encode_to_vec(), 0))
         }
         Err(e) => Err(e),
     };
@@ -363,7 +367,7 @@ async fn metrics(State(seen): State<Arc<Seen>>, headers: HeaderMap, body: Bytes)
 }
 
 async fn logs(State(seen): State<Arc<Seen>>, headers: HeaderMap) -> Response {
-    respond(&seen, "/v1/logs", &headers, Ok(Vec::new()))
+    respond(&seen, "/v1/logs", &headers, Ok((Vec::new(), 0)))
 }
 
 /// Records the request and answers it: the encoded response with 200, or the refusal.
@@ -371,7 +375,7 @@ fn respond(
     seen: &Seen,
     path: &str,
     headers: &HeaderMap,
-    answer: Result<Vec<u8>, (StatusCode, String)>,
+    answer: Result<(Vec<u8>, usize), (StatusCode, String)>,
 ) -> Response {
     let text = |name| {
         headers
@@ -388,9 +392,10 @@ fn respond(
         content_type: text(header::CONTENT_TYPE).unwrap_or_default(),
         content_encoding: text(header::CONTENT_ENCODING),
         status: status.as_u16(),
+        spans: answer.as_ref().map_or(0, |(_, n)| *n),
     });
     match answer {
-        Ok(body) => ([(header::CONTENT_TYPE, "application/x-protobuf")], body).into_response(),
+        Ok((body, _)) => ([(header::CONTENT_TYPE, "application/x-protobuf")], body).into_response(),
         Err((status, why)) => (status, why).into_response(),
     }
 }

@@ -54,8 +54,10 @@ pub(crate) struct Finished {
     pub(crate) start: SystemTime,
     /// See `start`.
     pub(crate) end: SystemTime,
-    /// The attributes, in the order first recorded.
+    /// The attributes the duration metric does not take, in the order first recorded.
     pub(crate) attributes: Vec<(&'static str, Value)>,
+    /// The attributes the duration metric takes too, as it takes them.
+    pub(crate) metric: Vec<KeyValue>,
     /// `Some` for an error status, with its description (empty for none).
     pub(crate) error: Option<String>,
     /// The spans this one follows from.
@@ -155,12 +157,35 @@ struct Data {
     kind: Kind,
     start: SystemTime,
     attributes: Vec<(&'static str, Value)>,
+    metric: Vec<KeyValue>,
     error: Option<String>,
     links: Vec<SpanContext>,
     /// `mcp.method.name`, for the requests in flight.
     method: Option<String>,
     /// Ended: a second end records nothing.
     ended: bool,
+}
+
+impl Data {
+    /// Sets an attribute: among the duration metric's, or the others.
+    fn set(&mut self, key: &'static str, value: Value) {
+        if super::on::DURATION_KEYS.contains(&key) {
+            let value = match value {
+                Value::Static(s) => opentelemetry::Value::from(s),
+                Value::Str(s) => opentelemetry::Value::from(s),
+                Value::Int(i) => opentelemetry::Value::from(i),
+            };
+            match self.metric.iter_mut().find(|kv| kv.key.as_str() == key) {
+                Some(kv) => kv.value = value,
+                None => self.metric.push(KeyValue::new(key, value)),
+            }
+            return;
+        }
+        match self.attributes.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, v)) => *v = value,
+            None => self.attributes.push((key, value)),
+        }
+    }
 }
 
 /// The ids of new traces and spans.
@@ -221,7 +246,7 @@ impl Record {
         if let Some(method) = &method {
             super::on::request_started(method);
         }
-        Record {
+        let record = Record {
             data: Mutex::new(Data {
                 context,
                 parent: None,
@@ -230,14 +255,22 @@ impl Record {
                 name,
                 kind,
                 start: SystemTime::now(),
-                attributes,
+                attributes: Vec::with_capacity(4),
+                metric: Vec::with_capacity(10),
                 error: None,
                 links: Vec::new(),
                 method,
                 ended: false,
             }),
             started: Instant::now(),
+        };
+        {
+            let mut data = record.data();
+            for (key, value) in attributes {
+                data.set(key, value);
+            }
         }
+        record
     }
 
     fn data(&self) -> std::sync::MutexGuard<'_, Data> {
@@ -286,11 +319,7 @@ impl Record {
 
     /// Sets an attribute (a later value of the same key replaces the earlier).
     pub(crate) fn set(&self, key: &'static str, value: Value) {
-        let mut data = self.data();
-        match data.attributes.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => *v = value,
-            None => data.attributes.push((key, value)),
-        }
+        self.data().set(key, value);
     }
 
     /// Names the span.
@@ -321,14 +350,15 @@ impl Record {
     /// end counts.
     pub(crate) fn end(&self) {
         let elapsed = self.started.elapsed();
-        let end = SystemTime::now();
         let mut data = self.data();
         if data.ended {
             return;
         }
         data.ended = true;
+        // One clock read: the end is the start and the monotonic time since.
+        let end = data.start + elapsed;
         if let Some(method) = data.method.take() {
-            super::on::request_ended(method, elapsed, &data.attributes);
+            super::on::request_ended(&method, elapsed, &data.metric);
         }
         let Some(sink) = SINK.get() else { return };
         if !data.context.is_sampled() {
@@ -342,23 +372,11 @@ impl Record {
             start: data.start,
             end,
             attributes: std::mem::take(&mut data.attributes),
+            metric: std::mem::take(&mut data.metric),
             error: data.error.take(),
             links: std::mem::take(&mut data.links),
         };
         drop(data);
         sink.accept(finished);
     }
-}
-
-/// The attributes of the duration metric, from a request's attributes.
-pub(crate) fn metric_attributes(attributes: &[(&'static str, Value)]) -> Vec<KeyValue> {
-    attributes
-        .iter()
-        .filter(|(k, _)| super::on::DURATION_KEYS.contains(k))
-        .map(|(k, v)| match v {
-            Value::Static(s) => KeyValue::new(*k, *s),
-            Value::Str(s) => KeyValue::new(*k, Arc::clone(s)),
-            Value::Int(i) => KeyValue::new(*k, *i),
-        })
-        .collect()
 }

@@ -269,3 +269,101 @@ fn send(client: &reqwest::blocking::Client, url: &str, body: &[u8]) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::observe::record::{Kind, Value};
+    use opentelemetry::trace::SpanContext;
+    use std::time::SystemTime;
+
+    fn span(n: usize) -> Finished {
+        Finished {
+            context: SpanContext::empty_context(),
+            parent: None,
+            name: format!("span {n}"),
+            kind: Kind::Server,
+            start: SystemTime::UNIX_EPOCH,
+            end: SystemTime::UNIX_EPOCH,
+            attributes: vec![("n", Value::Int(n as i64))],
+            metric: Vec::new(),
+            error: None,
+            links: Vec::new(),
+        }
+    }
+
+    fn shared(max_queue: usize, max_batch: usize) -> Arc<Shared> {
+        Arc::new(Shared {
+            queue: Mutex::new(Queue::default()),
+            wake: Condvar::new(),
+            flushed: Condvar::new(),
+            batching: Batching {
+                delay: Duration::from_secs(3600),
+                max_queue,
+                max_batch,
+                timeout: Duration::from_secs(1),
+            },
+        })
+    }
+
+    /// The queue holds `max_queue` spans and drops the next: a request never waits for
+    /// the exporter, and the queue never grows past its bound.
+    #[test]
+    fn the_queue_holds_its_bound_and_drops_past_it() {
+        let shared = shared(3, 3);
+        let intake = Intake(Arc::clone(&shared));
+        for n in 0..3 {
+            intake.accept(span(n));
+        }
+        assert_eq!(shared.queue().spans.len(), 3, "at the bound: all held");
+        intake.accept(span(3));
+        let queue = shared.queue();
+        assert_eq!(queue.spans.len(), 3, "past the bound: the new one dropped");
+        assert_eq!(queue.spans[2].name, "span 2", "the held ones are the first");
+    }
+
+    /// The settings come from the SDK's environment variables, with the SDK's defaults,
+    /// and a batch is never larger than the queue.
+    #[test]
+    fn batching_defaults_are_the_sdks() {
+        let b = Batching::from_env();
+        // The variables are not set in the test environment.
+        if std::env::var_os("OTEL_BSP_MAX_QUEUE_SIZE").is_none()
+            && std::env::var_os("OTEL_BSP_MAX_EXPORT_BATCH_SIZE").is_none()
+            && std::env::var_os("OTEL_BSP_SCHEDULE_DELAY").is_none()
+        {
+            assert_eq!(b.max_queue, 2048);
+            assert_eq!(b.max_batch, 512);
+            assert_eq!(b.delay, Duration::from_secs(5));
+        }
+        assert!(b.max_batch <= b.max_queue);
+    }
+
+    /// A flush with nothing to send and an exporter that cannot reach its collector
+    /// still returns (bounded by the export timeout), and shutdown stops the thread.
+    #[test]
+    fn flush_and_shutdown_return_without_a_collector() {
+        let header = super::super::otlp::Header::new(
+            &opentelemetry_sdk::Resource::builder_empty().build(),
+            "presa",
+        );
+        // Port 9 on loopback: nothing listens (discard), the connection is refused.
+        let (exporter, sink) = Exporter::start(
+            "http://127.0.0.1:9/v1/traces".into(),
+            header,
+            Batching {
+                delay: Duration::from_secs(3600),
+                max_queue: 8,
+                max_batch: 4,
+                timeout: Duration::from_secs(2),
+            },
+        )
+        .expect("the exporter's thread starts");
+        sink.accept(span(1));
+        let started = Instant::now();
+        exporter.flush();
+        exporter.shutdown();
+        assert!(started.elapsed() < Duration::from_secs(10));
+        assert!(exporter.shared.queue().spans.is_empty(), "flushed");
+    }
+}

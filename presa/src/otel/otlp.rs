@@ -109,6 +109,12 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
             });
         });
     }
+    for kv in &span.metric {
+        nested(out, 9, |out| {
+            string(out, 1, kv.key.as_str());
+            nested(out, 2, |any| any_value(any, &kv.value));
+        });
+    }
     for link in &span.links {
         nested(out, 13, |l| encode_link(l, link));
     }

@@ -70,6 +70,16 @@ impl Fixture {
 
     /// Starts `bin` with `--http`, `--otel` and `args`, exporting to `receiver`.
     async fn start_bin(bin: &str, args: &[&str], receiver: &Receiver) -> Fixture {
+        Fixture::start_env(bin, args, &[], receiver).await
+    }
+
+    /// Starts `bin` as [`Fixture::start_bin`] does, with these environment variables too.
+    async fn start_env(
+        bin: &str,
+        args: &[&str],
+        env: &[(&str, &str)],
+        receiver: &Receiver,
+    ) -> Fixture {
         let logs = tempfile::Builder::new()
             .prefix("presa-otel-fixture-")
             .tempdir()
@@ -87,6 +97,7 @@ impl Fixture {
                 // The SDK's batch processor exports every 5 s by default; a test waits
                 // less for its spans with a shorter delay (the SDK's own setting).
                 .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+                .envs(env.iter().copied())
                 .env_remove("MCP_PORT")
                 .stdin(Stdio::null())
                 .stdout(out)
@@ -1667,4 +1678,49 @@ async fn otel_presas_span_exporter_sends_what_the_sdk_sends() {
     assert_eq!(direct_spans["9"]["links"][0]["to"], "8");
     assert_eq!(direct_spans["task"]["links"][0]["to"], "10");
     assert_eq!(direct_spans["3"]["status"], "Error");
+}
+
+/// presa's exporter batches as the SDK's processor does, by its variables: a batch goes
+/// as soon as it holds `OTEL_BSP_MAX_EXPORT_BATCH_SIZE` spans (here 2, well before the
+/// 30 s delay), never more; a span past the batch waits for the next.
+#[tokio::test]
+async fn otel_a_full_batch_is_sent_at_once_and_never_larger() {
+    let receiver = Receiver::start().await;
+    let fixture = Fixture::start_env(
+        FIXTURE,
+        &[],
+        &[
+            ("OTEL_BSP_SCHEDULE_DELAY", "30000"),
+            ("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "2"),
+        ],
+        &receiver,
+    )
+    .await;
+    let http = fixture.http();
+    for id in 1..=3 {
+        result(&http.call(id, "tools/call", json!({"name": "greet"})).await);
+    }
+    let spans = receiver
+        .wait_for_spans("a full batch of two", 2, |_| true)
+        .await;
+    assert_eq!(
+        spans.len(),
+        2,
+        "one batch of two, the third waits: {spans:#?}"
+    );
+    let exports: Vec<_> = receiver
+        .exports()
+        .into_iter()
+        .filter(|e| e.path == "/v1/traces")
+        .collect();
+    assert_eq!(exports.len(), 1, "{exports:#?}");
+    assert_eq!(exports[0].spans, 2, "at the batch size, not past it");
+    // The third is not sent before its delay (nor a fourth, which would fill its batch).
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert_eq!(receiver.spans().len(), 2, "the third waits for its batch");
+    result(&http.call(4, "tools/call", json!({"name": "greet"})).await);
+    let spans = receiver
+        .wait_for_spans("the second batch", 4, |_| true)
+        .await;
+    assert_eq!(spans.len(), 4);
 }
