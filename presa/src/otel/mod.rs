@@ -9,13 +9,16 @@
 //! # Ok(()) }
 //! ```
 //!
-//! [`Telemetry::install`] installs, for the whole process: a tracer provider exporting
-//! spans in batches over OTLP/HTTP (protobuf, `POST {endpoint}/v1/traces`), a meter
+//! [`Telemetry::install`] installs, for the whole process: presa's span exporter, sending
+//! each request's span in batches over OTLP/HTTP (protobuf, `POST {endpoint}/v1/traces`;
+//! `export.rs` batches, `otlp.rs` writes the body from the request's record), a meter
 //! provider exporting metrics every interval (`POST {endpoint}/v1/metrics`, cumulative),
 //! the W3C trace context and baggage propagators as the global propagator, and a
-//! `tracing` subscriber made of the OpenTelemetry layer, presa's metrics layer and a
-//! `fmt` layer on stderr filtered by `RUST_LOG` (default `warn`). It must run before the
-//! server serves, and once.
+//! `tracing` subscriber made of the OpenTelemetry layer (for the spans code inside a
+//! request makes; their parent is the request's span) and a `fmt` layer on stderr
+//! filtered by `RUST_LOG` (default `warn`). It must run before the server serves, and
+//! once. [`Telemetry::sdk_spans`] exports request spans through `tracing-opentelemetry`
+//! and the SDK's batch exporter instead (the same spans, at more CPU per request).
 //!
 //! Every request becomes a span named and attributed by the OpenTelemetry MCP semantic
 //! conventions (kind SERVER; parent taken from `params._meta` `traceparent`,
