@@ -293,7 +293,7 @@ pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> Sp
         tracing,
         #[cfg(feature = "otel")]
         record: record::active()
-            .then(|| std::sync::Arc::new(record::Record::server(method, id.to_string(), network))),
+            .then(|| std::sync::Arc::new(record::Record::server(method, &id.to_string(), network))),
     }
 }
 

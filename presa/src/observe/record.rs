@@ -161,7 +161,7 @@ struct Data {
     error: Option<String>,
     links: Vec<SpanContext>,
     /// `mcp.method.name`, for the requests in flight.
-    method: Option<String>,
+    method: Option<Arc<str>>,
     /// Ended: a second end records nothing.
     ended: bool,
 }
@@ -197,43 +197,40 @@ fn ids() -> &'static RandomIdGenerator {
 impl Record {
     /// The record of a request span: named after its method, with the attributes known
     /// when it starts.
-    pub(crate) fn server(method: &str, request_id: String, network: Network) -> Record {
-        let mut attributes = Vec::with_capacity(12);
-        attributes.push(("mcp.method.name", Value::Str(method.into())));
-        attributes.push(("jsonrpc.request.id", Value::Str(request_id.into())));
-        match network {
-            Network::Pipe => attributes.push(("network.transport", Value::Static("pipe"))),
-            Network::Http => {
-                attributes.push(("network.transport", Value::Static("tcp")));
-                attributes.push(("network.protocol.name", Value::Static("http")));
-                attributes.push(("network.protocol.version", Value::Static("1.1")));
+    pub(crate) fn server(method: &str, request_id: &str, network: Network) -> Record {
+        let method: Arc<str> = method.into();
+        let record = Record::new(method.to_string(), Kind::Server, Some(Arc::clone(&method)));
+        {
+            let mut data = record.data();
+            data.set("mcp.method.name", Value::Str(method));
+            data.set("jsonrpc.request.id", Value::Str(request_id.into()));
+            match network {
+                Network::Pipe => data.set("network.transport", Value::Static("pipe")),
+                Network::Http => {
+                    data.set("network.transport", Value::Static("tcp"));
+                    data.set("network.protocol.name", Value::Static("http"));
+                    data.set("network.protocol.version", Value::Static("1.1"));
+                }
+                Network::InProcess => {}
             }
-            Network::InProcess => {}
         }
-        Record::new(method.to_owned(), Kind::Server, attributes, Some(method))
+        record
     }
 
     /// The record of a task's run: `execute_tool {tool}`, kind INTERNAL.
     #[cfg(feature = "tasks")]
     pub(crate) fn task(tool: &str) -> Record {
-        let attributes = vec![
-            ("gen_ai.operation.name", Value::Static("execute_tool")),
-            ("gen_ai.tool.name", Value::Str(tool.into())),
-        ];
-        Record::new(
-            format!("execute_tool {tool}"),
-            Kind::Internal,
-            attributes,
-            None,
-        )
+        let record = Record::new(format!("execute_tool {tool}"), Kind::Internal, None);
+        {
+            let mut data = record.data();
+            data.set("gen_ai.operation.name", Value::Static("execute_tool"));
+            data.set("gen_ai.tool.name", Value::Str(tool.into()));
+        }
+        record
     }
 
-    fn new(
-        name: String,
-        kind: Kind,
-        attributes: Vec<(&'static str, Value)>,
-        method: Option<&str>,
-    ) -> Record {
+    /// A record named `name`, started now; `method`: a request's, counted in flight.
+    fn new(name: String, kind: Kind, method: Option<Arc<str>>) -> Record {
         let ids = ids();
         let context = SpanContext::new(
             ids.new_trace_id(),
@@ -242,11 +239,10 @@ impl Record {
             false,
             TraceState::NONE,
         );
-        let method = method.map(str::to_owned);
         if let Some(method) = &method {
             super::on::request_started(method);
         }
-        let record = Record {
+        Record {
             data: Mutex::new(Data {
                 context,
                 parent: None,
@@ -263,14 +259,7 @@ impl Record {
                 ended: false,
             }),
             started: Instant::now(),
-        };
-        {
-            let mut data = record.data();
-            for (key, value) in attributes {
-                data.set(key, value);
-            }
         }
-        record
     }
 
     fn data(&self) -> std::sync::MutexGuard<'_, Data> {
