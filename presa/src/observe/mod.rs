@@ -67,6 +67,75 @@ impl std::fmt::Display for IdText<'_> {
 #[cfg(feature = "otel")]
 pub(crate) const SPAN_NAME: &str = "mcp.request";
 
+/// The attributes presa's spans carry (the span's fields of the same names, [`Attr::name`]).
+/// Without `otel`, those the span declares at its start are never set later.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(not(feature = "otel"), allow(dead_code))]
+pub(crate) enum Attr {
+    MethodName,
+    RequestId,
+    NetworkTransport,
+    NetworkProtocolName,
+    NetworkProtocolVersion,
+    ToolName,
+    OperationName,
+    PromptName,
+    ResourceUri,
+    ProtocolVersion,
+    SessionId,
+    EnduserId,
+    StatusCode,
+    ErrorType,
+    Outcome,
+    DurationUs,
+}
+
+impl Attr {
+    /// How many there are.
+    #[cfg(feature = "otel")]
+    pub(crate) const COUNT: usize = 16;
+
+    /// The attribute's (and the span field's) name.
+    pub(crate) const fn name(self) -> &'static str {
+        match self {
+            Attr::MethodName => "mcp.method.name",
+            Attr::RequestId => "jsonrpc.request.id",
+            Attr::NetworkTransport => "network.transport",
+            Attr::NetworkProtocolName => "network.protocol.name",
+            Attr::NetworkProtocolVersion => "network.protocol.version",
+            Attr::ToolName => "gen_ai.tool.name",
+            Attr::OperationName => "gen_ai.operation.name",
+            Attr::PromptName => "gen_ai.prompt.name",
+            Attr::ResourceUri => "mcp.resource.uri",
+            Attr::ProtocolVersion => "mcp.protocol.version",
+            Attr::SessionId => "mcp.session.id",
+            Attr::EnduserId => "enduser.id",
+            Attr::StatusCode => "rpc.response.status_code",
+            Attr::ErrorType => "error.type",
+            Attr::Outcome => "outcome",
+            Attr::DurationUs => "duration_us",
+        }
+    }
+
+    /// Whether `mcp.server.operation.duration` takes it too.
+    #[cfg(feature = "otel")]
+    pub(crate) const fn in_metric(self) -> bool {
+        matches!(
+            self,
+            Attr::MethodName
+                | Attr::ErrorType
+                | Attr::ToolName
+                | Attr::PromptName
+                | Attr::OperationName
+                | Attr::ProtocolVersion
+                | Attr::NetworkTransport
+                | Attr::NetworkProtocolName
+                | Attr::NetworkProtocolVersion
+                | Attr::StatusCode
+        )
+    }
+}
+
 /// How a request came, as the conventions' `network.*` attributes say it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Network {
@@ -152,8 +221,8 @@ impl Span {
     }
 
     /// Records a string field.
-    fn put(&self, field: &'static str, value: &str) {
-        self.tracing.record(field, value);
+    fn put(&self, field: Attr, value: &str) {
+        self.tracing.record(field.name(), value);
         #[cfg(feature = "otel")]
         if let Some(r) = &self.record {
             r.set(field, record::Value::Str(value.into()));
@@ -161,8 +230,8 @@ impl Span {
     }
 
     /// Records a string field whose value is known when presa is built.
-    fn put_static(&self, field: &'static str, value: &'static str) {
-        self.tracing.record(field, value);
+    fn put_static(&self, field: Attr, value: &'static str) {
+        self.tracing.record(field.name(), value);
         #[cfg(feature = "otel")]
         if let Some(r) = &self.record {
             r.set(field, record::Value::Static(value));
@@ -329,52 +398,61 @@ pub(crate) fn target(span: &Span, target: Target, name: &str) {
     if span.is_disabled() {
         return;
     }
-    let method = match target {
+    name_target(span, target, name, || name.into());
+}
+
+/// [`target`]'s work; `shared` gives the name as the record keeps it.
+fn name_target(
+    span: &Span,
+    target: Target,
+    name: &str,
+    shared: impl FnOnce() -> std::sync::Arc<str>,
+) {
+    let (method, attr) = match target {
         Target::Tool => {
-            span.put("gen_ai.tool.name", name);
-            span.put_static("gen_ai.operation.name", "execute_tool");
-            "tools/call"
+            span.put_static(Attr::OperationName, "execute_tool");
+            ("tools/call", Attr::ToolName)
         }
-        Target::Prompt => {
-            span.put("gen_ai.prompt.name", name);
-            "prompts/get"
-        }
+        Target::Prompt => ("prompts/get", Attr::PromptName),
         Target::Resource => {
             if !resource_uri_opted_in() {
                 return;
             }
-            span.put("mcp.resource.uri", name);
-            "resources/read"
+            ("resources/read", Attr::ResourceUri)
         }
     };
-    let name = format!("{method} {name}");
     if !span.tracing.is_disabled() {
-        rename(&span.tracing, &name);
+        span.tracing.record(attr.name(), name);
+        rename(&span.tracing, &format!("{method} {name}"));
     }
     #[cfg(feature = "otel")]
     if let Some(r) = &span.record {
+        let name = shared();
+        r.set(attr, record::Value::Str(std::sync::Arc::clone(&name)));
         r.rename(name);
     }
+    #[cfg(not(feature = "otel"))]
+    let _ = shared;
 }
 
 /// Records the protocol version the request was admitted under.
-pub(crate) fn protocol_version(span: &Span, version: &str) {
-    span.put("mcp.protocol.version", version);
+pub(crate) fn protocol_version(span: &Span, version: &'static str) {
+    span.put_static(Attr::ProtocolVersion, version);
 }
 
 /// Records the legacy session a request belongs to.
 pub(crate) fn session(span: &Span, id: &str) {
-    span.put("mcp.session.id", id);
+    span.put(Attr::SessionId, id);
 }
 
 /// Records who the request acts for.
 pub(crate) fn enduser(span: &Span, id: &str) {
-    span.put("enduser.id", id);
+    span.put(Attr::EnduserId, id);
 }
 
 /// Marks a `tools/call` answered with `isError: true`.
 pub(crate) fn tool_error(span: &Span) {
-    span.put_static("error.type", "tool_error");
+    span.put_static(Attr::ErrorType, "tool_error");
     error_status(span, None);
 }
 
@@ -401,14 +479,14 @@ pub(crate) fn end(span: &Span, outcome: Outcome, duration: Option<std::time::Dur
         span.tracing.record("duration_us", us);
         #[cfg(feature = "otel")]
         if let Some(r) = &span.record {
-            r.set("duration_us", record::Value::Int(us));
+            r.set(Attr::DurationUs, record::Value::Int(us));
         }
     }
     let word = match outcome {
         Outcome::Ok => "ok",
         Outcome::StreamEnded => "stream ended",
         Outcome::Cancelled => {
-            span.put_static("error.type", "cancelled");
+            span.put_static(Attr::ErrorType, "cancelled");
             error_status(span, None);
             "cancelled"
         }
@@ -421,7 +499,7 @@ pub(crate) fn end(span: &Span, outcome: Outcome, duration: Option<std::time::Dur
             "panic"
         }
     };
-    span.put_static("outcome", word);
+    span.put_static(Attr::Outcome, word);
 }
 
 /// Describes the status of a request answered with a JSON-RPC error by that error's
@@ -448,7 +526,7 @@ pub(crate) fn end_span(span: &Span) {
 fn error_code(span: &Span, code: i64) {
     let mut digits = itoa::Buffer::new();
     let code = digits.format(code);
-    span.put("rpc.response.status_code", code);
-    span.put("error.type", code);
+    span.put(Attr::StatusCode, code);
+    span.put(Attr::ErrorType, code);
     error_status(span, None);
 }

@@ -10,7 +10,7 @@
 //! the request's polls make it the thread's current record ([`current`]), which is how
 //! code inside a request (the dispatch, the MRTR seal, a task's creation) finds it.
 
-use super::Network;
+use super::{Attr, Network};
 use opentelemetry::KeyValue;
 use opentelemetry::trace::{SpanContext, SpanId, TraceFlags, TraceState};
 use opentelemetry_sdk::trace::{IdGenerator, RandomIdGenerator};
@@ -30,6 +30,26 @@ pub(crate) enum Value {
     Int(i64),
 }
 
+/// A span's name: `{head}`, or `{head} {target}` (written out by the exporter).
+#[derive(Clone, Debug)]
+pub(crate) struct Name {
+    /// The method (`tools/call`), or the operation (`execute_tool`).
+    pub(crate) head: Value,
+    /// What it is about (a tool's name, a prompt's), if anything.
+    pub(crate) target: Option<Arc<str>>,
+}
+
+impl Value {
+    /// The value as text (an integer has none).
+    pub(crate) fn as_str(&self) -> &str {
+        match self {
+            Value::Static(s) => s,
+            Value::Str(s) => s,
+            Value::Int(_) => "",
+        }
+    }
+}
+
 /// A span's kind.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Kind {
@@ -47,17 +67,15 @@ pub(crate) struct Finished {
     /// The parent's span id, and whether the parent came from another process.
     pub(crate) parent: Option<(SpanId, bool)>,
     /// The span's name.
-    pub(crate) name: String,
+    pub(crate) name: Name,
     /// The span's kind.
     pub(crate) kind: Kind,
     /// Start and end, as the wall clock said.
     pub(crate) start: SystemTime,
     /// See `start`.
     pub(crate) end: SystemTime,
-    /// The attributes the duration metric does not take, in the order first recorded.
-    pub(crate) attributes: Vec<(&'static str, Value)>,
-    /// The attributes the duration metric takes too, as it takes them.
-    pub(crate) metric: Vec<KeyValue>,
+    /// The attributes, by [`Attr`].
+    pub(crate) attributes: Attributes,
     /// `Some` for an error status, with its description (empty for none).
     pub(crate) error: Option<String>,
     /// The spans this one follows from.
@@ -153,11 +171,10 @@ struct Data {
     otel_context: Option<opentelemetry::Context>,
     /// The baggage the parent's context carried, for `otel_context`.
     baggage: Option<opentelemetry::Context>,
-    name: String,
+    name: Name,
     kind: Kind,
     start: SystemTime,
-    attributes: Vec<(&'static str, Value)>,
-    metric: Vec<KeyValue>,
+    attributes: Attributes,
     error: Option<String>,
     links: Vec<SpanContext>,
     /// `mcp.method.name`, for the requests in flight.
@@ -166,27 +183,58 @@ struct Data {
     ended: bool,
 }
 
-impl Data {
-    /// Sets an attribute: among the duration metric's, or the others.
-    fn set(&mut self, key: &'static str, value: Value) {
-        if super::on::DURATION_KEYS.contains(&key) {
+/// A span's attributes: one place per [`Attr`], each set at most once (a later value
+/// replaces the earlier).
+#[derive(Debug, Default)]
+pub(crate) struct Attributes([Option<Value>; Attr::COUNT]);
+
+impl Attributes {
+    /// Sets `attr`.
+    pub(crate) fn set(&mut self, attr: Attr, value: Value) {
+        self.0[attr as usize] = Some(value);
+    }
+
+    /// Every attribute set, in [`Attr`]'s order.
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (Attr, &Value)> {
+        ALL.iter()
+            .zip(self.0.iter())
+            .filter_map(|(attr, v)| v.as_ref().map(|v| (*attr, v)))
+    }
+
+    /// The attributes of `mcp.server.operation.duration`, as the metric takes them.
+    pub(crate) fn metric(&self) -> Vec<KeyValue> {
+        let mut out = Vec::with_capacity(Attr::COUNT);
+        for (attr, value) in self.iter().filter(|(a, _)| a.in_metric()) {
             let value = match value {
-                Value::Static(s) => opentelemetry::Value::from(s),
-                Value::Str(s) => opentelemetry::Value::from(s),
-                Value::Int(i) => opentelemetry::Value::from(i),
+                Value::Static(s) => opentelemetry::Value::from(*s),
+                Value::Str(s) => opentelemetry::Value::from(Arc::clone(s)),
+                Value::Int(i) => opentelemetry::Value::from(*i),
             };
-            match self.metric.iter_mut().find(|kv| kv.key.as_str() == key) {
-                Some(kv) => kv.value = value,
-                None => self.metric.push(KeyValue::new(key, value)),
-            }
-            return;
+            out.push(KeyValue::new(attr.name(), value));
         }
-        match self.attributes.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => *v = value,
-            None => self.attributes.push((key, value)),
-        }
+        out
     }
 }
+
+/// Every [`Attr`], in order.
+const ALL: [Attr; Attr::COUNT] = [
+    Attr::MethodName,
+    Attr::RequestId,
+    Attr::NetworkTransport,
+    Attr::NetworkProtocolName,
+    Attr::NetworkProtocolVersion,
+    Attr::ToolName,
+    Attr::OperationName,
+    Attr::PromptName,
+    Attr::ResourceUri,
+    Attr::ProtocolVersion,
+    Attr::SessionId,
+    Attr::EnduserId,
+    Attr::StatusCode,
+    Attr::ErrorType,
+    Attr::Outcome,
+    Attr::DurationUs,
+];
 
 /// The ids of new traces and spans.
 fn ids() -> &'static RandomIdGenerator {
@@ -199,17 +247,22 @@ impl Record {
     /// when it starts.
     pub(crate) fn server(method: &str, request_id: &str, network: Network) -> Record {
         let method: Arc<str> = method.into();
-        let record = Record::new(method.to_string(), Kind::Server, Some(Arc::clone(&method)));
+        let name = Name {
+            head: Value::Str(Arc::clone(&method)),
+            target: None,
+        };
+        let record = Record::new(name, Kind::Server, Some(Arc::clone(&method)));
         {
             let mut data = record.data();
-            data.set("mcp.method.name", Value::Str(method));
-            data.set("jsonrpc.request.id", Value::Str(request_id.into()));
+            let a = &mut data.attributes;
+            a.set(Attr::MethodName, Value::Str(method));
+            a.set(Attr::RequestId, Value::Str(request_id.into()));
             match network {
-                Network::Pipe => data.set("network.transport", Value::Static("pipe")),
+                Network::Pipe => a.set(Attr::NetworkTransport, Value::Static("pipe")),
                 Network::Http => {
-                    data.set("network.transport", Value::Static("tcp"));
-                    data.set("network.protocol.name", Value::Static("http"));
-                    data.set("network.protocol.version", Value::Static("1.1"));
+                    a.set(Attr::NetworkTransport, Value::Static("tcp"));
+                    a.set(Attr::NetworkProtocolName, Value::Static("http"));
+                    a.set(Attr::NetworkProtocolVersion, Value::Static("1.1"));
                 }
                 Network::InProcess => {}
             }
@@ -220,17 +273,23 @@ impl Record {
     /// The record of a task's run: `execute_tool {tool}`, kind INTERNAL.
     #[cfg(feature = "tasks")]
     pub(crate) fn task(tool: &str) -> Record {
-        let record = Record::new(format!("execute_tool {tool}"), Kind::Internal, None);
+        let tool: Arc<str> = tool.into();
+        let name = Name {
+            head: Value::Static("execute_tool"),
+            target: Some(Arc::clone(&tool)),
+        };
+        let record = Record::new(name, Kind::Internal, None);
         {
             let mut data = record.data();
-            data.set("gen_ai.operation.name", Value::Static("execute_tool"));
-            data.set("gen_ai.tool.name", Value::Str(tool.into()));
+            data.attributes
+                .set(Attr::OperationName, Value::Static("execute_tool"));
+            data.attributes.set(Attr::ToolName, Value::Str(tool));
         }
         record
     }
 
     /// A record named `name`, started now; `method`: a request's, counted in flight.
-    fn new(name: String, kind: Kind, method: Option<Arc<str>>) -> Record {
+    fn new(name: Name, kind: Kind, method: Option<Arc<str>>) -> Record {
         let ids = ids();
         let context = SpanContext::new(
             ids.new_trace_id(),
@@ -251,8 +310,7 @@ impl Record {
                 name,
                 kind,
                 start: SystemTime::now(),
-                attributes: Vec::with_capacity(4),
-                metric: Vec::with_capacity(10),
+                attributes: Attributes::default(),
                 error: None,
                 links: Vec::new(),
                 method,
@@ -306,14 +364,14 @@ impl Record {
         cx
     }
 
-    /// Sets an attribute (a later value of the same key replaces the earlier).
-    pub(crate) fn set(&self, key: &'static str, value: Value) {
-        self.data().set(key, value);
+    /// Sets an attribute (a later value replaces the earlier).
+    pub(crate) fn set(&self, attr: Attr, value: Value) {
+        self.data().attributes.set(attr, value);
     }
 
-    /// Names the span.
-    pub(crate) fn rename(&self, name: String) {
-        self.data().name = name;
+    /// Names the span after what it is about: `{head} {target}`.
+    pub(crate) fn rename(&self, target: Arc<str>) {
+        self.data().name.target = Some(target);
     }
 
     /// Sets the status to error, with `description` (which a later one replaces).
@@ -347,7 +405,7 @@ impl Record {
         // One clock read: the end is the start and the monotonic time since.
         let end = data.start + elapsed;
         if let Some(method) = data.method.take() {
-            super::on::request_ended(&method, elapsed, &data.metric);
+            super::on::request_ended(&method, elapsed, &data.attributes.metric());
         }
         let Some(sink) = SINK.get() else { return };
         if !data.context.is_sampled() {
@@ -356,12 +414,11 @@ impl Record {
         let finished = Finished {
             context: data.context.clone(),
             parent: data.parent,
-            name: std::mem::take(&mut data.name),
+            name: data.name.clone(),
             kind: data.kind,
             start: data.start,
             end,
             attributes: std::mem::take(&mut data.attributes),
-            metric: std::mem::take(&mut data.metric),
             error: data.error.take(),
             links: std::mem::take(&mut data.links),
         };

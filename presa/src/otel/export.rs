@@ -192,7 +192,6 @@ fn run(shared: &Shared, url: &str, header: &Header) {
             return;
         }
     };
-    let mut body = Vec::with_capacity(64 * 1024);
     let mut next = Instant::now() + batching.delay;
     loop {
         let (batch, ticket, stop) = {
@@ -225,9 +224,10 @@ fn run(shared: &Shared, url: &str, header: &Header) {
             (batch, flushing.then_some(ticket), queue.stop)
         };
         for chunk in batch.chunks(batching.max_batch) {
-            body.clear();
+            // A body of its own per request: the client takes it.
+            let mut body = Vec::with_capacity(chunk.len() * 512 + 256);
             header.encode(chunk, &mut body);
-            send(&client, url, &body);
+            send(&client, url, body);
         }
         if batch.len() < batching.max_batch || ticket.is_some() {
             next = Instant::now() + batching.delay;
@@ -253,11 +253,11 @@ fn stop_draining(shared: &Shared) {
 }
 
 /// One export request; a failure is logged, and the batch is not sent again.
-fn send(client: &reqwest::blocking::Client, url: &str, body: &[u8]) {
+fn send(client: &reqwest::blocking::Client, url: &str, body: Vec<u8>) {
     let sent = client
         .post(url)
         .header("content-type", "application/x-protobuf")
-        .body(body.to_vec())
+        .body(body)
         .send();
     match sent {
         Ok(response) if response.status().is_success() => {}
@@ -281,12 +281,18 @@ mod tests {
         Finished {
             context: SpanContext::empty_context(),
             parent: None,
-            name: format!("span {n}"),
+            name: crate::observe::record::Name {
+                head: Value::Str(format!("span {n}").into()),
+                target: None,
+            },
             kind: Kind::Server,
             start: SystemTime::UNIX_EPOCH,
             end: SystemTime::UNIX_EPOCH,
-            attributes: vec![("n", Value::Int(n as i64))],
-            metric: Vec::new(),
+            attributes: {
+                let mut a = crate::observe::record::Attributes::default();
+                a.set(crate::observe::Attr::DurationUs, Value::Int(n as i64));
+                a
+            },
             error: None,
             links: Vec::new(),
         }
@@ -319,7 +325,11 @@ mod tests {
         intake.accept(span(3));
         let queue = shared.queue();
         assert_eq!(queue.spans.len(), 3, "past the bound: the new one dropped");
-        assert_eq!(queue.spans[2].name, "span 2", "the held ones are the first");
+        assert_eq!(
+            queue.spans[2].name.head.as_str(),
+            "span 2",
+            "the held ones are the first"
+        );
     }
 
     /// The settings come from the SDK's environment variables, with the SDK's defaults,

@@ -52,28 +52,19 @@ impl Header {
         }
     }
 
-    /// Writes the `ExportTraceServiceRequest` of `spans` into `out`. Each span is
-    /// written into a scratch buffer first, so the large messages around them get
-    /// their lengths before their bodies, and nothing written is moved again.
+    /// Writes the `ExportTraceServiceRequest` of `spans` into `out`, in one pass: each
+    /// message's length goes in room kept before its body, sized for the usual length
+    /// (so it is rarely moved).
     pub(crate) fn encode(&self, spans: &[Finished], out: &mut Vec<u8>) {
-        let mut written = Vec::with_capacity(spans.len() * 512);
-        let mut one = Vec::with_capacity(1024);
-        for span in spans {
-            one.clear();
-            encode_span(&mut one, span);
-            bytes_always(&mut written, 2, &one);
-        }
-        let scope_spans_len = self.scope.len() + written.len();
-        let mut head = Vec::with_capacity(32);
-        key(&mut head, 2, LEN);
-        varint(&mut head, scope_spans_len as u64);
-        let resource_spans_len = self.resource.len() + head.len() + scope_spans_len;
-        key(out, 1, LEN);
-        varint(out, resource_spans_len as u64);
-        out.extend_from_slice(&self.resource);
-        out.extend_from_slice(&head);
-        out.extend_from_slice(&self.scope);
-        out.extend_from_slice(&written);
+        nested_in(out, 1, 3, |rs| {
+            rs.extend_from_slice(&self.resource);
+            nested_in(rs, 2, 3, |ss| {
+                ss.extend_from_slice(&self.scope);
+                for span in spans {
+                    nested_in(ss, 2, 2, |out| encode_span(out, span));
+                }
+            });
+        });
     }
 }
 
@@ -87,7 +78,18 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
     if let Some((parent, _)) = span.parent {
         bytes(out, 4, &parent.to_bytes());
     }
-    string(out, 5, &span.name);
+    // The name, `{head}` or `{head} {target}`, written in place.
+    let head = span.name.head.as_str();
+    match &span.name.target {
+        None => string(out, 5, head),
+        Some(target) => {
+            key(out, 5, LEN);
+            varint(out, (head.len() + 1 + target.len()) as u64);
+            out.extend_from_slice(head.as_bytes());
+            out.push(b' ');
+            out.extend_from_slice(target.as_bytes());
+        }
+    }
     let kind = match span.kind {
         Kind::Internal => 1,
         Kind::Server => 2,
@@ -96,9 +98,9 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
     varint(out, kind);
     fixed64(out, 7, nanos(span.start));
     fixed64(out, 8, nanos(span.end));
-    for (k, v) in &span.attributes {
+    for (attr, v) in span.attributes.iter() {
         nested(out, 9, |kv| {
-            string(kv, 1, k);
+            string(kv, 1, attr.name());
             nested(kv, 2, |any| match v {
                 Value::Static(s) => string(any, 1, s),
                 Value::Str(s) => string(any, 1, s),
@@ -107,12 +109,6 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
                     varint(any, *i as u64);
                 }
             });
-        });
-    }
-    for kv in &span.metric {
-        nested(out, 9, |out| {
-            string(out, 1, kv.key.as_str());
-            nested(out, 2, |any| any_value(any, &kv.value));
         });
     }
     for link in &span.links {
@@ -234,18 +230,30 @@ fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
 
 /// A message field: `body` writes the message, whose length is put before it.
 fn nested(out: &mut Vec<u8>, field: u32, body: impl FnOnce(&mut Vec<u8>)) {
+    nested_in(out, field, 1, body);
+}
+
+/// A message field whose length is expected to take `room` bytes as a varint: that many
+/// are kept before the body, and the body moves only when its length needs another size.
+fn nested_in(out: &mut Vec<u8>, field: u32, room: usize, body: impl FnOnce(&mut Vec<u8>)) {
     key(out, field, LEN);
-    // One byte is kept for the length, which fits there when under 128; a longer one
-    // moves the body along.
     let at = out.len();
-    out.push(0);
+    out.resize(at + room, 0);
     body(out);
-    let len = out.len() - at - 1;
-    if len < 0x80 {
-        out[at] = len as u8;
+    let len = out.len() - at - room;
+    let mut prefix = [0u8; 10];
+    let mut n = 0;
+    let mut v = len as u64;
+    while v >= 0x80 {
+        prefix[n] = (v as u8) | 0x80;
+        v >>= 7;
+        n += 1;
+    }
+    prefix[n] = v as u8;
+    n += 1;
+    if n == room {
+        out[at..at + room].copy_from_slice(&prefix[..n]);
     } else {
-        let mut prefix = Vec::with_capacity(4);
-        varint(&mut prefix, len as u64);
-        out.splice(at..at + 1, prefix);
+        out.splice(at..at + room, prefix[..n].iter().copied());
     }
 }
