@@ -62,6 +62,16 @@ impl std::fmt::Display for IdText<'_> {
     }
 }
 
+/// `jsonrpc.request.id` as [`IdText`] writes it, borrowed when it can be.
+#[cfg(feature = "otel")]
+fn id_text<'a>(id: &'a RequestId, digits: &'a mut itoa::Buffer) -> std::borrow::Cow<'a, str> {
+    match id {
+        RequestId::Str(s) if !s.chars().any(char::is_control) => std::borrow::Cow::Borrowed(s),
+        RequestId::Int(n) => std::borrow::Cow::Borrowed(digits.format(*n)),
+        other => std::borrow::Cow::Owned(IdText(other).to_string()),
+    }
+}
+
 /// The name of every request span ([`request_span`] writes it out, as the macro needs):
 /// a layer finds request spans by it and their target, `presa::observe`.
 #[cfg(feature = "otel")]
@@ -361,8 +371,13 @@ pub(crate) fn request_span(method: &str, id: &RequestId, network: Network) -> Sp
     Span {
         tracing,
         #[cfg(feature = "otel")]
-        record: record::active()
-            .then(|| std::sync::Arc::new(record::Record::server(method, &id.to_string(), network))),
+        record: record::active().then(|| {
+            std::sync::Arc::new(record::Record::server(
+                method,
+                &id_text(id.0, &mut itoa::Buffer::new()),
+                network,
+            ))
+        }),
     }
 }
 

@@ -59,7 +59,7 @@ pub(crate) enum Kind {
     Internal,
 }
 
-/// A span ended, for the exporter.
+/// What the exporter sends of a span (complete once it ended).
 #[derive(Debug)]
 pub(crate) struct Finished {
     /// The span's own context (trace id, span id, flags, the parent's trace state).
@@ -84,8 +84,8 @@ pub(crate) struct Finished {
 
 /// Where finished spans go: the exporter `otel::Telemetry::install` started.
 pub(crate) trait Sink: Send + Sync {
-    /// Takes one finished span (sampled). Never blocks: a full exporter drops it.
-    fn accept(&self, span: Finished);
+    /// Takes one ended span (sampled). Never blocks: a full exporter drops it.
+    fn accept(&self, span: Arc<Record>);
 }
 
 /// Whether requests are recorded directly (set once, by `otel::Telemetry::install`).
@@ -165,18 +165,12 @@ pub(crate) struct Record {
 /// What a [`Record`] holds.
 #[derive(Debug)]
 struct Data {
-    context: SpanContext,
-    parent: Option<(SpanId, bool)>,
+    /// What the exporter sends.
+    span: Finished,
     /// The OpenTelemetry context a request's inner spans take as parent, made on first use.
     otel_context: Option<opentelemetry::Context>,
     /// The baggage the parent's context carried, for `otel_context`.
     baggage: Option<opentelemetry::Context>,
-    name: Name,
-    kind: Kind,
-    start: SystemTime,
-    attributes: Attributes,
-    error: Option<String>,
-    links: Vec<SpanContext>,
     /// `mcp.method.name`, for the requests in flight.
     method: Option<Arc<str>>,
     /// Ended: a second end records nothing.
@@ -254,7 +248,7 @@ impl Record {
         let record = Record::new(name, Kind::Server, Some(Arc::clone(&method)));
         {
             let mut data = record.data();
-            let a = &mut data.attributes;
+            let a = &mut data.span.attributes;
             a.set(Attr::MethodName, Value::Str(method));
             a.set(Attr::RequestId, Value::Str(request_id.into()));
             match network {
@@ -281,9 +275,10 @@ impl Record {
         let record = Record::new(name, Kind::Internal, None);
         {
             let mut data = record.data();
-            data.attributes
+            data.span
+                .attributes
                 .set(Attr::OperationName, Value::Static("execute_tool"));
-            data.attributes.set(Attr::ToolName, Value::Str(tool));
+            data.span.attributes.set(Attr::ToolName, Value::Str(tool));
         }
         record
     }
@@ -303,16 +298,19 @@ impl Record {
         }
         Record {
             data: Mutex::new(Data {
-                context,
-                parent: None,
+                span: Finished {
+                    context,
+                    parent: None,
+                    name,
+                    kind,
+                    start: SystemTime::now(),
+                    end: SystemTime::UNIX_EPOCH,
+                    attributes: Attributes::default(),
+                    error: None,
+                    links: Vec::new(),
+                },
                 otel_context: None,
                 baggage: None,
-                name,
-                kind,
-                start: SystemTime::now(),
-                attributes: Attributes::default(),
-                error: None,
-                links: Vec::new(),
                 method,
                 ended: false,
             }),
@@ -334,21 +332,21 @@ impl Record {
             return;
         }
         let mut data = self.data();
-        data.context = SpanContext::new(
+        data.span.context = SpanContext::new(
             parent.trace_id(),
-            data.context.span_id(),
+            data.span.context.span_id(),
             parent.trace_flags(),
             false,
             parent.trace_state().clone(),
         );
-        data.parent = Some((parent.span_id(), parent.is_remote()));
+        data.span.parent = Some((parent.span_id(), parent.is_remote()));
         data.baggage = Some(cx);
         data.otel_context = None;
     }
 
     /// The span's own context.
     pub(crate) fn span_context(&self) -> SpanContext {
-        self.data().context.clone()
+        self.data().span.context.clone()
     }
 
     /// The OpenTelemetry context whose span is this one, for spans made inside it.
@@ -359,28 +357,28 @@ impl Record {
             return cx.clone();
         }
         let base = data.baggage.clone().unwrap_or_default();
-        let cx = base.with_remote_span_context(data.context.clone());
+        let cx = base.with_remote_span_context(data.span.context.clone());
         data.otel_context = Some(cx.clone());
         cx
     }
 
     /// Sets an attribute (a later value replaces the earlier).
     pub(crate) fn set(&self, attr: Attr, value: Value) {
-        self.data().attributes.set(attr, value);
+        self.data().span.attributes.set(attr, value);
     }
 
     /// Names the span after what it is about: `{head} {target}`.
     pub(crate) fn rename(&self, target: Arc<str>) {
-        self.data().name.target = Some(target);
+        self.data().span.name.target = Some(target);
     }
 
     /// Sets the status to error, with `description` (which a later one replaces).
     pub(crate) fn error(&self, description: Option<&str>) {
         let mut data = self.data();
         match description {
-            Some(d) => data.error = Some(d.to_owned()),
+            Some(d) => data.span.error = Some(d.to_owned()),
             None => {
-                data.error.get_or_insert_with(String::new);
+                data.span.error.get_or_insert_with(String::new);
             }
         }
     }
@@ -388,14 +386,14 @@ impl Record {
     /// Adds a link to `to`.
     pub(crate) fn link(&self, to: SpanContext) {
         if to.is_valid() {
-            self.data().links.push(to);
+            self.data().span.links.push(to);
         }
     }
 
     /// Ends the span: records the duration metric and the requests in flight, and hands
     /// the span to the exporter when there is one and the span is sampled. Only the first
     /// end counts.
-    pub(crate) fn end(&self) {
+    pub(crate) fn end(self: &Arc<Self>) {
         let elapsed = self.started.elapsed();
         let mut data = self.data();
         if data.ended {
@@ -403,26 +401,21 @@ impl Record {
         }
         data.ended = true;
         // One clock read: the end is the start and the monotonic time since.
-        let end = data.start + elapsed;
+        data.span.end = data.span.start + elapsed;
         if let Some(method) = data.method.take() {
-            super::on::request_ended(&method, elapsed, &data.attributes.metric());
+            super::on::request_ended(&method, elapsed, &data.span.attributes.metric());
         }
-        let Some(sink) = SINK.get() else { return };
-        if !data.context.is_sampled() {
-            return;
-        }
-        let finished = Finished {
-            context: data.context.clone(),
-            parent: data.parent,
-            name: data.name.clone(),
-            kind: data.kind,
-            start: data.start,
-            end,
-            attributes: std::mem::take(&mut data.attributes),
-            error: data.error.take(),
-            links: std::mem::take(&mut data.links),
-        };
+        let sampled = data.span.context.is_sampled();
         drop(data);
-        sink.accept(finished);
+        if let Some(sink) = SINK.get()
+            && sampled
+        {
+            sink.accept(Arc::clone(self));
+        }
+    }
+
+    /// What the exporter sends, while `f` runs (the span has ended: nothing changes it).
+    pub(crate) fn with_finished<T>(&self, f: impl FnOnce(&Finished) -> T) -> T {
+        f(&self.data().span)
     }
 }

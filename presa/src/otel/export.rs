@@ -9,7 +9,7 @@
 //! batch dropped, as the SDK does.
 
 use super::otlp::Header;
-use crate::observe::record::{Finished, Sink};
+use crate::observe::record::{Record, Sink};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -63,7 +63,7 @@ struct Shared {
 
 #[derive(Default)]
 struct Queue {
-    spans: Vec<Finished>,
+    spans: Vec<Arc<Record>>,
     /// Flushes asked for, and done (every span queued before the ask was sent).
     flush_asked: u64,
     flush_done: u64,
@@ -80,7 +80,7 @@ impl Shared {
 struct Intake(Arc<Shared>);
 
 impl Sink for Intake {
-    fn accept(&self, span: Finished) {
+    fn accept(&self, span: Arc<Record>) {
         let shared = &self.0;
         let mut queue = shared.queue();
         if queue.spans.len() >= shared.batching.max_queue {
@@ -220,7 +220,7 @@ fn run(shared: &Shared, url: &str, header: &Header) {
             } else {
                 queue.spans.len().min(batching.max_batch)
             };
-            let batch: Vec<Finished> = queue.spans.drain(..take).collect();
+            let batch: Vec<Arc<Record>> = queue.spans.drain(..take).collect();
             (batch, flushing.then_some(ticket), queue.stop)
         };
         for chunk in batch.chunks(batching.max_batch) {
@@ -273,29 +273,13 @@ fn send(client: &reqwest::blocking::Client, url: &str, body: Vec<u8>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::observe::record::{Kind, Value};
-    use opentelemetry::trace::SpanContext;
-    use std::time::SystemTime;
 
-    fn span(n: usize) -> Finished {
-        Finished {
-            context: SpanContext::empty_context(),
-            parent: None,
-            name: crate::observe::record::Name {
-                head: Value::Str(format!("span {n}").into()),
-                target: None,
-            },
-            kind: Kind::Server,
-            start: SystemTime::UNIX_EPOCH,
-            end: SystemTime::UNIX_EPOCH,
-            attributes: {
-                let mut a = crate::observe::record::Attributes::default();
-                a.set(crate::observe::Attr::DurationUs, Value::Int(n as i64));
-                a
-            },
-            error: None,
-            links: Vec::new(),
-        }
+    fn span(n: usize) -> Arc<Record> {
+        Arc::new(Record::server(
+            &format!("span {n}"),
+            "1",
+            crate::observe::Network::InProcess,
+        ))
     }
 
     fn shared(max_queue: usize, max_batch: usize) -> Arc<Shared> {
@@ -326,7 +310,7 @@ mod tests {
         let queue = shared.queue();
         assert_eq!(queue.spans.len(), 3, "past the bound: the new one dropped");
         assert_eq!(
-            queue.spans[2].name.head.as_str(),
+            queue.spans[2].with_finished(|f| f.name.head.as_str().to_owned()),
             "span 2",
             "the held ones are the first"
         );

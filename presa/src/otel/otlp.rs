@@ -8,7 +8,7 @@
 //! scope, the spans); its tests decode what it writes with that crate and compare it
 //! with the SDK exporter's body for the same spans.
 
-use crate::observe::record::{Finished, Kind, Value};
+use crate::observe::record::{Finished, Kind, Record, Value};
 use opentelemetry::trace::SpanContext;
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -55,13 +55,13 @@ impl Header {
     /// Writes the `ExportTraceServiceRequest` of `spans` into `out`, in one pass: each
     /// message's length goes in room kept before its body, sized for the usual length
     /// (so it is rarely moved).
-    pub(crate) fn encode(&self, spans: &[Finished], out: &mut Vec<u8>) {
+    pub(crate) fn encode(&self, spans: &[std::sync::Arc<Record>], out: &mut Vec<u8>) {
         nested_in(out, 1, 3, |rs| {
             rs.extend_from_slice(&self.resource);
             nested_in(rs, 2, 3, |ss| {
                 ss.extend_from_slice(&self.scope);
                 for span in spans {
-                    nested_in(ss, 2, 2, |out| encode_span(out, span));
+                    span.with_finished(|span| nested_in(ss, 2, 2, |out| encode_span(out, span)));
                 }
             });
         });
@@ -99,17 +99,7 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
     fixed64(out, 7, nanos(span.start));
     fixed64(out, 8, nanos(span.end));
     for (attr, v) in span.attributes.iter() {
-        nested(out, 9, |kv| {
-            string(kv, 1, attr.name());
-            nested(kv, 2, |any| match v {
-                Value::Static(s) => string(any, 1, s),
-                Value::Str(s) => string(any, 1, s),
-                Value::Int(i) => {
-                    key(any, 3, VARINT);
-                    varint(any, *i as u64);
-                }
-            });
-        });
+        attribute(out, attr.name(), v);
     }
     for link in &span.links {
         nested(out, 13, |l| encode_link(l, link));
@@ -131,6 +121,44 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
         16,
         u32::from(sc.trace_flags().to_u8()) | HAS_IS_REMOTE | remote,
     );
+}
+
+/// One span attribute (`Span.attributes`, a `KeyValue`), its lengths computed up front.
+fn attribute(out: &mut Vec<u8>, name: &str, value: &Value) {
+    // AnyValue: `string_value` (1) or `int_value` (3).
+    let any_len = match value {
+        Value::Static(_) | Value::Str(_) => {
+            let s = value.as_str();
+            1 + varint_len(s.len() as u64) + s.len()
+        }
+        Value::Int(i) => 1 + varint_len(*i as u64),
+    };
+    let kv_len =
+        1 + varint_len(name.len() as u64) + name.len() + 1 + varint_len(any_len as u64) + any_len;
+    key(out, 9, LEN);
+    varint(out, kv_len as u64);
+    bytes(out, 1, name.as_bytes());
+    key(out, 2, LEN);
+    varint(out, any_len as u64);
+    match value {
+        Value::Static(_) | Value::Str(_) => {
+            let s = value.as_str();
+            key(out, 1, LEN);
+            varint(out, s.len() as u64);
+            out.extend_from_slice(s.as_bytes());
+        }
+        Value::Int(i) => {
+            key(out, 3, VARINT);
+            varint(out, *i as u64);
+        }
+    }
+}
+
+/// How many bytes `v` takes as a varint.
+#[inline]
+fn varint_len(v: u64) -> usize {
+    // 7 bits a byte; 0 takes one.
+    (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
 /// One `Span.Link`.
@@ -187,10 +215,12 @@ fn nanos(t: SystemTime) -> u64 {
         .map_or(0, |d| u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
 }
 
+#[inline]
 fn key(out: &mut Vec<u8>, field: u32, wire: u8) {
     varint(out, (u64::from(field) << 3) | u64::from(wire));
 }
 
+#[inline]
 fn varint(out: &mut Vec<u8>, mut v: u64) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
@@ -200,11 +230,13 @@ fn varint(out: &mut Vec<u8>, mut v: u64) {
 }
 
 /// A string field; proto3 leaves an empty one out.
+#[inline]
 fn string(out: &mut Vec<u8>, field: u32, s: &str) {
     bytes(out, field, s.as_bytes());
 }
 
 /// A bytes field; proto3 leaves an empty one out.
+#[inline]
 fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     if !b.is_empty() {
         bytes_always(out, field, b);
@@ -212,17 +244,20 @@ fn bytes(out: &mut Vec<u8>, field: u32, b: &[u8]) {
 }
 
 /// A length-delimited field, also when empty (a message that is present).
+#[inline]
 fn bytes_always(out: &mut Vec<u8>, field: u32, b: &[u8]) {
     key(out, field, LEN);
     varint(out, b.len() as u64);
     out.extend_from_slice(b);
 }
 
+#[inline]
 fn fixed64(out: &mut Vec<u8>, field: u32, v: u64) {
     key(out, field, FIXED64);
     out.extend_from_slice(&v.to_le_bytes());
 }
 
+#[inline]
 fn fixed32(out: &mut Vec<u8>, field: u32, v: u32) {
     key(out, field, FIXED32);
     out.extend_from_slice(&v.to_le_bytes());
@@ -255,5 +290,87 @@ fn nested_in(out: &mut Vec<u8>, field: u32, room: usize, body: impl FnOnce(&mut 
         out[at..at + room].copy_from_slice(&prefix[..n]);
     } else {
         out.splice(at..at + room, prefix[..n].iter().copied());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plain way to write a message field: the body first, then its length before it.
+    fn nested_plain(out: &mut Vec<u8>, field: u32, body: &[u8]) {
+        key(out, field, LEN);
+        varint(out, body.len() as u64);
+        out.extend_from_slice(body);
+    }
+
+    /// `varint_len` is the length `varint` writes, at and just past every size's bound.
+    #[test]
+    fn varint_len_is_what_varint_writes() {
+        for v in [
+            0,
+            1,
+            127,
+            128,
+            16_383,
+            16_384,
+            2_097_151,
+            2_097_152,
+            u64::MAX >> 1,
+            u64::MAX,
+        ] {
+            let mut out = Vec::new();
+            varint(&mut out, v);
+            assert_eq!(varint_len(v), out.len(), "{v}");
+        }
+    }
+
+    /// A message written with room kept for its length is the message written plainly,
+    /// whatever the room, at and just past the lengths each room fits.
+    #[test]
+    fn room_for_the_length_never_changes_the_bytes() {
+        for len in [0, 1, 127, 128, 16_383, 16_384, 2_097_151, 2_097_152] {
+            let body = vec![0x5a_u8; len];
+            let mut plain = vec![1, 2, 3];
+            nested_plain(&mut plain, 2, &body);
+            for room in 1..=3 {
+                let mut roomy = vec![1, 2, 3];
+                nested_in(&mut roomy, 2, room, |out| out.extend_from_slice(&body));
+                assert!(roomy == plain, "length {len}, room {room}");
+            }
+        }
+    }
+
+    /// An attribute written with its lengths computed up front is the one written as
+    /// nested messages, for strings and integers of every length bound.
+    #[test]
+    fn an_attribute_is_the_nested_messages() {
+        let long = "y".repeat(200);
+        let values = [
+            Value::Static(""),
+            Value::Static("tcp"),
+            Value::Str(long.as_str().into()),
+            Value::Int(0),
+            Value::Int(-1),
+            Value::Int(i64::MAX),
+        ];
+        for value in values {
+            let mut direct = Vec::new();
+            attribute(&mut direct, "network.transport", &value);
+            let mut any = Vec::new();
+            match &value {
+                Value::Int(i) => {
+                    key(&mut any, 3, VARINT);
+                    varint(&mut any, *i as u64);
+                }
+                other => nested_plain(&mut any, 1, other.as_str().as_bytes()),
+            }
+            let mut kv = Vec::new();
+            string(&mut kv, 1, "network.transport");
+            nested_plain(&mut kv, 2, &any);
+            let mut plain = Vec::new();
+            nested_plain(&mut plain, 9, &kv);
+            assert_eq!(direct, plain, "{value:?}");
+        }
     }
 }
