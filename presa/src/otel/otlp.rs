@@ -73,8 +73,7 @@ fn encode_span(out: &mut Vec<u8>, span: &Finished) {
     let sc = &span.context;
     bytes(out, 1, &sc.trace_id().to_bytes());
     bytes(out, 2, &sc.span_id().to_bytes());
-    let state = sc.trace_state().header();
-    string(out, 3, &state);
+    trace_state(out, sc.trace_state());
     if let Some((parent, _)) = span.parent {
         bytes(out, 4, &parent.to_bytes());
     }
@@ -161,11 +160,19 @@ fn varint_len(v: u64) -> usize {
     (64 - (v | 1).leading_zeros() as usize).div_ceil(7)
 }
 
+/// A `trace_state` field (3 in a span and a link), left out when there is none (most
+/// spans: writing the header would allocate for nothing).
+fn trace_state(out: &mut Vec<u8>, state: &opentelemetry::trace::TraceState) {
+    if *state != opentelemetry::trace::TraceState::NONE {
+        string(out, 3, &state.header());
+    }
+}
+
 /// One `Span.Link`.
 fn encode_link(out: &mut Vec<u8>, to: &SpanContext) {
     bytes(out, 1, &to.trace_id().to_bytes());
     bytes(out, 2, &to.span_id().to_bytes());
-    string(out, 3, &to.trace_state().header());
+    trace_state(out, to.trace_state());
     let remote = if to.is_remote() { IS_REMOTE } else { 0 };
     fixed32(
         out,

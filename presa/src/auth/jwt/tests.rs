@@ -415,16 +415,16 @@ async fn a_bad_signature_is_invalid() {
 #[tokio::test]
 async fn expiry_and_not_before_hold_within_the_leeway() {
     let jwks = usual().await;
-    // Leeway 30 s (the default); each case stays 2 s clear of the bound, so a second
-    // ticking between signing and checking changes nothing.
+    // Leeway 30 s (the default); each case stays 2 s clear of the bound and reads the
+    // clock when it is made, so a slow machine between signing and checking changes
+    // nothing (the whole test may take longer than the margin).
     let verifier = jwks.verifier();
-    let t = now();
     verifier
-        .verify(&rs256(json!({"exp": t - 28})))
+        .verify(&rs256(json!({"exp": now() - 28})))
         .await
         .expect("expired within the leeway");
     assert_eq!(
-        invalid(verifier.verify(&rs256(json!({"exp": t - 32}))).await),
+        invalid(verifier.verify(&rs256(json!({"exp": now() - 32}))).await),
         "it has expired (exp)"
     );
     assert_eq!(
@@ -436,19 +436,19 @@ async fn expiry_and_not_before_hold_within_the_leeway() {
         "it has no numeric exp claim"
     );
     verifier
-        .verify(&rs256(json!({"nbf": t + 28})))
+        .verify(&rs256(json!({"nbf": now() + 28})))
         .await
         .expect("not before, within the leeway");
     assert_eq!(
-        invalid(verifier.verify(&rs256(json!({"nbf": t + 32}))).await),
+        invalid(verifier.verify(&rs256(json!({"nbf": now() + 32}))).await),
         "it is not valid yet (nbf)"
     );
     verifier
-        .verify(&rs256(json!({"iat": t + 28})))
+        .verify(&rs256(json!({"iat": now() + 28})))
         .await
         .expect("issued ahead, within the leeway");
     assert_eq!(
-        invalid(verifier.verify(&rs256(json!({"iat": t + 32}))).await),
+        invalid(verifier.verify(&rs256(json!({"iat": now() + 32}))).await),
         "it was issued in the future (iat)"
     );
     assert_eq!(
@@ -462,15 +462,15 @@ async fn expiry_and_not_before_hold_within_the_leeway() {
 
     let strict = jwks.verifier().leeway(Duration::from_secs(5));
     strict
-        .verify(&rs256(json!({"exp": t - 3})))
+        .verify(&rs256(json!({"exp": now() - 3})))
         .await
         .expect("within 5 s");
     assert_eq!(
-        invalid(strict.verify(&rs256(json!({"exp": t - 7}))).await),
+        invalid(strict.verify(&rs256(json!({"exp": now() - 7}))).await),
         "it has expired (exp)"
     );
     assert_eq!(
-        invalid(strict.verify(&rs256(json!({"nbf": t + 7}))).await),
+        invalid(strict.verify(&rs256(json!({"nbf": now() + 7}))).await),
         "it is not valid yet (nbf)"
     );
 }
