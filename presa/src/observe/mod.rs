@@ -3,12 +3,14 @@
 //! pipeline, the subscriptions hub, the legacy sessions, the request-state seals and the
 //! Tasks extension call; it knows nothing of them (it takes plain values).
 //!
-//! The span is a `tracing` span in every build: `tracing-opentelemetry` turns its
-//! `otel.*` fields into the span's name, kind and status. With the `otel` feature, this
-//! module also sets the span's parent from the request's `_meta` (W3C trace context and
-//! baggage) and records the metrics through the OpenTelemetry metrics API ([`on`]);
-//! without it, the same functions do nothing but record plain fields ([`off`]), so the
-//! callers compile alike either way.
+//! The span is a `tracing` span in every build, whose `otel.*` fields a
+//! `tracing-opentelemetry` layer turns into the span's name, kind and status. With the
+//! `otel` feature, once `otel::Telemetry::install` ran, each request also has a direct
+//! record ([`record`]) that presa's exporter sends, and which every function here sets
+//! alike; this module also sets the span's parent from the request's `_meta` (W3C trace
+//! context and baggage) and records the metrics through the OpenTelemetry metrics API
+//! ([`on`]). Without the feature, the same functions do nothing but record plain fields
+//! ([`off`]), so the callers compile alike either way.
 //!
 //! The span's fields ([`request_span`]):
 //!
@@ -223,10 +225,11 @@ impl Span {
     /// Enters the span for the code that runs until the guard drops: the `tracing` span,
     /// and the direct record as the thread's current one.
     pub(crate) fn enter(&self) -> Entered<'_> {
+        let tracing = self.tracing.enter();
         Entered {
-            _tracing: self.tracing.enter(),
             #[cfg(feature = "otel")]
             _record: self.record.as_ref().map(record::enter),
+            _tracing: tracing,
         }
     }
 
@@ -251,9 +254,10 @@ impl Span {
 
 /// What [`Span::enter`] returns.
 pub(crate) struct Entered<'a> {
-    _tracing: tracing::span::Entered<'a>,
+    // Dropped in this order: the record entered last leaves first.
     #[cfg(feature = "otel")]
     _record: Option<record::Entered>,
+    _tracing: tracing::span::Entered<'a>,
 }
 
 pin_project_lite::pin_project! {
@@ -311,11 +315,22 @@ impl<F: std::future::Future> std::future::Future for Instrumented<F> {
 }
 
 /// The span of the request (or task run) being polled on this thread: the current
-/// `tracing` span when INFO spans can be enabled at all (else a disabled one, without
-/// asking the dispatcher), and the current direct record.
+/// `tracing` span when it is presa's and INFO spans can be enabled at all (else a
+/// disabled one, without asking the dispatcher), and the current direct record.
 pub(crate) fn current() -> Span {
+    // Only a span of presa's own: inside a request whose span nobody records, the current
+    // span may be one that encloses the request (an in-process caller's, a tower
+    // layer's), which presa must not rename, link or mark.
     let tracing = if tracing::level_enabled!(tracing::Level::INFO) {
-        tracing::Span::current()
+        let current = tracing::Span::current();
+        if current
+            .metadata()
+            .is_some_and(|m| m.target() == "presa::observe")
+        {
+            current
+        } else {
+            tracing::Span::none()
+        }
     } else {
         tracing::Span::none()
     };

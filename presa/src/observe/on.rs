@@ -12,7 +12,7 @@
 //! | name | instrument | unit | attributes |
 //! | --- | --- | --- | --- |
 //! | `mcp.server.operation.duration` | histogram | `s` | the conventions' |
-//! | `presa.server.active_requests` | up-down counter | `{request}` | `mcp.method.name` |
+//! | `presa.server.active_requests` | observable up-down counter | `{request}` | `mcp.method.name` |
 //! | `presa.server.rejections` | counter | `{request}` | `rpc.response.status_code` |
 //! | `presa.subscriptions.open_streams` | up-down counter | `{stream}` | |
 //! | `presa.subscriptions.dropped_events` | counter | `{event}` | |

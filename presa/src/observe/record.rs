@@ -325,13 +325,17 @@ impl Record {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Makes `parent` (from another process) the span's parent: its trace, its sampled
-    /// flag and its trace state; `cx` is the context it came in, with any baggage.
+    /// Makes `parent` (from another process) the span's parent, when valid: its trace,
+    /// its sampled flag and its trace state; `cx` is the context it came in, whose
+    /// baggage the spans made inside carry either way.
     pub(crate) fn set_parent(&self, parent: &SpanContext, cx: opentelemetry::Context) {
+        let mut data = self.data();
+        // The baggage goes on to the spans made inside, with or without a valid parent.
+        data.baggage = Some(cx);
+        data.otel_context = None;
         if !parent.is_valid() {
             return;
         }
-        let mut data = self.data();
         data.span.context = SpanContext::new(
             parent.trace_id(),
             data.span.context.span_id(),
@@ -340,8 +344,6 @@ impl Record {
             parent.trace_state().clone(),
         );
         data.span.parent = Some((parent.span_id(), parent.is_remote()));
-        data.baggage = Some(cx);
-        data.otel_context = None;
     }
 
     /// The span's own context.
@@ -364,17 +366,26 @@ impl Record {
 
     /// Sets an attribute (a later value replaces the earlier).
     pub(crate) fn set(&self, attr: Attr, value: Value) {
-        self.data().span.attributes.set(attr, value);
+        let mut data = self.data();
+        if !data.ended {
+            data.span.attributes.set(attr, value);
+        }
     }
 
     /// Names the span after what it is about: `{head} {target}`.
     pub(crate) fn rename(&self, target: Arc<str>) {
-        self.data().span.name.target = Some(target);
+        let mut data = self.data();
+        if !data.ended {
+            data.span.name.target = Some(target);
+        }
     }
 
     /// Sets the status to error, with `description` (which a later one replaces).
     pub(crate) fn error(&self, description: Option<&str>) {
         let mut data = self.data();
+        if data.ended {
+            return;
+        }
         match description {
             Some(d) => data.span.error = Some(d.to_owned()),
             None => {
@@ -385,8 +396,9 @@ impl Record {
 
     /// Adds a link to `to`.
     pub(crate) fn link(&self, to: SpanContext) {
-        if to.is_valid() {
-            self.data().span.links.push(to);
+        let mut data = self.data();
+        if to.is_valid() && !data.ended {
+            data.span.links.push(to);
         }
     }
 

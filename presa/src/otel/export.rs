@@ -42,11 +42,16 @@ impl Batching {
         let max_batch = usize::try_from(env("OTEL_BSP_MAX_EXPORT_BATCH_SIZE", 512))
             .unwrap_or(512)
             .clamp(1, max_queue);
+        // At least a millisecond between exports (0 would spin), and at most a day for
+        // either setting (deadlines made from them never overflow).
+        const DAY_MS: u64 = 86_400_000;
         Batching {
-            delay: Duration::from_millis(env("OTEL_BSP_SCHEDULE_DELAY", 5000)),
+            delay: Duration::from_millis(env("OTEL_BSP_SCHEDULE_DELAY", 5000).clamp(1, DAY_MS)),
             max_queue,
             max_batch,
-            timeout: Duration::from_millis(env("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000)),
+            timeout: Duration::from_millis(
+                env("OTEL_EXPORTER_OTLP_TIMEOUT", 10_000).clamp(1, DAY_MS),
+            ),
         }
     }
 }
@@ -97,7 +102,8 @@ impl Sink for Intake {
     }
 }
 
-/// The exporter: its thread, and the handle to flush and stop it.
+/// The exporter: its thread, and the handle to flush and stop it (dropping it stops it
+/// too, after sending what is queued).
 pub(crate) struct Exporter {
     shared: Arc<Shared>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
@@ -144,8 +150,14 @@ impl Exporter {
         queue.flush_asked += 1;
         let ticket = queue.flush_asked;
         shared.wake.notify_one();
-        let batches = queue.spans.len().div_ceil(shared.batching.max_batch).max(1) as u32;
-        let deadline = Instant::now() + shared.batching.timeout * batches;
+        let batches = queue.spans.len().div_ceil(shared.batching.max_batch).max(1);
+        let wait = shared
+            .batching
+            .timeout
+            .saturating_mul(u32::try_from(batches).unwrap_or(u32::MAX));
+        let deadline = Instant::now()
+            .checked_add(wait)
+            .unwrap_or_else(|| Instant::now() + Duration::from_secs(86_400));
         while queue.flush_done < ticket && !queue.stop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
@@ -172,6 +184,12 @@ impl Exporter {
         if let Some(thread) = thread {
             let _ = thread.join();
         }
+    }
+}
+
+impl Drop for Exporter {
+    fn drop(&mut self) {
+        self.shutdown();
     }
 }
 

@@ -155,20 +155,18 @@ impl Telemetry {
         let mut exporter = None;
         if let Some(endpoint) = &self.endpoint {
             let url = format!("{endpoint}/v1/traces");
-            if self.sdk_spans {
-                let spans = SpanExporter::builder()
-                    .with_http()
-                    .with_protocol(Protocol::HttpBinary)
-                    .with_endpoint(url)
-                    .build()
-                    .map_err(|e| TelemetryError(format!("the OTLP span exporter: {e}")))?;
-                tracers = tracers.with_batch_exporter(spans);
-            } else {
+            // The SDK's exporter sends the spans made through `tracing` (a handler's own,
+            // and, the SDK's way, the request spans too).
+            let spans = SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(url.clone())
+                .build()
+                .map_err(|e| TelemetryError(format!("the OTLP span exporter: {e}")))?;
+            tracers = tracers.with_batch_exporter(spans);
+            if !self.sdk_spans {
                 let header = otlp::Header::new(&resource, SCOPE);
-                exporter = Some(
-                    export::Exporter::start(url, header, export::Batching::from_env())
-                        .map_err(|e| TelemetryError(format!("the OTLP span exporter: {e}")))?,
-                );
+                exporter = Some((url, header));
             }
             let metrics = MetricExporter::builder()
                 .with_http()
@@ -252,14 +250,23 @@ impl Telemetry {
                     .boxed(),
             );
         }
-        let (sink, exporter) = match exporter {
-            Some((exporter, sink)) => (Some(sink), Some(exporter)),
-            None => (None, None),
-        };
         tracing_subscriber::registry()
             .with(layers)
             .try_init()
             .map_err(|e| TelemetryError(format!("the tracing subscriber: {e}")))?;
+        // presa's exporter starts once the subscriber is in place (a failed install
+        // leaves no thread behind).
+        let exporter = match exporter {
+            Some((url, header)) => Some(
+                export::Exporter::start(url, header, export::Batching::from_env())
+                    .map_err(|e| TelemetryError(format!("the OTLP span exporter: {e}")))?,
+            ),
+            None => None,
+        };
+        let (sink, exporter) = match exporter {
+            Some((exporter, sink)) => (Some(sink), Some(exporter)),
+            None => (None, None),
+        };
         if !self.sdk_spans {
             crate::observe::record::activate(sink, true);
         }

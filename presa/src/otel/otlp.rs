@@ -185,7 +185,8 @@ fn encode_link(out: &mut Vec<u8>, to: &SpanContext) {
 fn any_value(out: &mut Vec<u8>, value: &opentelemetry::Value) {
     use opentelemetry::{Array, Value as V};
     match value {
-        V::String(s) => string(out, 1, s.as_str()),
+        // A oneof member is written also when empty, as prost writes it.
+        V::String(s) => bytes_always(out, 1, s.as_str().as_bytes()),
         V::Bool(b) => {
             key(out, 2, VARINT);
             varint(out, u64::from(*b));
@@ -212,7 +213,7 @@ fn any_value(out: &mut Vec<u8>, value: &opentelemetry::Value) {
                 other => each(values, V::String(other.to_string().into())),
             }
         }),
-        other => string(out, 1, &other.as_str()),
+        other => bytes_always(out, 1, other.as_str().as_bytes()),
     }
 }
 

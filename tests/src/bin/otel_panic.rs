@@ -1,6 +1,7 @@
-//! The fixture's server with one tool more, `test_panic`, whose handler panics: for the
-//! observability tests, which need a panic's span and metric sample and must not add a
-//! panicking tool to the conformance fixture. Serves Streamable HTTP and exports as the
+//! The fixture's server with two tools more, `test_panic`, whose handler panics, and
+//! `test_inner_span`, whose handler does its work inside a `tracing` span of its own: for
+//! the observability tests, which need a panic's span and metric sample and a handler's
+//! own span, and must not add them to the conformance fixture. Serves Streamable HTTP and exports as the
 //! fixture's `--http ADDR --otel ENDPOINT --metrics` does (OTLP/HTTP to ENDPOINT, metrics
 //! every second, `GET /metrics`), until it is killed.
 //!
@@ -69,6 +70,17 @@ fn main() -> ExitCode {
             });
         if let Err(e) = server.add_tool(panics) {
             eprintln!("otel_panic: test_panic: {e}");
+            return ExitCode::FAILURE;
+        }
+        let inner = Tool::new("test_inner_span")
+            .description("Works inside a span of its own")
+            .handler(|_: ToolCall| async {
+                let span = tracing::info_span!("inner work", work.kind = "test");
+                let _entered = span.enter();
+                "done inside a span"
+            });
+        if let Err(e) = server.add_tool(inner) {
+            eprintln!("otel_panic: test_inner_span: {e}");
             return ExitCode::FAILURE;
         }
         let listener = match tokio::net::TcpListener::bind(addr).await {

@@ -36,7 +36,8 @@ use tokio::process::{Child, Command};
 
 const FIXTURE: &str = env!("CARGO_BIN_EXE_fixture");
 
-/// The fixture with a tool more, `test_panic` (src/bin/otel_panic.rs).
+/// The fixture with two tools more, `test_panic` and `test_inner_span`
+/// (src/bin/otel_panic.rs).
 const OTEL_PANIC: &str = env!("CARGO_BIN_EXE_otel_panic");
 
 /// The metric every request records.
@@ -1723,4 +1724,32 @@ async fn otel_a_full_batch_is_sent_at_once_and_never_larger() {
         .wait_for_spans("the second batch", 4, |_| true)
         .await;
     assert_eq!(spans.len(), 4);
+}
+
+/// A span a handler makes with `tracing` is exported too (through the OpenTelemetry
+/// layer and the SDK's exporter), as a child of the request's span: same trace, the
+/// request's span its parent; and the request's own span keeps its name (presa never
+/// renames or marks a span that is not its own).
+#[tokio::test]
+async fn otel_a_handlers_own_span_is_a_child_of_the_requests() {
+    let receiver = Receiver::start().await;
+    let fixture = Fixture::start_bin(OTEL_PANIC, &[], &receiver).await;
+    let reply = fixture
+        .http()
+        .call(31, "tools/call", json!({"name": "test_inner_span"}))
+        .await;
+    assert_eq!(result(&reply)["content"][0]["text"], "done inside a span");
+    let request = span_of(&receiver, 31).await;
+    assert_eq!(request.name, "tools/call test_inner_span", "{request:#?}");
+    let inner = receiver
+        .wait_for_span("the handler's own span", |s| s.name == "inner work")
+        .await;
+    assert_eq!(inner.trace_id, request.trace_id, "{inner:#?}");
+    assert_eq!(
+        inner.parent_span_id.as_deref(),
+        Some(request.span_id.as_str()),
+        "{inner:#?}"
+    );
+    assert_eq!(inner.str("work.kind"), Some("test"), "{inner:#?}");
+    assert_eq!(inner.attr("gen_ai.tool.name"), None, "{inner:#?}");
 }
