@@ -859,6 +859,36 @@ async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
     }
 }
 
+/// A buffer bound past any queue's room (`usize::MAX` events and bytes) still serves
+/// sessions on both servers: one is opened, copied to the other, and its events are
+/// written through to the store and resumed there.
+#[tokio::test]
+async fn a_huge_buffer_bound_still_serves_sessions() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let config = HttpConfig::default().session_event_buffer(usize::MAX, usize::MAX);
+    let one = streaming_replica(&store, &fanout, &gate);
+    let ha = Harness::start_with(one.clone(), config.clone()).await;
+    let hb = Harness::start_with(streaming_replica(&store, &fanout, &gate), config).await;
+    let mut a = Legacy::open(&ha.http(), VERSION).await;
+    let mut b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    let r = b.call("tools/list", json!({})).await;
+    assert!(result(&r)["tools"].is_array(), "{}", r.body);
+    let r = a
+        .call("resources/subscribe", json!({"uri": "test://doc"}))
+        .await;
+    assert_eq!(r.response()["result"], json!({}), "{}", r.body);
+    update(&one, &store, &id).await;
+    let mut resumed = b.get("", &[("Last-Event-ID", "0-0")]).await;
+    assert_eq!(resumed.status, 200);
+    resumed.next(PATIENCE).await.msg("the update");
+    assert_eq!(ids_in(resumed.raw()), ["0-1"]);
+}
+
 /// The messages of a stream to its end, and its raw text.
 async fn to_end(mut stream: presa_tests::http::Stream) -> (Vec<Value>, String) {
     let mut messages = Vec::new();
