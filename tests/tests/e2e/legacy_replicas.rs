@@ -491,8 +491,8 @@ async fn answers_and_cancellations_reach_the_replica_that_waits_for_them() {
 
 /// A server like [`replica`], also sharing `fanout`, with `steps`: a tool that reports
 /// progress twice, waits for `gate`, reports progress again and answers "done".
-fn streaming_replica(
-    store: &MemorySessionStore,
+fn streaming_replica<S: SessionStore + Clone>(
+    store: &S,
     fanout: &MemoryFanout,
     gate: &Arc<Notify>,
 ) -> Server {
@@ -887,6 +887,156 @@ async fn a_huge_buffer_bound_still_serves_sessions() {
     assert_eq!(resumed.status, 200);
     resumed.next(PATIENCE).await.msg("the update");
     assert_eq!(ids_in(resumed.raw()), ["0-1"]);
+}
+
+/// A [`MemorySessionStore`] whose writes of request streams' events from the second on
+/// wait until the test lets them through: a replica's queue to the store lagging its
+/// live connection.
+#[derive(Clone)]
+struct Lagging {
+    inner: MemorySessionStore,
+    open: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Lagging {
+    fn new() -> Lagging {
+        Lagging {
+            inner: MemorySessionStore::default(),
+            open: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+}
+
+impl SessionStore for Lagging {
+    fn create<'a>(
+        &'a self,
+        record: &'a presa::session::SessionRecord,
+    ) -> presa::session::SessionFuture<'a, ()> {
+        self.inner.create(record)
+    }
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+        idle_ms: u64,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::SessionRecord>> {
+        self.inner.touch(id, now_ms, idle_ms)
+    }
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::SessionRecord>> {
+        self.inner.load(id)
+    }
+    fn set_log_level<'a>(
+        &'a self,
+        id: &'a str,
+        level: LogLevel,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.set_log_level(id, level)
+    }
+    fn subscribe<'a>(
+        &'a self,
+        id: &'a str,
+        uri: &'a str,
+        on: bool,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.subscribe(id, uri, on)
+    }
+    fn end<'a>(&'a self, id: &'a str) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.end(id)
+    }
+    fn remove_stale(&self, before_ms: u64) -> presa::session::SessionFuture<'_, usize> {
+        self.inner.remove_stale(before_ms)
+    }
+    fn claim_copy<'a>(&'a self, id: &'a str) -> presa::session::SessionFuture<'a, Option<u64>> {
+        self.inner.claim_copy(id)
+    }
+    fn append_event<'a>(
+        &'a self,
+        id: &'a str,
+        writer: u64,
+        event: &'a presa::session::StreamEvent,
+        bounds: presa::session::EventBounds,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        Box::pin(async move {
+            if event.stream != 0 && event.seq >= 2 {
+                let mut open = self.open.subscribe();
+                let _ = open.wait_for(|open| *open).await;
+            }
+            self.inner.append_event(id, writer, event, bounds).await
+        })
+    }
+    fn end_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        writer: u64,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.end_stream(id, stream, writer)
+    }
+    fn take_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        writer: u64,
+    ) -> presa::session::SessionFuture<'a, Option<u64>> {
+        self.inner.take_stream(id, stream, writer)
+    }
+    fn read_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::StreamRead>> {
+        self.inner.read_stream(id, stream, after)
+    }
+}
+
+/// A client that read a request stream's second event on A resumes on B before A wrote
+/// that event to the store: B follows the stream after it all the same, so the client
+/// gets what follows and never that event again.
+#[tokio::test]
+async fn a_resumption_ahead_of_the_store_replays_nothing_the_client_has() {
+    let (store, fanout, gate) = (Lagging::new(), MemoryFanout::new(), Arc::new(Notify::new()));
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    let call = request(
+        7,
+        "tools/call",
+        json!({"name": "steps", "arguments": {}, "_meta": {"progressToken": "p"}}),
+    );
+    let mut s = a.open_post(&call, &[]).await;
+    assert!(s.is_sse());
+    s.next(PATIENCE).await.msg("the first progress");
+    let second = s.next(PATIENCE).await.msg("the second progress");
+    assert_eq!(second["params"]["progress"], 2.0, "{second}");
+    let last = s.last_event_id().expect("an event id");
+    let stream = stream_of(&last);
+    assert_eq!(last, format!("{stream}-2"));
+    drop(s);
+    until_stored(&store, &id, stream, 1).await;
+    let held = store.read_stream(&id, stream, 0).await.ok().flatten();
+    assert_eq!(held.map(|r| r.last_seq), Some(1), "the store lags");
+
+    let mut resumed = b.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    store.open.send_replace(true);
+    until_stored(&store, &id, stream, 2).await;
+    gate.notify_one();
+    let third = resumed.next(PATIENCE).await.msg("the third progress");
+    assert_eq!(third["params"]["progress"], 3.0, "{third}");
+    let done = resumed.next(PATIENCE).await.msg("the answer");
+    assert_eq!(done["id"], 7, "{done}");
+    assert!(matches!(resumed.next(PATIENCE).await, Next::End));
+    assert_eq!(
+        ids_in(resumed.raw()),
+        [3, 4].map(|n| format!("{stream}-{n}")),
+        "nothing the client read on A"
+    );
 }
 
 /// The messages of a stream to its end, and its raw text.

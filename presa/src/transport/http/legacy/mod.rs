@@ -1015,7 +1015,7 @@ async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) ->
                 return unknown_stream();
             };
             shared.announce_taken(live.id(), stream, &conn);
-            let cursor = read.events.last().map_or(seq.min(read.last_seq), |e| e.seq);
+            let cursor = follow_cursor(&read, seq);
             let first = read
                 .events
                 .iter()
@@ -1024,6 +1024,15 @@ async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) ->
             followed_stream(endpoint, live, stream, conn, cursor, first)
         }
     }
+}
+
+/// Where a connection following a stream from the store goes on: after the last event
+/// it read there, or, with none after the client's id, after that id. A request
+/// stream has one writer for life and its ids never change, so the client's id is its
+/// own even when the store holds less (the writer's queue to the store can lag the
+/// connection the client read it on): the follower never writes it again.
+fn follow_cursor(read: &crate::session::StreamRead, seq: u64) -> u64 {
+    read.events.last().map_or(seq, |e| e.seq)
 }
 
 /// DELETE: ends the session (204).
