@@ -184,6 +184,9 @@ async fn a_legacy_session_is_served_by_every_replica() {
     let mut a = Legacy::open(&ra, VERSION).await;
     let (mut b, mut c) = (a.at(&rb), a.at(&rc));
     let mut through = a.at(&Http::at(&lb.url()));
+    for to in [&a, &b] {
+        assert_ids_past_the_store_are_400(to).await;
+    }
 
     let r = b
         .call(
@@ -856,6 +859,42 @@ async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
                 .await
                 .assert_error(400, -32600, None);
         }
+    }
+}
+
+/// Last-Event-IDs at and just past the largest stream number and `seq` a store keeps
+/// (PostgreSQL's `bigint`): each is 400 (none names a stream the session holds), never
+/// a fault of the store.
+async fn assert_ids_past_the_store_are_400(to: &Legacy) {
+    let at = i64::MAX as u64;
+    for last in [
+        format!("{at}-1"),
+        format!("{}-1", at + 1),
+        format!("1-{at}"),
+        format!("1-{}", at + 1),
+    ] {
+        to.get("", &[("Last-Event-ID", &last)])
+            .await
+            .reply()
+            .await
+            .assert_error(400, -32600, None);
+    }
+}
+
+/// (e) Ids at and past the largest number a store keeps: 400 on every server.
+#[tokio::test]
+async fn event_ids_past_the_store_s_numbers_are_400_on_every_server() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    for to in [&a, &b] {
+        assert_ids_past_the_store_are_400(to).await;
     }
 }
 
