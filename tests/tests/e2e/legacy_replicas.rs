@@ -353,6 +353,18 @@ async fn the_postgres_session_store_keeps_the_contract() {
     };
     let store = connect().await.expect("connects");
     presa::session::contract::run_all(&store).await;
+    // A session ended, and one found expired by a touch, keep no stream (nor, with
+    // them, any event) in the database: neither waits for the pruning.
+    let mut db = pg.connection().await;
+    let left: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sessions_contract.presa_session_streams
+         WHERE session IN ('contract-events-end', 'contract-events-idle')",
+    )
+    .fetch_one(&mut db)
+    .await
+    .expect("counted");
+    assert_eq!(left, 0, "the streams of ended and expired sessions");
+    drop(db);
     let other = connect().await.expect("connects");
     let record = other
         .touch("contract-recent", 50_002, 1_000)

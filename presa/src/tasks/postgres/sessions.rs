@@ -16,7 +16,7 @@
 //! whether it ended), and `presa_session_events`, one row per event held, numbered in
 //! the order they were added (`n`), which is the order the bounds let them go in. Both
 //! go with their session's row (`ON DELETE CASCADE`), and an ended session's are
-//! dropped when it ends. An event is added by one
+//! dropped when it ends (deleted, or found expired by a touch). An event is added by one
 //! statement that makes the stream's row when it has none and checks its writer under
 //! the row's lock; a second one, in the same transaction, then lets the session's oldest
 //! events go past the bounds (a window over its rows, newest first; a bound past
@@ -202,15 +202,21 @@ impl SessionStore for PgStore {
     ) -> SessionFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
             let mut conn = self.connection().await.map_err(fault)?;
-            // Every expression of SET reads the row as it was.
+            // Every expression of SET reads the row as it was; a session found expired
+            // loses its streams (and their events with them) as `end` has it.
             let query = sqlx::query(
-                "UPDATE presa_sessions SET
-                   ended = last_used < $3,
-                   last_used = CASE WHEN last_used < $3 THEN last_used
-                                    ELSE GREATEST(last_used, $2) END
-                 WHERE id = $1 AND NOT ended
-                 RETURNING owner, version, capabilities, client_info, log_level,
-                           subscriptions, created_at, last_used, ended",
+                "WITH touched AS (
+                   UPDATE presa_sessions SET
+                     ended = last_used < $3,
+                     last_used = CASE WHEN last_used < $3 THEN last_used
+                                      ELSE GREATEST(last_used, $2) END
+                   WHERE id = $1 AND NOT ended
+                   RETURNING owner, version, capabilities, client_info, log_level,
+                             subscriptions, created_at, last_used, ended),
+                 dropped AS (
+                   DELETE FROM presa_session_streams
+                   WHERE session = $1 AND EXISTS (SELECT 1 FROM touched WHERE touched.ended))
+                 SELECT * FROM touched",
             )
             .bind(id)
             .bind(instant(now_ms))
