@@ -469,7 +469,10 @@ impl Live {
         else {
             return Ok(None);
         };
-        let was = shared.set_standalone(true);
+        // The flag is set under the buffer's lock, where `push` reads it, and after the
+        // stream's `seq` is moved: an event pushed meanwhile is numbered after the
+        // store's, never with this copy's old `seq` (which the store would refuse, and
+        // this copy then lose the stream it just took).
         let Some(mut events) = self.events() else {
             return Ok(None);
         };
@@ -482,6 +485,7 @@ impl Live {
         let Some(s) = streams.get_mut(&GET_STREAM) else {
             return Ok(None);
         };
+        let was = shared.writes_standalone();
         if was && s.next_seq > last {
             return Ok(Some((s.next_seq - 1, false)));
         }
@@ -497,6 +501,7 @@ impl Live {
         if let Some(conn) = s.conn.take() {
             conn.wake.notify_one();
         }
+        shared.set_standalone(true);
         Ok(Some((last, true)))
     }
 
