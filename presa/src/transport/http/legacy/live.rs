@@ -17,7 +17,8 @@
 //!
 //! With a session store, the buffer is also written through to the store's, and a
 //! stream another replica writes is read from there ([`super::shared`], which says how
-//! stream numbers stay unique across replicas).
+//! stream numbers stay unique across replicas, and when the standalone stream's ids do
+//! not: after another replica takes it over).
 
 use super::shared::{Passed, Shared, Sharing, Write};
 use crate::session::{Channel, EventBounds, Session, SessionStoreError, StreamEvent};
@@ -251,7 +252,8 @@ impl Live {
         let seq = s.next_seq;
         if let Some(shared) = &self.shared {
             if stream == GET_STREAM && !shared.writes_standalone() {
-                // Another replica's copy writes it.
+                // Another replica's copy writes it: the frame is dropped (the writer
+                // sends what every copy hears; what only this one would say is lost).
                 return false;
             }
             // Under the buffer's lock, so the store is written in the order of the seqs.

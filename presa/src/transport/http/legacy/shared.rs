@@ -15,10 +15,16 @@
 //! The standalone stream (0) has one writer at a time: the copy `initialize` made, then
 //! the copy of the replica of the latest GET, which takes the stream over in the store
 //! and goes on from the `seq` the store has; the store refuses the events of a copy that
-//! lost it (which learns so through the fan-out, or from the refusal). Every copy hears
-//! the session's list changes and updates, and only the writer sends them. A plain GET
-//! that takes the stream over begins after its newest event (which connection read what
-//! is known only where it was read); one with `Last-Event-ID` replays what followed.
+//! lost it (which learns so through the fan-out, or from the refusal). The store's `seq`
+//! is the last the copy before had written there, not the last it sent: the ids it sent
+//! but had not yet written are given again, to the new writer's events, so the
+//! standalone stream's ids are unique only while it keeps one writer. Every copy hears
+//! the session's list changes and updates, and only the writer sends them; any other
+//! frame for the standalone stream on a copy that does not write it is dropped (say, a
+//! `notifications/cancelled` withdrawing a request it sent there before it lost the
+//! stream). A plain GET that takes the stream over begins after its newest event (which
+//! connection read what is known only where it was read); one with `Last-Event-ID`
+//! replays what followed.
 //!
 //! A GET whose `Last-Event-ID` names a request stream this replica does not hold reads
 //! it from the store: the events after that id, then each new one, until the stream
