@@ -175,6 +175,25 @@ pub async fn the_event_bounds_hold_at_and_past_them(store: &dyn SessionStore) {
         "the newest stays, larger than the bound"
     );
     assert_eq!(read.last_seq, 4);
+
+    // Bounds past any count a store keeps hold every event, and each append under them
+    // is answered as any other; a later append under smaller bounds trims to those.
+    let h = record("contract-huge-bounds", 62_500);
+    store.create(&h).await.expect("created");
+    let huge = EventBounds::new(usize::MAX, usize::MAX);
+    for seq in 1..=3 {
+        let e = StreamEvent::new(0, seq, "{}");
+        assert_eq!(
+            store.append_event(&h.id, 0, &e, huge).await,
+            Ok(true),
+            "an append under bounds of usize::MAX"
+        );
+    }
+    assert_eq!(ids(store, &h.id, 0, 0).await, ["0-1", "0-2", "0-3"]);
+    let e = StreamEvent::new(0, 4, "{}");
+    let two = EventBounds::new(2, usize::MAX);
+    assert_eq!(store.append_event(&h.id, 0, &e, two).await, Ok(true));
+    assert_eq!(ids(store, &h.id, 0, 0).await, ["0-3", "0-4"]);
 }
 
 /// A stream is written by one writer: the first to add to it, until another takes it

@@ -184,6 +184,9 @@ async fn a_legacy_session_is_served_by_every_replica() {
     let mut a = Legacy::open(&ra, VERSION).await;
     let (mut b, mut c) = (a.at(&rb), a.at(&rc));
     let mut through = a.at(&Http::at(&lb.url()));
+    for to in [&a, &b] {
+        assert_ids_past_the_store_are_400(to).await;
+    }
 
     let r = b
         .call(
@@ -350,6 +353,18 @@ async fn the_postgres_session_store_keeps_the_contract() {
     };
     let store = connect().await.expect("connects");
     presa::session::contract::run_all(&store).await;
+    // A session ended, and one found expired by a touch, keep no stream (nor, with
+    // them, any event) in the database: neither waits for the pruning.
+    let mut db = pg.connection().await;
+    let left: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM sessions_contract.presa_session_streams
+         WHERE session IN ('contract-events-end', 'contract-events-idle')",
+    )
+    .fetch_one(&mut db)
+    .await
+    .expect("counted");
+    assert_eq!(left, 0, "the streams of ended and expired sessions");
+    drop(db);
     let other = connect().await.expect("connects");
     let record = other
         .touch("contract-recent", 50_002, 1_000)
@@ -491,8 +506,8 @@ async fn answers_and_cancellations_reach_the_replica_that_waits_for_them() {
 
 /// A server like [`replica`], also sharing `fanout`, with `steps`: a tool that reports
 /// progress twice, waits for `gate`, reports progress again and answers "done".
-fn streaming_replica(
-    store: &MemorySessionStore,
+fn streaming_replica<S: SessionStore + Clone>(
+    store: &S,
     fanout: &MemoryFanout,
     gate: &Arc<Notify>,
 ) -> Server {
@@ -857,6 +872,222 @@ async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
                 .assert_error(400, -32600, None);
         }
     }
+}
+
+/// Last-Event-IDs at and just past the largest stream number and `seq` a store keeps
+/// (PostgreSQL's `bigint`): each is 400 (none names a stream the session holds), never
+/// a fault of the store.
+async fn assert_ids_past_the_store_are_400(to: &Legacy) {
+    let at = i64::MAX as u64;
+    for last in [
+        format!("{at}-1"),
+        format!("{}-1", at + 1),
+        format!("1-{at}"),
+        format!("1-{}", at + 1),
+    ] {
+        to.get("", &[("Last-Event-ID", &last)])
+            .await
+            .reply()
+            .await
+            .assert_error(400, -32600, None);
+    }
+}
+
+/// (e) Ids at and past the largest number a store keeps: 400 on every server.
+#[tokio::test]
+async fn event_ids_past_the_store_s_numbers_are_400_on_every_server() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    for to in [&a, &b] {
+        assert_ids_past_the_store_are_400(to).await;
+    }
+}
+
+/// A buffer bound past any queue's room (`usize::MAX` events and bytes) still serves
+/// sessions on both servers: one is opened, copied to the other, and its events are
+/// written through to the store and resumed there.
+#[tokio::test]
+async fn a_huge_buffer_bound_still_serves_sessions() {
+    let (store, fanout, gate) = (
+        MemorySessionStore::default(),
+        MemoryFanout::new(),
+        Arc::new(Notify::new()),
+    );
+    let config = HttpConfig::default().session_event_buffer(usize::MAX, usize::MAX);
+    let one = streaming_replica(&store, &fanout, &gate);
+    let ha = Harness::start_with(one.clone(), config.clone()).await;
+    let hb = Harness::start_with(streaming_replica(&store, &fanout, &gate), config).await;
+    let mut a = Legacy::open(&ha.http(), VERSION).await;
+    let mut b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    let r = b.call("tools/list", json!({})).await;
+    assert!(result(&r)["tools"].is_array(), "{}", r.body);
+    let r = a
+        .call("resources/subscribe", json!({"uri": "test://doc"}))
+        .await;
+    assert_eq!(r.response()["result"], json!({}), "{}", r.body);
+    update(&one, &store, &id).await;
+    let mut resumed = b.get("", &[("Last-Event-ID", "0-0")]).await;
+    assert_eq!(resumed.status, 200);
+    resumed.next(PATIENCE).await.msg("the update");
+    assert_eq!(ids_in(resumed.raw()), ["0-1"]);
+}
+
+/// A [`MemorySessionStore`] whose writes of request streams' events from the second on
+/// wait until the test lets them through: a replica's queue to the store lagging its
+/// live connection.
+#[derive(Clone)]
+struct Lagging {
+    inner: MemorySessionStore,
+    open: Arc<tokio::sync::watch::Sender<bool>>,
+}
+
+impl Lagging {
+    fn new() -> Lagging {
+        Lagging {
+            inner: MemorySessionStore::default(),
+            open: Arc::new(tokio::sync::watch::Sender::new(false)),
+        }
+    }
+}
+
+impl SessionStore for Lagging {
+    fn create<'a>(
+        &'a self,
+        record: &'a presa::session::SessionRecord,
+    ) -> presa::session::SessionFuture<'a, ()> {
+        self.inner.create(record)
+    }
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+        idle_ms: u64,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::SessionRecord>> {
+        self.inner.touch(id, now_ms, idle_ms)
+    }
+    fn load<'a>(
+        &'a self,
+        id: &'a str,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::SessionRecord>> {
+        self.inner.load(id)
+    }
+    fn set_log_level<'a>(
+        &'a self,
+        id: &'a str,
+        level: LogLevel,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.set_log_level(id, level)
+    }
+    fn subscribe<'a>(
+        &'a self,
+        id: &'a str,
+        uri: &'a str,
+        on: bool,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.subscribe(id, uri, on)
+    }
+    fn end<'a>(&'a self, id: &'a str) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.end(id)
+    }
+    fn remove_stale(&self, before_ms: u64) -> presa::session::SessionFuture<'_, usize> {
+        self.inner.remove_stale(before_ms)
+    }
+    fn claim_copy<'a>(&'a self, id: &'a str) -> presa::session::SessionFuture<'a, Option<u64>> {
+        self.inner.claim_copy(id)
+    }
+    fn append_event<'a>(
+        &'a self,
+        id: &'a str,
+        writer: u64,
+        event: &'a presa::session::StreamEvent,
+        bounds: presa::session::EventBounds,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        Box::pin(async move {
+            if event.stream != 0 && event.seq >= 2 {
+                let mut open = self.open.subscribe();
+                let _ = open.wait_for(|open| *open).await;
+            }
+            self.inner.append_event(id, writer, event, bounds).await
+        })
+    }
+    fn end_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        writer: u64,
+    ) -> presa::session::SessionFuture<'a, bool> {
+        self.inner.end_stream(id, stream, writer)
+    }
+    fn take_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        writer: u64,
+    ) -> presa::session::SessionFuture<'a, Option<u64>> {
+        self.inner.take_stream(id, stream, writer)
+    }
+    fn read_stream<'a>(
+        &'a self,
+        id: &'a str,
+        stream: u64,
+        after: u64,
+    ) -> presa::session::SessionFuture<'a, Option<presa::session::StreamRead>> {
+        self.inner.read_stream(id, stream, after)
+    }
+}
+
+/// A client that read a request stream's second event on A resumes on B before A wrote
+/// that event to the store: B follows the stream after it all the same, so the client
+/// gets what follows and never that event again.
+#[tokio::test]
+async fn a_resumption_ahead_of_the_store_replays_nothing_the_client_has() {
+    let (store, fanout, gate) = (Lagging::new(), MemoryFanout::new(), Arc::new(Notify::new()));
+    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
+    let a = Legacy::open(&ha.http(), VERSION).await;
+    let b = a.at(&hb.http());
+    let id = a.session.clone().expect("a session");
+    let call = request(
+        7,
+        "tools/call",
+        json!({"name": "steps", "arguments": {}, "_meta": {"progressToken": "p"}}),
+    );
+    let mut s = a.open_post(&call, &[]).await;
+    assert!(s.is_sse());
+    s.next(PATIENCE).await.msg("the first progress");
+    let second = s.next(PATIENCE).await.msg("the second progress");
+    assert_eq!(second["params"]["progress"], 2.0, "{second}");
+    let last = s.last_event_id().expect("an event id");
+    let stream = stream_of(&last);
+    assert_eq!(last, format!("{stream}-2"));
+    drop(s);
+    until_stored(&store, &id, stream, 1).await;
+    let held = store.read_stream(&id, stream, 0).await.ok().flatten();
+    assert_eq!(held.map(|r| r.last_seq), Some(1), "the store lags");
+
+    let mut resumed = b.get("tools/call", &[("Last-Event-ID", &last)]).await;
+    assert_eq!(resumed.status, 200);
+    store.open.send_replace(true);
+    until_stored(&store, &id, stream, 2).await;
+    gate.notify_one();
+    let third = resumed.next(PATIENCE).await.msg("the third progress");
+    assert_eq!(third["params"]["progress"], 3.0, "{third}");
+    let done = resumed.next(PATIENCE).await.msg("the answer");
+    assert_eq!(done["id"], 7, "{done}");
+    assert!(matches!(resumed.next(PATIENCE).await, Next::End));
+    assert_eq!(
+        ids_in(resumed.raw()),
+        [3, 4].map(|n| format!("{stream}-{n}")),
+        "nothing the client read on A"
+    );
 }
 
 /// The messages of a stream to its end, and its raw text.

@@ -16,13 +16,14 @@
 //! whether it ended), and `presa_session_events`, one row per event held, numbered in
 //! the order they were added (`n`), which is the order the bounds let them go in. Both
 //! go with their session's row (`ON DELETE CASCADE`), and an ended session's are
-//! dropped when it ends. An event is added by one statement that makes the stream's row
-//! when it has none and checks its writer under the row's lock; a second one then lets
-//! the session's oldest events go past the bounds (a window over its rows, newest
-//! first), and with them the rows of ended streams that hold no event any more. Two of
-//! those at once on one session keep the bounds all the same: each deletes only what is
-//! past them in what it sees, which a newer event only pushes further past. A session's
-//! copy numbers count up in its row (`copies`).
+//! dropped when it ends (deleted, or found expired by a touch). An event is added by one
+//! statement that makes the stream's row when it has none and checks its writer under
+//! the row's lock; a second one, in the same transaction, then lets the session's oldest
+//! events go past the bounds (a window over its rows, newest first; a bound past
+//! `bigint` counts as its largest), and with them the rows of ended streams that hold no
+//! event any more. Two of those at once on one session keep the bounds all the same: each
+//! deletes only what is past them in what it sees, which a newer event only pushes
+//! further past. A session's copy numbers count up in its row (`copies`).
 
 use super::super::rows::instant;
 use super::{PgStore, timeout};
@@ -201,15 +202,21 @@ impl SessionStore for PgStore {
     ) -> SessionFuture<'a, Option<SessionRecord>> {
         Box::pin(async move {
             let mut conn = self.connection().await.map_err(fault)?;
-            // Every expression of SET reads the row as it was.
+            // Every expression of SET reads the row as it was; a session found expired
+            // loses its streams (and their events with them) as `end` has it.
             let query = sqlx::query(
-                "UPDATE presa_sessions SET
-                   ended = last_used < $3,
-                   last_used = CASE WHEN last_used < $3 THEN last_used
-                                    ELSE GREATEST(last_used, $2) END
-                 WHERE id = $1 AND NOT ended
-                 RETURNING owner, version, capabilities, client_info, log_level,
-                           subscriptions, created_at, last_used, ended",
+                "WITH touched AS (
+                   UPDATE presa_sessions SET
+                     ended = last_used < $3,
+                     last_used = CASE WHEN last_used < $3 THEN last_used
+                                      ELSE GREATEST(last_used, $2) END
+                   WHERE id = $1 AND NOT ended
+                   RETURNING owner, version, capabilities, client_info, log_level,
+                             subscriptions, created_at, last_used, ended),
+                 dropped AS (
+                   DELETE FROM presa_session_streams
+                   WHERE session = $1 AND EXISTS (SELECT 1 FROM touched WHERE touched.ended))
+                 SELECT * FROM touched",
             )
             .bind(id)
             .bind(instant(now_ms))
@@ -332,6 +339,10 @@ impl SessionStore for PgStore {
         bounds: EventBounds,
     ) -> SessionFuture<'a, bool> {
         Box::pin(async move {
+            // Bounds past `bigint` hold as much as it counts: read before anything is
+            // written, so an append that adds also trims.
+            let most = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+            let (most_events, most_bytes) = (most(bounds.events), most(bounds.bytes));
             // The stream's row is made, or locked and its last seq moved when the writer
             // is its own, then the event added when the row says so.
             let add = sqlx::query(
@@ -354,10 +365,7 @@ impl SessionStore for PgStore {
             .bind(int(writer)?)
             .bind(int(event.seq)?)
             .bind(&event.data)
-            .bind(int(event.size() as u64)?);
-            if self.execute_bounded(add).await? != 1 {
-                return Ok(false);
-            }
+            .bind(most(event.size()));
             let trim = sqlx::query(
                 "WITH gone AS (
                    DELETE FROM presa_session_events WHERE n IN (
@@ -376,10 +384,24 @@ impl SessionStore for PgStore {
                        AND e.n NOT IN (SELECT n FROM gone))",
             )
             .bind(id)
-            .bind(int(bounds.events as u64)?)
-            .bind(int(bounds.bytes as u64)?);
-            self.execute_bounded(trim).await?;
-            Ok(true)
+            .bind(most_events)
+            .bind(most_bytes);
+            // One transaction: an event added is trimmed to the bounds, or not added.
+            let mut conn = self.connection().await.map_err(fault)?;
+            let work = async {
+                let mut tx = sqlx::Connection::begin(&mut *conn).await?;
+                if add.execute(&mut *tx).await?.rows_affected() != 1 {
+                    tx.rollback().await?;
+                    return Ok(false);
+                }
+                trim.execute(&mut *tx).await?;
+                tx.commit().await?;
+                Ok::<_, sqlx::Error>(true)
+            };
+            let answer = timeout(self.answer_within, work).await;
+            self.answered(&mut conn, answer)
+                .map_err(fault)?
+                .map_err(|e| fault(self.unavailable(&e)))
         })
     }
 

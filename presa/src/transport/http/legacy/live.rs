@@ -17,7 +17,8 @@
 //!
 //! With a session store, the buffer is also written through to the store's, and a
 //! stream another replica writes is read from there ([`super::shared`], which says how
-//! stream numbers stay unique across replicas).
+//! stream numbers stay unique across replicas, and when the standalone stream's ids do
+//! not: after another replica takes it over).
 
 use super::shared::{Passed, Shared, Sharing, Write};
 use crate::session::{Channel, EventBounds, Session, SessionStoreError, StreamEvent};
@@ -251,7 +252,8 @@ impl Live {
         let seq = s.next_seq;
         if let Some(shared) = &self.shared {
             if stream == GET_STREAM && !shared.writes_standalone() {
-                // Another replica's copy writes it.
+                // Another replica's copy writes it: the frame is dropped (the writer
+                // sends what every copy hears; what only this one would say is lost).
                 return false;
             }
             // Under the buffer's lock, so the store is written in the order of the seqs.
@@ -469,7 +471,10 @@ impl Live {
         else {
             return Ok(None);
         };
-        let was = shared.set_standalone(true);
+        // The flag is set under the buffer's lock, where `push` reads it, and after the
+        // stream's `seq` is moved: an event pushed meanwhile is numbered after the
+        // store's, never with this copy's old `seq` (which the store would refuse, and
+        // this copy then lose the stream it just took).
         let Some(mut events) = self.events() else {
             return Ok(None);
         };
@@ -482,6 +487,7 @@ impl Live {
         let Some(s) = streams.get_mut(&GET_STREAM) else {
             return Ok(None);
         };
+        let was = shared.writes_standalone();
         if was && s.next_seq > last {
             return Ok(Some((s.next_seq - 1, false)));
         }
@@ -497,6 +503,7 @@ impl Live {
         if let Some(conn) = s.conn.take() {
             conn.wake.notify_one();
         }
+        shared.set_standalone(true);
         Ok(Some((last, true)))
     }
 

@@ -92,6 +92,9 @@ const SESSION_ID: HeaderName = HeaderName::from_static("mcp-session-id");
 const PROTOCOL_VERSION: HeaderName = HeaderName::from_static("mcp-protocol-version");
 const LAST_EVENT_ID: HeaderName = HeaderName::from_static("last-event-id");
 
+/// The largest stream number and `seq` a session store is asked about.
+const MAX_STORED: u64 = i64::MAX as u64;
+
 /// Random bytes in a session id (192 bits; 32 characters of base64url).
 const SESSION_ID_BYTES: usize = 24;
 
@@ -946,6 +949,13 @@ async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) ->
         Some(Some(target)) => Some(target),
         Some(None) => return malformed_event_id(),
     };
+    // A store numbers streams and seqs as signed 64-bit integers (PostgreSQL's
+    // `bigint`): past those no stream is held, and no event was written.
+    match target {
+        Some((stream, _)) if stream > MAX_STORED => return unknown_stream(),
+        Some((_, seq)) if seq > MAX_STORED => return malformed_event_id(),
+        _ => {}
+    }
     let fault = |fault: crate::session::SessionStoreError| {
         tracing::warn!("a legacy session's stream could not be read: {fault}");
         store_fault(None)
@@ -1015,7 +1025,7 @@ async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) ->
                 return unknown_stream();
             };
             shared.announce_taken(live.id(), stream, &conn);
-            let cursor = read.events.last().map_or(seq.min(read.last_seq), |e| e.seq);
+            let cursor = follow_cursor(&read, seq);
             let first = read
                 .events
                 .iter()
@@ -1024,6 +1034,15 @@ async fn get_shared(endpoint: &Endpoint, live: Arc<Live>, last: Option<&str>) ->
             followed_stream(endpoint, live, stream, conn, cursor, first)
         }
     }
+}
+
+/// Where a connection following a stream from the store goes on: after the last event
+/// it read there, or, with none after the client's id, after that id. A request
+/// stream has one writer for life and its ids never change, so the client's id is its
+/// own even when the store holds less (the writer's queue to the store can lag the
+/// connection the client read it on): the follower never writes it again.
+fn follow_cursor(read: &crate::session::StreamRead, seq: u64) -> u64 {
+    read.events.last().map_or(seq, |e| e.seq)
 }
 
 /// DELETE: ends the session (204).

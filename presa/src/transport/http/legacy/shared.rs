@@ -15,10 +15,16 @@
 //! The standalone stream (0) has one writer at a time: the copy `initialize` made, then
 //! the copy of the replica of the latest GET, which takes the stream over in the store
 //! and goes on from the `seq` the store has; the store refuses the events of a copy that
-//! lost it (which learns so through the fan-out, or from the refusal). Every copy hears
-//! the session's list changes and updates, and only the writer sends them. A plain GET
-//! that takes the stream over begins after its newest event (which connection read what
-//! is known only where it was read); one with `Last-Event-ID` replays what followed.
+//! lost it (which learns so through the fan-out, or from the refusal). The store's `seq`
+//! is the last the copy before had written there, not the last it sent: the ids it sent
+//! but had not yet written are given again, to the new writer's events, so the
+//! standalone stream's ids are unique only while it keeps one writer. Every copy hears
+//! the session's list changes and updates, and only the writer sends them; any other
+//! frame for the standalone stream on a copy that does not write it is dropped (say, a
+//! `notifications/cancelled` withdrawing a request it sent there before it lost the
+//! stream). A plain GET that takes the stream over begins after its newest event (which
+//! connection read what is known only where it was read); one with `Last-Event-ID`
+//! replays what followed.
 //!
 //! A GET whose `Last-Event-ID` names a request stream this replica does not hold reads
 //! it from the store: the events after that id, then each new one, until the stream
@@ -45,6 +51,10 @@ pub(super) const RECHECK: Duration = Duration::from_secs(1);
 
 /// Least room for writes waiting for the store, per session copy.
 const MIN_QUEUE: usize = 64;
+
+/// Most room for them: the buffer's event bound may be far larger than any queue
+/// should be (a channel's room is allocated in blocks, and has a ceiling).
+const MAX_QUEUE: usize = 4096;
 
 /// What a session copy needs to share its streams: set by the request that made it.
 pub(super) struct Sharing {
@@ -84,7 +94,7 @@ impl Shared {
         id: String,
         bounds: EventBounds,
     ) -> Shared {
-        let (writes, rx) = mpsc::channel(bounds.events.max(MIN_QUEUE));
+        let (writes, rx) = mpsc::channel(queue_room(bounds.events));
         tokio::spawn(write_through(
             rx,
             Arc::clone(&sharing.store),
@@ -138,6 +148,12 @@ impl Shared {
         let message = json!({"stream": stream, "taken": {"copy": self.copy, "conn": conn.id()}});
         self.core.pass_to_session(session, message);
     }
+}
+
+/// The room for writes waiting for the store of a copy whose buffer holds `events`: as
+/// many as the buffer, within [`MIN_QUEUE`] and [`MAX_QUEUE`].
+fn queue_room(events: usize) -> usize {
+    events.clamp(MIN_QUEUE, MAX_QUEUE)
 }
 
 /// The number of copy `copy`'s `local`th request stream (from 1): in its range, never
@@ -275,7 +291,19 @@ impl Passed {
 
 #[cfg(test)]
 mod tests {
-    use super::{COPY_STREAMS, stream_number};
+    use super::{COPY_STREAMS, MAX_QUEUE, MIN_QUEUE, queue_room, stream_number};
+
+    /// A copy's queue to the store has room for as many writes as its buffer holds
+    /// events, at least [`MIN_QUEUE`], at most [`MAX_QUEUE`] however large the buffer.
+    #[test]
+    fn the_queue_to_the_store_is_bounded_both_ways() {
+        assert_eq!(queue_room(1), MIN_QUEUE);
+        assert_eq!(queue_room(MIN_QUEUE), MIN_QUEUE);
+        assert_eq!(queue_room(MIN_QUEUE + 1), MIN_QUEUE + 1);
+        assert_eq!(queue_room(MAX_QUEUE), MAX_QUEUE, "at the bound");
+        assert_eq!(queue_room(MAX_QUEUE + 1), MAX_QUEUE, "just past it");
+        assert_eq!(queue_room(usize::MAX), MAX_QUEUE);
+    }
 
     /// A copy numbers its request streams in its own range, from its second number to
     /// its last; one past the last starts the range again (never on the range's first
