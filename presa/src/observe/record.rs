@@ -210,6 +210,17 @@ impl Attributes {
     }
 }
 
+// `Attributes` indexes its array by `Attr as usize`: every variant must be below the
+// count, and `ALL` must list each in its place.
+const _: () = {
+    assert!(Attr::DurationUs as usize + 1 == Attr::COUNT);
+    let mut i = 0;
+    while i < Attr::COUNT {
+        assert!(ALL[i] as usize == i);
+        i += 1;
+    }
+};
+
 /// Every [`Attr`], in order.
 const ALL: [Attr; Attr::COUNT] = [
     Attr::MethodName,

@@ -1103,8 +1103,9 @@ async fn to_end(mut stream: presa_tests::http::Stream) -> (Vec<Value>, String) {
     (messages, stream.raw().to_owned())
 }
 
-/// Starts `slow_progress` through `on` (three steps 400 ms apart), reads its first
-/// progress and drops the connection: the id of that event.
+/// Starts `slow_progress` through `on` (its steps far enough apart that the client drops
+/// the connection before the next one is sent), reads its first progress and drops the
+/// connection: the id of that event.
 async fn begin_slow(on: &Legacy, id: i64) -> String {
     let call = request(
         id,

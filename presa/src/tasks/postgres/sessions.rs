@@ -110,6 +110,18 @@ impl PgStore {
             .map_err(|e| fault(self.unavailable(&e)))
     }
 
+    /// Runs `query`, within the store's bounds: the first column of its first row, a
+    /// count (`None` when it returned no row).
+    async fn first_count(
+        &self,
+        query: sqlx::query::Query<'_, sqlx::Postgres, sqlx::postgres::PgArguments>,
+    ) -> Result<Option<u64>, SessionStoreError> {
+        let rows = self.fetch_bounded(query).await?;
+        rows.first()
+            .map(|row| self.column::<i64>(row, 0).map(uint))
+            .transpose()
+    }
+
     /// Reads column `at` of `row`, a fault when it cannot.
     fn column<'r, T>(&self, row: &'r PgRow, at: usize) -> Result<T, SessionStoreError>
     where
@@ -324,10 +336,7 @@ impl SessionStore for PgStore {
                  RETURNING copies",
             )
             .bind(id);
-            let rows = self.fetch_bounded(query).await?;
-            rows.first()
-                .map(|row| self.column::<i64>(row, 0).map(uint))
-                .transpose()
+            self.first_count(query).await
         })
     }
 
@@ -435,10 +444,7 @@ impl SessionStore for PgStore {
             .bind(id)
             .bind(int(stream)?)
             .bind(int(writer)?);
-            let rows = self.fetch_bounded(query).await?;
-            rows.first()
-                .map(|row| self.column::<i64>(row, 0).map(uint))
-                .transpose()
+            self.first_count(query).await
         })
     }
 
