@@ -535,6 +535,31 @@ fn streaming_replica<S: SessionStore + Clone>(
         .expect("builds")
 }
 
+/// Two [`streaming_replica`]s on one store and fan-out, and a session opened on the first
+/// (`a`) and addressed to the second (`b`).
+struct Pair {
+    ha: Harness,
+    hb: Harness,
+    a: Legacy,
+    b: Legacy,
+    id: String,
+}
+
+impl Pair {
+    async fn start<S: SessionStore + Clone>(
+        store: &S,
+        fanout: &MemoryFanout,
+        gate: &Arc<Notify>,
+    ) -> Pair {
+        let ha = Harness::start(streaming_replica(store, fanout, gate)).await;
+        let hb = Harness::start(streaming_replica(store, fanout, gate)).await;
+        let a = Legacy::open(&ha.http(), VERSION).await;
+        let b = a.at(&hb.http());
+        let id = a.session.clone().expect("a session");
+        Pair { ha, hb, a, b, id }
+    }
+}
+
 /// The event ids of an SSE body, in order.
 fn ids_in(raw: &str) -> Vec<String> {
     raw.lines()
@@ -659,11 +684,13 @@ async fn a_request_stream_dropped_on_one_server_resumes_on_another() {
         MemoryFanout::new(),
         Arc::new(Notify::new()),
     );
-    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let a = Legacy::open(&ha.http(), VERSION).await;
-    let b = a.at(&hb.http());
-    let id = a.session.clone().expect("a session");
+    let Pair {
+        ha: _ha,
+        hb: _hb,
+        a,
+        b,
+        id,
+    } = Pair::start(&store, &fanout, &gate).await;
 
     let call = request(
         7,
@@ -733,10 +760,13 @@ async fn a_resumption_on_one_server_ends_the_connection_on_another() {
         MemoryFanout::new(),
         Arc::new(Notify::new()),
     );
-    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let a = Legacy::open(&ha.http(), VERSION).await;
-    let b = a.at(&hb.http());
+    let Pair {
+        ha: _ha,
+        hb: _hb,
+        a,
+        b,
+        id: _,
+    } = Pair::start(&store, &fanout, &gate).await;
 
     let mut get = a.get("", &[]).await;
     assert_eq!(get.status, 200);
@@ -859,10 +889,13 @@ async fn an_unknown_or_malformed_event_id_is_400_on_every_server() {
         MemoryFanout::new(),
         Arc::new(Notify::new()),
     );
-    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let a = Legacy::open(&ha.http(), VERSION).await;
-    let b = a.at(&hb.http());
+    let Pair {
+        ha: _ha,
+        hb: _hb,
+        a,
+        b,
+        id: _,
+    } = Pair::start(&store, &fanout, &gate).await;
     for to in [&a, &b] {
         for bad in ["junk", "1-x", "99-1", "1000000000001-1", "3000000000007-2"] {
             to.get("", &[("Last-Event-ID", bad)])
@@ -901,10 +934,13 @@ async fn event_ids_past_the_store_s_numbers_are_400_on_every_server() {
         MemoryFanout::new(),
         Arc::new(Notify::new()),
     );
-    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let a = Legacy::open(&ha.http(), VERSION).await;
-    let b = a.at(&hb.http());
+    let Pair {
+        ha: _ha,
+        hb: _hb,
+        a,
+        b,
+        id: _,
+    } = Pair::start(&store, &fanout, &gate).await;
     for to in [&a, &b] {
         assert_ids_past_the_store_are_400(to).await;
     }
@@ -1050,11 +1086,13 @@ impl SessionStore for Lagging {
 #[tokio::test]
 async fn a_resumption_ahead_of_the_store_replays_nothing_the_client_has() {
     let (store, fanout, gate) = (Lagging::new(), MemoryFanout::new(), Arc::new(Notify::new()));
-    let ha = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let hb = Harness::start(streaming_replica(&store, &fanout, &gate)).await;
-    let a = Legacy::open(&ha.http(), VERSION).await;
-    let b = a.at(&hb.http());
-    let id = a.session.clone().expect("a session");
+    let Pair {
+        ha: _ha,
+        hb: _hb,
+        a,
+        b,
+        id,
+    } = Pair::start(&store, &fanout, &gate).await;
     let call = request(
         7,
         "tools/call",
